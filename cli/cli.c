@@ -1,0 +1,110 @@
+/*
+ * cli.c — shared helpers of the kareus command: error reporting, strict option parsing,
+ * job loading, progress lines.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_report(int rc, const kr_error *err)
+{
+    const char *msg = err && err->msg[0] ? err->msg : kr_strerror(rc);
+    fprintf(stderr, "kareus: %s\n", msg);
+    return kr_status_is_input_error(rc) ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "kareus %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'kareus %s --help')\n", cmd);
+    return CLI_EXIT_INPUT;
+}
+
+int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE)
+        return cli_usage_error(cmd, "%s: expected an integer, found '%s'", opt, s);
+    if (v < lo || v > hi)
+        return cli_usage_error(cmd, "%s: expected an integer in [%ld, %ld], found %ld", opt, lo, hi, v);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out)
+{
+    long v;
+    int rc = cli_parse_long(cmd, opt, s, lo, hi, &v);
+    if (rc == 0)
+        *out = (int)v;
+    return rc;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v))
+        return cli_usage_error(cmd, "%s: expected a number, found '%s'", opt, s);
+    if (v < lo || v > hi)
+        return cli_usage_error(cmd, "%s: expected a number in [%g, %g], found %g", opt, lo, hi, v);
+    *out = v;
+    return 0;
+}
+
+int cli_load_job(const char *path, kr_job *job)
+{
+    if (path == NULL) {
+        kr_job_default(job);
+        return 0;
+    }
+    kr_error err = {0};
+    int rc = kr_job_load(path, job, &err);
+    if (rc)
+        return cli_report(rc, &err);
+    return 0;
+}
+
+void cli_progress(int quiet, const char *fmt, ...)
+{
+    if (quiet)
+        return;
+    va_list ap;
+    int tty = isatty(STDERR_FILENO);
+    fputs(tty ? "\r\033[K" : "", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (!tty)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+void cli_progress_done(int quiet)
+{
+    if (!quiet && isatty(STDERR_FILENO))
+        fputc('\n', stderr);
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return 0;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,62 @@
+/*
+ * cli.h — shared helpers of the kareus command (public API of libkareus only).
+ *
+ * Exit statuses: 0 success, 1 failure of a run (backend, I/O beyond the user's input),
+ * 2 bad input (arguments, files, values) — every such error names what was expected and
+ * what was found.
+ */
+#ifndef KR_CLI_H
+#define KR_CLI_H
+
+#include <stdio.h>
+
+#include "kareus/kareus.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_INPUT 2
+
+/* Every subcommand: argc/argv start at the subcommand name (argv[0] = "search"). */
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+
+/* Prints "kareus: <message>" for a failed library call and returns the exit status for rc
+ * (2 for input errors, 1 otherwise). */
+int cli_report(int rc, const kr_error *err);
+
+/* Prints "kareus CMD: <message>\n(see 'kareus CMD --help')" and returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict number parsing for options: the whole string must be a number within [lo, hi];
+ * otherwise prints "kareus CMD: --OPT: expected …, found '…'" and returns 2. */
+int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+int cli_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out);
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
+
+/* Loads --job FILE (a path or a built-in name) or the default job when path is NULL. */
+int cli_load_job(const char *path, kr_job *job);
+
+/* Progress on stderr: a line rewritten in place when stderr is a terminal, a plain line every
+ * call otherwise. cli_progress_done ends the line. quiet suppresses both. */
+void cli_progress(int quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_progress_done(int quiet);
+
+/* 1 if --help/-h is among the arguments. */
+int cli_wants_help(int argc, char **argv);
+
+/* Subcommands (cli/cmd_<name>.c). */
+int cmd_catalog(int argc, char **argv);
+int cmd_job(int argc, char **argv);
+int cmd_partition(int argc, char **argv);
+int cmd_search(int argc, char **argv);
+int cmd_compose(int argc, char **argv);
+int cmd_solve(int argc, char **argv);
+int cmd_optimize(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_gpu(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+
+#endif

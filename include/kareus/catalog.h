@@ -1,0 +1,135 @@
+/*
+ * catalog.h — the GPU and model catalogs: published constants, each with its source.
+ *
+ * A kr_gpu is a plain value (copyable, no pointers). Its numeric parameters are listed once
+ * in KR_GPU_PARAMS, which generates the struct fields, the JSON reader/writer, the
+ * `kareus catalog` listing and the table in docs/calibration.md, so a constant cannot exist
+ * without a unit, a description and a source. Built-in entries live in src/workload/catalog.c;
+ * further entries (e.g. written by `kareus profile --calibrate`) load from JSON.
+ */
+#ifndef KAREUS_CATALOG_H
+#define KAREUS_CATALOG_H
+
+#include "kareus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KR_NAME_MAX 48
+#define KR_SOURCE_MAX 200
+
+/*
+ * X(field, unit, description). Every field is a double. Clock fields hold whole MHz.
+ * Bandwidths are bytes/s; "busbw" is the nccl-tests bus bandwidth.
+ */
+#define KR_GPU_PARAMS(X)                                                                          \
+    X(sm_count, "SMs", "streaming multiprocessors")                                               \
+    X(clock_min_mhz, "MHz", "lowest supported SM clock")                                          \
+    X(clock_max_mhz, "MHz", "highest supported SM clock")                                         \
+    X(clock_step_mhz, "MHz", "spacing of supported SM clocks")                                    \
+    X(plan_min_mhz, "MHz", "default planning range: lowest clock")                                \
+    X(plan_max_mhz, "MHz", "default planning range: highest clock")                               \
+    X(plan_step_mhz, "MHz", "default planning range: step")                                       \
+    X(default_clock_mhz, "MHz", "default applications clock")                                     \
+    X(tdp_w, "W", "board power limit (TDP)")                                                      \
+    X(idle_w, "W", "power when idle at the idle clock")                                           \
+    X(static_w, "W", "static power: blocked on communication or waiting in a bubble")            \
+    X(mem_power_w, "W", "extra power of HBM streaming at full bandwidth")                         \
+    X(dyn_coeff_w, "W/(GHz*V^2)", "dynamic SM power coefficient c at full tensor activity")      \
+    X(v_min, "V", "core voltage at and below v_floor_mhz")                                        \
+    X(v_max, "V", "core voltage at clock_max_mhz")                                                \
+    X(v_floor_mhz, "MHz", "clock up to which the voltage stays at v_min")                         \
+    X(flops_per_sm_clk, "FLOP/(SM*clk)", "dense BF16 tensor FLOPs per SM per clock")              \
+    X(gemm_eff, "", "achievable fraction of per-clock tensor peak for large GEMMs")              \
+    X(attn_eff, "", "achievable fraction of per-clock tensor peak for flash attention")          \
+    X(hbm_bw_Bps, "B/s", "peak HBM bandwidth")                                                    \
+    X(mem_eff, "", "achievable fraction of HBM bandwidth for streaming kernels")                 \
+    X(mem_knee_frac, "", "clock fraction below which memory-bound kernels slow with the clock")  \
+    X(launch_s, "s", "per-kernel launch and tail overhead")                                       \
+    X(busbw_ar_Bps, "B/s", "intra-node all-reduce peak bus bandwidth (8 GPUs)")                   \
+    X(busbw_ag_Bps, "B/s", "intra-node all-gather / reduce-scatter peak bus bandwidth")          \
+    X(coll_alpha_s, "s", "collective latency term alpha")                                         \
+    X(busbw_per_cta_Bps, "B/s", "bus bandwidth one comm CTA sustains at the max clock")          \
+    X(nccl_ctas, "CTAs", "CTAs (= SMs) NCCL uses by default for intra-node collectives")         \
+    X(comm_activity, "", "dynamic-power activity of one comm CTA relative to a GEMM CTA")        \
+    X(p2p_bw_Bps, "B/s", "intra-node point-to-point (NVLink) bandwidth per direction")           \
+    X(kappa_mem_gemm, "", "memory-contention slowdown of a GEMM overlapped by a comm kernel")     \
+    X(kappa_mem_membound, "", "memory-contention slowdown of a memory-bound op under overlap")   \
+    X(kappa_max, "", "cap on the total overlap slowdown of a compute op")                         \
+    X(clock_switch_s, "s", "time for a clock change to settle")
+
+enum {
+#define KR_GPU_ENUM_(f, u, d) KR_GPU_P_##f,
+    KR_GPU_PARAMS(KR_GPU_ENUM_)
+#undef KR_GPU_ENUM_
+    KR_GPU_NPARAMS
+};
+
+/* One GPU type: identity, numeric parameters and the source of each parameter. */
+typedef struct kr_gpu {
+    char name[KR_NAME_MAX]; /* Catalog key, e.g. "a100-sxm4-40gb". */
+    char display[64];       /* Product name as NVML reports it, e.g. "NVIDIA A100-SXM4-40GB". */
+#define KR_GPU_FIELD_(f, u, d) double f;
+    KR_GPU_PARAMS(KR_GPU_FIELD_)
+#undef KR_GPU_FIELD_
+    char source[KR_GPU_NPARAMS][KR_SOURCE_MAX]; /* Source of each parameter, by KR_GPU_P_… */
+} kr_gpu;
+
+/* Static description of parameter i (0 <= i < KR_GPU_NPARAMS): field name, unit, meaning. */
+typedef struct kr_gpu_param_info {
+    const char *field;
+    const char *unit;
+    const char *description;
+} kr_gpu_param_info;
+
+const kr_gpu_param_info *kr_gpu_param(int i);
+/* Value of parameter i of gpu (reads the struct field of that index). */
+double kr_gpu_param_value(const kr_gpu *gpu, int i);
+/* Sets parameter i. */
+void kr_gpu_param_set(kr_gpu *gpu, int i, double v);
+
+/* A transformer model (dense, GQA, SwiGLU, RMSNorm, RoPE). */
+typedef struct kr_model {
+    char name[KR_NAME_MAX];       /* Catalog key, e.g. "llama3.2-3b". */
+    char display[64];             /* "Llama 3.2 3B". */
+    int hidden;                   /* Hidden size h. */
+    int ffn;                      /* MLP intermediate size. */
+    int heads;                    /* Attention (query) heads. */
+    int kv_groups;                /* Key/value heads (GQA groups). */
+    int head_dim;                 /* Dimension per head. */
+    int layers;                   /* Transformer layers. */
+    int vocab;                    /* Vocabulary size. */
+    int tied_embeddings;          /* 1 if input embedding and LM head share weights. */
+    int qk_norm;                  /* 1 if queries and keys are RMS-normalised (Qwen3). */
+    char source[KR_SOURCE_MAX];   /* Where these numbers come from. */
+} kr_model;
+
+/* Built-in GPUs: count, and the i-th entry (copied into *out). */
+int kr_catalog_gpu_count(void);
+void kr_catalog_gpu_at(int i, kr_gpu *out);
+/* Finds a built-in GPU by name (case-insensitive; "a100", "h100" are accepted aliases). */
+int kr_catalog_gpu_find(const char *name, kr_gpu *out, kr_error *err);
+
+int kr_catalog_model_count(void);
+void kr_catalog_model_at(int i, kr_model *out);
+int kr_catalog_model_find(const char *name, kr_model *out, kr_error *err);
+
+/*
+ * GPU entries as JSON: {"name", "display", "params": {field: {"value", "source"}}}.
+ * Reading validates every field (unknown fields are errors; missing ones are errors unless
+ * `base` names a built-in GPU whose values fill the gaps). Writing is atomic.
+ */
+int kr_gpu_read_json(const char *path, kr_gpu *out, kr_error *err);
+int kr_gpu_write_json(const char *path, const kr_gpu *gpu, kr_error *err);
+
+/* Supported clocks of the GPU, highest first (as NVML lists them). Returns the count, or
+ * KR_ERANGE if cap is too small (the count needed is then in *needed when not NULL). */
+int kr_gpu_supported_clocks(const kr_gpu *gpu, int *mhz, int cap, int *needed);
+/* 1 if mhz is a supported clock of the GPU. */
+int kr_gpu_clock_supported(const kr_gpu *gpu, int mhz);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

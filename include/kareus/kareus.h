@@ -1,0 +1,27 @@
+/*
+ * kareus.h — umbrella header of libkareus: include this to get the whole public API.
+ *
+ * Layers (design §3), each one module with one prefix and one header:
+ *   status     kr_error, status codes                      (status.h)
+ *   workload   GPUs, models, jobs, schedules, partitions   (catalog.h, job.h, sched.h, partition.h)
+ *   backend    the measurement/control vtable              (backend.h)
+ *   sim        the calibrated GPU simulator backend        (sim.h)
+ *   plan       plan files                                  (plan.h)
+ * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
+ * gpuctl, profiler) add their headers here as they land.
+ */
+#ifndef KAREUS_KAREUS_H
+#define KAREUS_KAREUS_H
+
+#include "kareus/status.h"
+#include "kareus/catalog.h"
+#include "kareus/job.h"
+#include "kareus/sched.h"
+#include "kareus/partition.h"
+#include "kareus/backend.h"
+#include "kareus/plan.h"
+
+/* Version string of the library, e.g. "0.1.0". */
+const char *kr_version(void);
+
+#endif

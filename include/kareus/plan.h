@@ -1,0 +1,111 @@
+/*
+ * plan.h — an iteration plan: for every pipeline stage, its instructions in execution order,
+ * each with an SM clock and the comm configuration of each of its partitions.
+ *
+ * File format: JSON, schema "kareus.plan", version KR_PLAN_VERSION (docs/formats.md):
+ *   {"schema": "kareus.plan", "version": 1, "method": "kareus", "variant": "kareus",
+ *    "job": {"name", "fingerprint", "gpu", "model", "stages", "microbatches", "schedule",
+ *            "virtual_stages"},
+ *    "predicted": {"iteration_time_s", "energy_j", "effective_energy_j"},
+ *    "solver": {"cost_model", "unit_time_s", "step"},
+ *    "stages": [{"stage": 0, "instructions": [
+ *        {"kind": "forward", "microbatch": 0, "chunk": 0, "freq_mhz": 1410,
+ *         "time_s": …, "energy_j": …,
+ *         "comm": [{"key": "fwd_attn", "slot": "rope_0", "sms": 12}, …],
+ *         "recompute": [{"key": "fwd_attn", …}, …]}   (backward with recomputation only)
+ *    ]}]}
+ * Energies are whole-cluster joules for the iteration; per-instruction figures are per GPU.
+ */
+#ifndef KAREUS_PLAN_H
+#define KAREUS_PLAN_H
+
+#include "kareus/job.h"
+#include "kareus/partition.h"
+#include "kareus/sched.h"
+#include "kareus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KR_PLAN_VERSION 1
+#define KR_PLAN_MAX_COMM 16
+
+/* Comm configuration of one partition key within an instruction. */
+typedef struct kr_comm_setting {
+    char key[KR_KEY_MAX];         /* Partition key, e.g. "fwd_attn". */
+    int recompute;                /* 1: applies to the recomputed forward inside a backward. */
+    char slot[KR_SLOT_NAME_MAX];  /* Launch slot name ("none" = after compute). */
+    int sms;                      /* Comm SMs (CTAs). */
+} kr_comm_setting;
+
+typedef struct kr_plan_instr {
+    kr_instr_kind kind;           /* Forward or backward. */
+    int microbatch;               /* Microbatch index, 0-based. */
+    int chunk;                    /* Model chunk (virtual stage) for interleaved 1F1B; else 0. */
+    int freq_mhz;                 /* SM clock for the whole instruction. */
+    double time_s;                /* Predicted duration of this instruction (its option). */
+    double energy_j;              /* Predicted energy of one GPU for it. */
+    int ncomm;                    /* Entries used in comm. */
+    kr_comm_setting comm[KR_PLAN_MAX_COMM];
+} kr_plan_instr;
+
+typedef struct kr_plan_stage {
+    int ninstr;                   /* Instructions of this stage. */
+    kr_plan_instr *instr;         /* In execution order (owned by the plan). */
+} kr_plan_stage;
+
+typedef struct kr_plan {
+    int version;                  /* KR_PLAN_VERSION. */
+    char method[32];              /* "kareus", "perseus", "megatron", "nanobatch", "nanobatch+perseus". */
+    char variant[24];             /* Execution variant name (kr_variant_name). */
+    char job_name[64];            /* Job it was made for. */
+    char job_fingerprint[17];     /* kr_job_fingerprint of that job. */
+    char gpu[KR_NAME_MAX];        /* GPU catalog key. */
+    char model[KR_NAME_MAX];      /* Model catalog key. */
+    int num_stages;               /* Pipeline stages. */
+    int num_microbatches;         /* Microbatches per iteration. */
+    int virtual_stages;           /* Chunks per stage (1 unless interleaved). */
+    char schedule[24];            /* kr_schedule_name. */
+    char cost_model[16];          /* Solver cost model that made it ("exact", "lowtime", "fixed"). */
+    double unit_time_s;           /* Solver unit time (0 if none). */
+    int step;                     /* Solver step (0 = slowest), -1 if not from a solver. */
+    double pred_time_s;           /* Predicted iteration time. */
+    double pred_energy_j;         /* Predicted energy of the whole cluster per iteration. */
+    double pred_eff_energy_j;     /* Predicted effective energy (energy − static × GPU-time). */
+    kr_plan_stage *stages;        /* num_stages entries (owned). */
+} kr_plan;
+
+/* Allocates stages (each with ninstr[s] zeroed instructions) and fills identity fields from
+ * job (name, fingerprint, gpu, model, stages, microbatches, schedule). */
+int kr_plan_init(kr_plan *plan, const kr_job *job, const int *ninstr, kr_error *err);
+void kr_plan_free(kr_plan *plan);
+/* Deep copy. */
+int kr_plan_copy(kr_plan *dst, const kr_plan *src, kr_error *err);
+
+int kr_plan_read(const char *path, kr_plan *out, kr_error *err);
+int kr_plan_read_text(const char *text, const char *name, kr_plan *out, kr_error *err);
+/* Writes atomically (temp file + rename). */
+int kr_plan_write(const char *path, const kr_plan *plan, kr_error *err);
+
+/*
+ * Checks that a plan fits a job: same fingerprint (unless the plan has none), stage and
+ * microbatch counts, every instruction of the job's schedule present and in order, clocks
+ * supported by the GPU, comm keys known for the variant with valid slots and SM counts.
+ */
+int kr_plan_validate(const kr_plan *plan, const kr_job *job, kr_error *err);
+
+/* 1 if two plans are equal in every field (predicted figures compared exactly). */
+int kr_plan_equal(const kr_plan *a, const kr_plan *b);
+
+/*
+ * Exports the clock schedule in the Zeus pipeline-frequency-optimizer layout: a Python list
+ * literal with one list of ("forward"|"backward", MHz) tuples per stage, in execution order,
+ * plus "# …" comment lines with the predicted figures. Atomic.
+ */
+int kr_plan_export_zeus(const kr_plan *plan, const char *path, kr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,229 @@
+/*
+ * util.c — strings, allocation, growable buffers, the RNG and the clock (see util.h).
+ */
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int kr__strlcpy(char *dst, const char *src, size_t cap)
+{
+    if (cap == 0)
+        return 1;
+    size_t n = strlen(src);
+    int trunc = n >= cap;
+    if (trunc)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    return trunc;
+}
+
+double kr__now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void *kr__alloc(const kr_allocator *a, size_t size)
+{
+    if (a && a->alloc)
+        return a->alloc(a->ud, size);
+    return malloc(size);
+}
+
+void *kr__calloc(const kr_allocator *a, size_t n, size_t size)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        return NULL;
+    void *p = kr__alloc(a, n * size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void *kr__realloc(const kr_allocator *a, void *ptr, size_t size)
+{
+    if (a && a->realloc)
+        return a->realloc(a->ud, ptr, size);
+    return realloc(ptr, size);
+}
+
+void kr__free(const kr_allocator *a, void *ptr)
+{
+    if (ptr == NULL)
+        return;
+    if (a && a->free)
+        a->free(a->ud, ptr);
+    else
+        free(ptr);
+}
+
+int kr__grow(void **ptr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return KR_OK;
+    size_t ncap = *cap ? *cap : 8;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2 / elem)
+            return KR_ENOMEM;
+        ncap *= 2;
+    }
+    void *p = realloc(*ptr, ncap * elem);
+    if (p == NULL)
+        return KR_ENOMEM;
+    *ptr = p;
+    *cap = ncap;
+    return KR_OK;
+}
+
+/* ---- string buffer ------------------------------------------------------------------ */
+
+static int sb_reserve(kr__sb *sb, size_t extra)
+{
+    if (sb->oom)
+        return 0;
+    size_t need = sb->len + extra + 1;
+    if (need <= sb->cap)
+        return 1;
+    size_t ncap = sb->cap ? sb->cap : 256;
+    while (ncap < need)
+        ncap *= 2;
+    char *p = realloc(sb->buf, ncap);
+    if (p == NULL) {
+        sb->oom = 1;
+        return 0;
+    }
+    sb->buf = p;
+    sb->cap = ncap;
+    return 1;
+}
+
+void kr__sb_vprintf(kr__sb *sb, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || !sb_reserve(sb, (size_t)n))
+        return;
+    vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+    sb->len += (size_t)n;
+}
+
+void kr__sb_printf(kr__sb *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kr__sb_vprintf(sb, fmt, ap);
+    va_end(ap);
+}
+
+void kr__sb_puts(kr__sb *sb, const char *s)
+{
+    size_t n = strlen(s);
+    if (!sb_reserve(sb, n))
+        return;
+    memcpy(sb->buf + sb->len, s, n + 1);
+    sb->len += n;
+}
+
+void kr__sb_xml(kr__sb *sb, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': kr__sb_puts(sb, "&amp;"); break;
+        case '<': kr__sb_puts(sb, "&lt;"); break;
+        case '>': kr__sb_puts(sb, "&gt;"); break;
+        case '"': kr__sb_puts(sb, "&quot;"); break;
+        default: {
+            char c[2] = {*s, '\0'};
+            kr__sb_puts(sb, c);
+        }
+        }
+    }
+}
+
+const char *kr__sb_str(const kr__sb *sb)
+{
+    return sb->buf ? sb->buf : "";
+}
+
+void kr__sb_free(kr__sb *sb)
+{
+    free(sb->buf);
+    memset(sb, 0, sizeof *sb);
+}
+
+/* ---- RNG: xoshiro256** (Blackman & Vigna), seeded with splitmix64 ------------------- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void kr__rng_seed(kr__rng *r, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t kr__rng_next(kr__rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double kr__rng_uniform(kr__rng *r)
+{
+    return (double)(kr__rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+double kr__rng_normal(kr__rng *r)
+{
+    double u1 = kr__rng_uniform(r);
+    double u2 = kr__rng_uniform(r);
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+uint64_t kr__rng_below(kr__rng *r, uint64_t n)
+{
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do
+        x = kr__rng_next(r);
+    while (x >= limit);
+    return x % n;
+}
+
+void kr__fmt_double(char *buf, size_t cap, double v)
+{
+    /* Shortest of %.15g/%.16g/%.17g that round-trips. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, cap, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}

@@ -1,0 +1,197 @@
+/*
+ * util.h — internal helpers shared by every module of libkareus (not public API).
+ *
+ * JSON reading with JSON-path error messages, atomic file output (temp file + fsync +
+ * rename), a small CSV table reader, a seeded RNG, a growable string buffer, array
+ * growth and the allocator hook. One piece of code per idea: modules use these instead
+ * of writing their own.
+ */
+#ifndef KR_UTIL_H
+#define KR_UTIL_H
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kareus/status.h"
+
+#define KR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define KR_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define KR_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Copies src into dst (capacity cap), always NUL-terminating; returns 1 if truncated. */
+int kr__strlcpy(char *dst, const char *src, size_t cap);
+
+/* Monotonic clock in seconds (CLOCK_MONOTONIC). */
+double kr__now_s(void);
+
+/* ---- allocation -------------------------------------------------------------------- */
+
+void *kr__alloc(const kr_allocator *a, size_t size);
+void *kr__calloc(const kr_allocator *a, size_t n, size_t size);
+void *kr__realloc(const kr_allocator *a, void *ptr, size_t size);
+void kr__free(const kr_allocator *a, void *ptr);
+
+/*
+ * Makes *ptr (an array of elem-sized items with capacity *cap) hold at least need items,
+ * growing geometrically with libc realloc. Returns KR_OK or KR_ENOMEM (*ptr untouched).
+ */
+int kr__grow(void **ptr, size_t *cap, size_t need, size_t elem);
+
+/* ---- strings ----------------------------------------------------------------------- */
+
+/* Growable string buffer. Zero-initialise; an allocation failure sets oom and stops appending. */
+typedef struct kr__sb {
+    char *buf;  /* NUL-terminated text (NULL while empty). */
+    size_t len; /* Bytes used, without the NUL. */
+    size_t cap; /* Bytes allocated. */
+    int oom;    /* 1 after an allocation failure. */
+} kr__sb;
+
+void kr__sb_printf(kr__sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kr__sb_vprintf(kr__sb *sb, const char *fmt, va_list ap);
+void kr__sb_puts(kr__sb *sb, const char *s);
+/* Appends s with &, <, >, " escaped for XML/HTML. */
+void kr__sb_xml(kr__sb *sb, const char *s);
+const char *kr__sb_str(const kr__sb *sb); /* "" when empty. */
+void kr__sb_free(kr__sb *sb);
+
+/* ---- random numbers (deterministic for a seed) -------------------------------------- */
+
+/* xoshiro256** state, seeded through splitmix64. */
+typedef struct kr__rng {
+    uint64_t s[4];
+} kr__rng;
+
+void kr__rng_seed(kr__rng *r, uint64_t seed);
+uint64_t kr__rng_next(kr__rng *r);
+double kr__rng_uniform(kr__rng *r);         /* [0, 1) */
+double kr__rng_normal(kr__rng *r);          /* standard normal (Box–Muller, no cache) */
+uint64_t kr__rng_below(kr__rng *r, uint64_t n); /* uniform in [0, n), n > 0, unbiased */
+
+/* ---- files -------------------------------------------------------------------------- */
+
+/* Creates directory path and its parents (mode 0777 & umask). Existing directories are fine. */
+int kr__mkdirs(const char *path, kr_error *err);
+
+/* Reads a whole file into a NUL-terminated heap buffer (*out, free with free()). */
+int kr__read_file(const char *path, char **out, size_t *len, kr_error *err);
+
+/*
+ * Atomic output file: write to "<path>.tmp.<pid>", then kr__afile_commit flushes,
+ * fsyncs, closes and renames it over path (and fsyncs the directory). On any error, or
+ * with kr__afile_abort, the temp file is removed and path is left as it was.
+ */
+typedef struct kr__afile {
+    FILE *f;         /* Write here between open and commit. */
+    char path[4096]; /* Final path. */
+    char tmp[4160];  /* Temporary path. */
+} kr__afile;
+
+int kr__afile_open(kr__afile *af, const char *path, kr_error *err);
+int kr__afile_commit(kr__afile *af, kr_error *err);
+void kr__afile_abort(kr__afile *af);
+
+/* Writes a whole buffer atomically. */
+int kr__write_file_atomic(const char *path, const char *data, size_t len, kr_error *err);
+
+/* ---- JSON --------------------------------------------------------------------------- */
+
+/*
+ * Loads a JSON file (or text) with jansson. Parse errors name file:line:column and what
+ * jansson found. name is used in messages for text input.
+ */
+int kr__json_load_file(const char *path, json_t **out, kr_error *err);
+int kr__json_load_text(const char *text, const char *name, json_t **out, kr_error *err);
+
+/* Writes root as indented JSON atomically (keys in insertion order, reals with %.17g). */
+int kr__json_write_atomic(const char *path, const json_t *root, kr_error *err);
+
+/* Short description of a JSON value for error messages: `string "abc"`, `number 3.5`, `null`. */
+void kr__json_describe(const json_t *v, char *buf, size_t cap);
+
+/*
+ * Reading context: tracks the file name and the JSON path ("$.stages[1].freq_mhz") so
+ * every error says where it is. Use push/pop around nested values.
+ */
+typedef struct kr__jctx {
+    const char *file; /* File name for messages (or "<input>"). */
+    kr_error *err;    /* Where errors go (may be NULL). */
+    char path[512];   /* Current JSON path, "$" at the root. */
+} kr__jctx;
+
+void kr__jctx_init(kr__jctx *c, const char *file, kr_error *err);
+size_t kr__jpush_key(kr__jctx *c, const char *key); /* returns a mark for kr__jpop */
+size_t kr__jpush_idx(kr__jctx *c, size_t idx);
+void kr__jpop(kr__jctx *c, size_t mark);
+
+/* Reports "FILE: PATH[.key]: expected WHAT, found DESCRIPTION" with code; returns code. */
+int kr__jfail(kr__jctx *c, int code, const char *key, const char *expected, const json_t *found);
+/* Same with a free-form message after the path. */
+int kr__jfailf(kr__jctx *c, int code, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Checks that v is an object and has no keys outside allowed (NULL-terminated list). */
+int kr__jobject(kr__jctx *c, const json_t *v, const char *const *allowed);
+
+/*
+ * Typed field readers. If the key is absent: required → error "missing field", else the
+ * default is stored. Present values must have the right JSON type and lie in [lo, hi].
+ */
+int kr__jint(kr__jctx *c, const json_t *obj, const char *key, int required, long long lo,
+             long long hi, long long def, long long *out);
+int kr__jint32(kr__jctx *c, const json_t *obj, const char *key, int required, int lo, int hi,
+               int def, int *out);
+int kr__jnum(kr__jctx *c, const json_t *obj, const char *key, int required, double lo, double hi,
+             double def, double *out);
+int kr__jbool(kr__jctx *c, const json_t *obj, const char *key, int required, int def, int *out);
+int kr__jstr(kr__jctx *c, const json_t *obj, const char *key, int required, const char *def,
+             char *buf, size_t cap);
+
+/* jansson's iteration API is not const-correct; this drops const without a cast warning. */
+static inline json_t *kr__jmut(const json_t *v)
+{
+    json_t *r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+
+/* Adds a real that prints exactly (jansson uses %.17g). Returns 0 or -1 (oom). */
+int kr__jset_real(json_t *obj, const char *key, double v);
+
+/* ---- CSV ---------------------------------------------------------------------------- */
+
+/*
+ * A whole CSV file in memory: a header row and data rows of strings. Fields are split on
+ * commas; surrounding whitespace is trimmed; double quotes around a field are removed
+ * (quoted fields may contain commas). Blank lines and lines starting with '#' are skipped.
+ */
+typedef struct kr__csv {
+    char *file;    /* File name (copy) for messages. */
+    int ncols;     /* Columns in the header. */
+    int nrows;     /* Data rows. */
+    char **header; /* ncols names. */
+    char **cells;  /* nrows × ncols, row-major. */
+    int *line;     /* 1-based file line of each data row. */
+    char *store;   /* Backing text. */
+} kr__csv;
+
+int kr__csv_read(const char *path, kr__csv *t, kr_error *err);
+int kr__csv_parse(const char *text, const char *name, kr__csv *t, kr_error *err);
+void kr__csv_free(kr__csv *t);
+/* Index of the named column, or -1. */
+int kr__csv_col(const kr__csv *t, const char *name);
+/* Like kr__csv_col but fails with "FILE: missing column NAME (header: …)". */
+int kr__csv_need_col(const kr__csv *t, const char *name, int *col, kr_error *err);
+const char *kr__csv_cell(const kr__csv *t, int row, int col);
+/* Parses a cell as a finite double / an integer, with "FILE:LINE: column C: expected …". */
+int kr__csv_double(const kr__csv *t, int row, int col, double *out, kr_error *err);
+int kr__csv_int(const kr__csv *t, int row, int col, long long *out, kr_error *err);
+
+/* Formats a double so that strtod reads back the same value ("%.17g", trimmed). */
+void kr__fmt_double(char *buf, size_t cap, double v);
+
+#endif

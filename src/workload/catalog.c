@@ -1,0 +1,494 @@
+/*
+ * catalog.c — built-in GPUs and models, each constant with its published source.
+ *
+ * Evidence labels follow ../shared/reference/gpu-model-data.md: M = measured or stated in the
+ * cited source, D = derived by arithmetic from such data (arithmetic given), E = modelling
+ * estimate where no published figure exists. docs/calibration.md mirrors this table (it is
+ * checked against `kareus catalog --markdown` by a test) and compares predictions with
+ * published figures. Constants are never tuned to make a result look good.
+ */
+#include "kareus/catalog.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/util.h"
+
+static const kr_gpu_param_info param_info[KR_GPU_NPARAMS] = {
+#define KR_GPU_INFO_(f, u, d) {#f, u, d},
+    KR_GPU_PARAMS(KR_GPU_INFO_)
+#undef KR_GPU_INFO_
+};
+
+const kr_gpu_param_info *kr_gpu_param(int i)
+{
+    return (i >= 0 && i < KR_GPU_NPARAMS) ? &param_info[i] : NULL;
+}
+
+double kr_gpu_param_value(const kr_gpu *gpu, int i)
+{
+    switch (i) {
+#define KR_GPU_GET_(f, u, d) \
+    case KR_GPU_P_##f:       \
+        return gpu->f;
+        KR_GPU_PARAMS(KR_GPU_GET_)
+#undef KR_GPU_GET_
+    default:
+        return NAN;
+    }
+}
+
+void kr_gpu_param_set(kr_gpu *gpu, int i, double v)
+{
+    switch (i) {
+#define KR_GPU_SET_(f, u, d) \
+    case KR_GPU_P_##f:       \
+        gpu->f = v;          \
+        break;
+        KR_GPU_PARAMS(KR_GPU_SET_)
+#undef KR_GPU_SET_
+    default:
+        break;
+    }
+}
+
+/* A built-in entry: (field index, value, source) triples. */
+typedef struct gpu_entry_value {
+    int param;
+    double value;
+    const char *source;
+} gpu_entry_value;
+
+typedef struct gpu_entry {
+    const char *name;
+    const char *display;
+    const char *aliases[3];
+    gpu_entry_value v[KR_GPU_NPARAMS];
+} gpu_entry;
+
+#define P(f) KR_GPU_P_##f
+
+/* Sources shared by several entries. */
+#define SRC_STAS "M: stas00/ml-engineering:compute/accelerator/README.md"
+#define SRC_SMI_A100 "M: nvidia-smi -q dumps (thamada/nvidia-smi:gls/A100SXMx4_smi.py; A100 SUPPORTED_CLOCKS dump 1410..210 step 15)"
+#define SRC_SMI_H100 "M: nvidia-smi -q dump thamada/nvidia-smi:gls/H100SXMx8_smi.py (max 1980, idle 345); 15 MHz step assumed like A100 (E)"
+#define SRC_SMI_H200 "M: nvidia-smi -q dump thamada/gls:gls/H200_smi.py (max 1980, idle 345); 15 MHz step assumed like A100 (E)"
+#define SRC_KAREUS_RANGE "M: Kareus GPU_CONFIGS['A100']['freq_range']=(900,1410,30), ml-energy/kareus:tests/bayesian/common/model_config.py"
+#define SRC_HOPPER_RANGE "E: gpu-model-data.md §6 'plan over ~1000-1980'; 30 MHz step as Kareus uses on A100"
+#define SRC_P2P_A100 "M: Kareus p2p_power_w=85 W (power while blocked in P2P recv), ml-energy/kareus:tests/bayesian/common/model_config.py"
+#define SRC_P2P_HOPPER "E: idle + ~20 W spin-wait margin as on A100 (85 vs ~60 W idle); gpu-model-data.md §2.3"
+#define SRC_VMIN_A100 "M: nvidia-smi voltage 0.706-0.725 V at 210-930 MHz (A100 dumps); floor position E"
+#define SRC_VMAX_A100 "E: no loaded-voltage reading published; gpu-model-data.md §2.3 (0.744 V seen unloaded at 1155 MHz, M)"
+#define SRC_C_A100 "D: chosen so a random-data GEMM is power-capped at f_eff ~1.28 GHz at 400 W (thonking.ai: 257 vs 295 TF randn vs zeros), gpu-model-data.md §2.3"
+#define SRC_FLOPS_A100 "D: 312 TF dense BF16 (stas00 TFLOPS table) / (108 SMs x 1.41 GHz) = 2049 -> 2048 FLOP/clk/SM (1024 FMA)"
+#define SRC_GEMMEFF_A100 "D: MAMF 271.2 TF (stas00 MAMF table) / (108 x 2048 x 1.28 GHz power-capped clock) = 0.96; 0.95 used"
+#define SRC_ATTN_EFF "D: FlashAttention-2 reaches 50-73% of theoretical max FLOP/s on A100 (Dao 2023, arXiv 2307.08691 abstract); mid-upper value 0.65"
+#define SRC_MEMEFF "E: streaming kernels reach ~85% of peak HBM bandwidth (STREAM-like); no single published figure used"
+#define SRC_KNEE "E: gpu-model-data.md §2.2 (memory-bound time flat above ~0.55 f_max; no published knee found)"
+#define SRC_LAUNCH "E: typical kernel launch + tail overhead of a few microseconds"
+#define SRC_AR_A100 "M: 8xA100 SXM all-reduce peak busbw ~230 GB/s (NVIDIA/nccl-tests issue #149, sjeaugey)"
+#define SRC_ALPHA_A100 "E: A100 alpha ~20-40 us for 1-64 MB fits by analogy with the H20 curve (gpu-model-data.md §3.1); 25 us used"
+#define SRC_CTA_A100 "E: 24 NCCL channels reach ~230 GB/s (~9.6 GB/s each, nccl-tests #100/#149); a lone CTA issues faster than its fair share; 12 GB/s used"
+#define SRC_NCCL_A100 "M: HGX A100 8-GPU ring uses 24 channels = 24 CTAs (NVIDIA/nccl-tests issue #100 log)"
+#define SRC_COMMACT "E: comm kernels are load/store bound; a comm CTA draws ~30% of a tensor-core CTA's dynamic power (gpu-model-data.md §2.3: P_comm 120-180 W on A100)"
+#define SRC_NVLINK_A100 "M: NVLink3 12 links x 25 GB/s per direction = 300 GB/s (glennklockwood.com A100; nccl-tests #149)"
+#define SRC_KAPPA_GEMM "E: gpu-model-data.md §3.4 interference model kappa_mem ~0.05 for GEMM (within 18.9% avg / 40% max of arXiv 2507.03114)"
+#define SRC_KAPPA_MEM "E: gpu-model-data.md §3.4 kappa_mem 0.10-0.15 for memory-bound kernels; 0.12 used"
+#define SRC_KAPPA_MAX "M: overlapped compute slowed up to 40% (arXiv 2507.03114 abstract); cap 0.4"
+#define SRC_SWITCH "E: gpu-model-data.md §4 simulator default 10-20 ms per clock change; 15 ms used"
+
+static const gpu_entry gpu_entries[] = {
+    {"a100-sxm4-40gb",
+     "NVIDIA A100-SXM4-40GB",
+     {"a100", "a100-40gb", "a100-sxm4"},
+     {
+         {P(sm_count), 108, "M: glennklockwood.com/garden/processors/A100; " SRC_STAS},
+         {P(clock_min_mhz), 210, SRC_SMI_A100},
+         {P(clock_max_mhz), 1410, SRC_SMI_A100},
+         {P(clock_step_mhz), 15, SRC_SMI_A100},
+         {P(plan_min_mhz), 900, SRC_KAREUS_RANGE},
+         {P(plan_max_mhz), 1410, SRC_KAREUS_RANGE},
+         {P(plan_step_mhz), 30, SRC_KAREUS_RANGE},
+         {P(default_clock_mhz), 1095, "M: applications clock 1095 MHz (nvidia-smi dump; techpowerup a100-sxm4-40-gb base 1095)"},
+         {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table)"},
+         {P(idle_w), 55, "M: 52-53 W at 22 C, 59.7 W at 46 C idle (A100-40 nvidia-smi dumps, gpu-model-data.md §1.3)"},
+         {P(static_w), 85, SRC_P2P_A100},
+         {P(mem_power_w), 60, "E: gpu-model-data.md §2.3 memory-bound kernel P_mem = 60 W (memory-bound ~180 W at 1410 MHz)"},
+         {P(dyn_coeff_w), 440, SRC_C_A100},
+         {P(v_min), 0.72, SRC_VMIN_A100},
+         {P(v_max), 0.80, SRC_VMAX_A100},
+         {P(v_floor_mhz), 950, SRC_VMIN_A100},
+         {P(flops_per_sm_clk), 2048, SRC_FLOPS_A100},
+         {P(gemm_eff), 0.95, SRC_GEMMEFF_A100},
+         {P(attn_eff), 0.65, SRC_ATTN_EFF},
+         {P(hbm_bw_Bps), 1555e9, "M: 1555 GB/s (thundercompute.com A100 guide; " SRC_STAS " memory table)"},
+         {P(mem_eff), 0.85, SRC_MEMEFF},
+         {P(mem_knee_frac), 0.55, SRC_KNEE},
+         {P(launch_s), 5e-6, SRC_LAUNCH},
+         {P(busbw_ar_Bps), 230e9, SRC_AR_A100},
+         {P(busbw_ag_Bps), 230e9, "D: NVLink3 line rate 300 GB/s x ~0.8 for 128 B SM payloads = 240 GB/s max (nccl-tests #149); 230 as all-reduce"},
+         {P(coll_alpha_s), 25e-6, SRC_ALPHA_A100},
+         {P(busbw_per_cta_Bps), 12e9, SRC_CTA_A100},
+         {P(nccl_ctas), 24, SRC_NCCL_A100},
+         {P(comm_activity), 0.30, SRC_COMMACT},
+         {P(p2p_bw_Bps), 300e9, SRC_NVLINK_A100},
+         {P(kappa_mem_gemm), 0.05, SRC_KAPPA_GEMM},
+         {P(kappa_mem_membound), 0.12, SRC_KAPPA_MEM},
+         {P(kappa_max), 0.40, SRC_KAPPA_MAX},
+         {P(clock_switch_s), 0.015, SRC_SWITCH},
+     }},
+    {"a100-sxm4-80gb",
+     "NVIDIA A100-SXM4-80GB",
+     {"a100-80gb", NULL, NULL},
+     {
+         {P(sm_count), 108, "M: glennklockwood.com/garden/processors/A100; " SRC_STAS},
+         {P(clock_min_mhz), 210, SRC_SMI_A100},
+         {P(clock_max_mhz), 1410, SRC_SMI_A100},
+         {P(clock_step_mhz), 15, SRC_SMI_A100},
+         {P(plan_min_mhz), 900, SRC_KAREUS_RANGE},
+         {P(plan_max_mhz), 1410, SRC_KAREUS_RANGE},
+         {P(plan_step_mhz), 30, SRC_KAREUS_RANGE},
+         {P(default_clock_mhz), 1155, "M: 1155 MHz (A100-80GB nvidia-smi dump; 1140 on the 500 W CTS board, thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
+         {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table; CTS variant up to 500 W)"},
+         {P(idle_w), 60, "M: 58.8-62.2 W idle (thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
+         {P(static_w), 85, SRC_P2P_A100},
+         {P(mem_power_w), 60, "E: gpu-model-data.md §2.3 memory-bound kernel P_mem = 60 W"},
+         {P(dyn_coeff_w), 440, SRC_C_A100},
+         {P(v_min), 0.72, "M: 0.700-0.719 V at 210 MHz, 0.725 V at 930 MHz (A100-80GB dumps); floor position E"},
+         {P(v_max), 0.80, SRC_VMAX_A100},
+         {P(v_floor_mhz), 950, SRC_VMIN_A100},
+         {P(flops_per_sm_clk), 2048, SRC_FLOPS_A100},
+         {P(gemm_eff), 0.95, SRC_GEMMEFF_A100},
+         {P(attn_eff), 0.65, SRC_ATTN_EFF},
+         {P(hbm_bw_Bps), 2039e9, "M: 2039 GB/s (" SRC_STAS " memory table)"},
+         {P(mem_eff), 0.85, SRC_MEMEFF},
+         {P(mem_knee_frac), 0.55, SRC_KNEE},
+         {P(launch_s), 5e-6, SRC_LAUNCH},
+         {P(busbw_ar_Bps), 220e9, "M: 8xA100 80GB ~200-220 GB/s busbw (NVIDIA/nccl-tests issues #149, #228)"},
+         {P(busbw_ag_Bps), 220e9, "M: as all-reduce (NVIDIA/nccl-tests issue #228: 220 GB/s)"},
+         {P(coll_alpha_s), 25e-6, SRC_ALPHA_A100},
+         {P(busbw_per_cta_Bps), 12e9, SRC_CTA_A100},
+         {P(nccl_ctas), 24, SRC_NCCL_A100},
+         {P(comm_activity), 0.30, SRC_COMMACT},
+         {P(p2p_bw_Bps), 300e9, SRC_NVLINK_A100},
+         {P(kappa_mem_gemm), 0.05, SRC_KAPPA_GEMM},
+         {P(kappa_mem_membound), 0.12, SRC_KAPPA_MEM},
+         {P(kappa_max), 0.40, SRC_KAPPA_MAX},
+         {P(clock_switch_s), 0.015, SRC_SWITCH},
+     }},
+    {"h100-sxm",
+     "NVIDIA H100 80GB HBM3",
+     {"h100", "h100-sxm5", "h100-sxm5-80gb"},
+     {
+         {P(sm_count), 132, "M: glennklockwood.com/garden/processors/H100; " SRC_STAS},
+         {P(clock_min_mhz), 345, SRC_SMI_H100},
+         {P(clock_max_mhz), 1980, SRC_SMI_H100},
+         {P(clock_step_mhz), 15, SRC_SMI_H100},
+         {P(plan_min_mhz), 1020, SRC_HOPPER_RANGE},
+         {P(plan_max_mhz), 1980, SRC_HOPPER_RANGE},
+         {P(plan_step_mhz), 30, SRC_HOPPER_RANGE},
+         {P(default_clock_mhz), 1980, "M: applications clock 1980 MHz (thamada/nvidia-smi:gls/H100SXMx8_smi.py)"},
+         {P(tdp_w), 700, "M: H100 SXM 700 W (" SRC_STAS " power table)"},
+         {P(idle_w), 90, "M: 75-101 W idle per GPU across one node (thamada/nvidia-smi:gls/H100SXMx8_smi.py)"},
+         {P(static_w), 110, SRC_P2P_HOPPER},
+         {P(mem_power_w), 80, "E: HBM3 streaming ~80 W above idle (H100 dumps show 44-70 W memory power at idle); gpu-model-data.md §2.3 mem-bound ~290 W at 1980 MHz"},
+         {P(dyn_coeff_w), 647, "D: chosen so a random-data GEMM is power-capped at f_eff ~1.57 GHz at 700 W (MAMF 794.5 TF), gpu-model-data.md §2.3"},
+         {P(v_min), 0.67, "M: 0.670-0.685 V at 345 MHz (H100 dump); floor position E"},
+         {P(v_max), 0.85, "E: no loaded-voltage reading published (gpu-model-data.md §2.3)"},
+         {P(v_floor_mhz), 1000, "E: gpu-model-data.md §2.3"},
+         {P(flops_per_sm_clk), 4096, "D: 989 TF dense BF16 = 132 SMs x 4096 FLOP/clk x 1.83 GHz (" SRC_STAS " clock note 12)"},
+         {P(gemm_eff), 0.94, "D: MAMF 794.5 TF (stas00 MAMF table) / (132 x 4096 x 1.569 GHz power-capped clock) = 0.937"},
+         {P(attn_eff), 0.55, "D: FlashAttention-2 reaches ~35-50% of H100 BF16 peak; FlashAttention-3 up to 75% (Shah et al. 2024, arXiv 2407.08608 abstract); 0.55 used"},
+         {P(hbm_bw_Bps), 3350e9, "M: 3350 GB/s (" SRC_STAS " memory table)"},
+         {P(mem_eff), 0.85, SRC_MEMEFF},
+         {P(mem_knee_frac), 0.55, SRC_KNEE},
+         {P(launch_s), 4e-6, SRC_LAUNCH},
+         {P(busbw_ar_Bps), 480e9, "M: 8xH100 NVLS all-reduce peak busbw ~480 GB/s (NVIDIA/nccl-tests issue #212)"},
+         {P(busbw_ag_Bps), 370e9, "M: 8xH100 ring / non-all-reduce effective NVLink ~370 GB/s (NVIDIA/nccl-tests issue #212, sjeaugey)"},
+         {P(coll_alpha_s), 30e-6, "D: alpha ~23-40 us for 1-16 MB from the 8xH20 busbw curve (kvcache-ai/Mooncake PR #3484), gpu-model-data.md §3.1"},
+         {P(busbw_per_cta_Bps), 25e9, "E: 16 NVLS channels reach ~480 GB/s busbw (~30 GB/s each); 25 GB/s per lone CTA"},
+         {P(nccl_ctas), 16, "M: 8xH100 with NVLS: 16 coll channels (public NCCL debug log, gpu-model-data.md §3.2)"},
+         {P(comm_activity), 0.30, SRC_COMMACT},
+         {P(p2p_bw_Bps), 450e9, "M: NVLink4 18 links, 900 GB/s bidirectional = 450 GB/s per direction (glennklockwood.com H100)"},
+         {P(kappa_mem_gemm), 0.05, SRC_KAPPA_GEMM},
+         {P(kappa_mem_membound), 0.12, SRC_KAPPA_MEM},
+         {P(kappa_max), 0.40, SRC_KAPPA_MAX},
+         {P(clock_switch_s), 0.015, SRC_SWITCH},
+     }},
+    {"h200",
+     "NVIDIA H200",
+     {"h200-sxm", "h200-sxm-141gb", NULL},
+     {
+         {P(sm_count), 132, "M: " SRC_STAS " (H200 = H100 compute die)"},
+         {P(clock_min_mhz), 345, SRC_SMI_H200},
+         {P(clock_max_mhz), 1980, SRC_SMI_H200},
+         {P(clock_step_mhz), 15, SRC_SMI_H200},
+         {P(plan_min_mhz), 1020, SRC_HOPPER_RANGE},
+         {P(plan_max_mhz), 1980, SRC_HOPPER_RANGE},
+         {P(plan_step_mhz), 30, SRC_HOPPER_RANGE},
+         {P(default_clock_mhz), 1980, "M: applications clock 1980 MHz (thamada/gls:gls/H200_smi.py)"},
+         {P(tdp_w), 700, "M: H200 SXM 700 W (" SRC_STAS " power table)"},
+         {P(idle_w), 75, "M: 74.6 W idle (thamada/gls:gls/H200_smi.py)"},
+         {P(static_w), 110, SRC_P2P_HOPPER},
+         {P(mem_power_w), 80, "E: as H100 (HBM3e; 41.8 W memory power at idle in thamada/gls:gls/H200_smi.py)"},
+         {P(dyn_coeff_w), 647, "D: same compute die as H100 (gpu-model-data.md §2.3)"},
+         {P(v_min), 0.685, "M: 0.685 V at 345 MHz (thamada/gls:gls/H200_smi.py); floor position E"},
+         {P(v_max), 0.85, "E: as H100 (no loaded-voltage reading published)"},
+         {P(v_floor_mhz), 1000, "E: gpu-model-data.md §2.3"},
+         {P(flops_per_sm_clk), 4096, "D: 989 TF dense BF16 = 132 x 4096 x 1.83 GHz (" SRC_STAS ")"},
+         {P(gemm_eff), 0.94, "D: MAMF 'same as H100' (" SRC_STAS " MAMF table); as H100"},
+         {P(attn_eff), 0.55, "D: as H100 (FlashAttention-2/3 figures, arXiv 2407.08608)"},
+         {P(hbm_bw_Bps), 4800e9, "M: 4800 GB/s (" SRC_STAS " memory table)"},
+         {P(mem_eff), 0.85, SRC_MEMEFF},
+         {P(mem_knee_frac), 0.55, SRC_KNEE},
+         {P(launch_s), 4e-6, SRC_LAUNCH},
+         {P(busbw_ar_Bps), 475e9, "M: 8xH200 all-reduce peak 475 GB/s busbw, NCCL 2.20.3 (NVIDIA/nccl-tests issue #272)"},
+         {P(busbw_ag_Bps), 370e9, "M: as H100 ring/AG/RS ~370 GB/s (NVIDIA/nccl-tests issue #212)"},
+         {P(coll_alpha_s), 30e-6, "D: as H100 (8xH20 curve, kvcache-ai/Mooncake PR #3484)"},
+         {P(busbw_per_cta_Bps), 25e9, "E: as H100"},
+         {P(nccl_ctas), 16, "M: as H100 with NVLS (16 coll channels)"},
+         {P(comm_activity), 0.30, SRC_COMMACT},
+         {P(p2p_bw_Bps), 450e9, "M: NV18 on 8xH200 (sgl-project/sglang issue #12601): 450 GB/s per direction"},
+         {P(kappa_mem_gemm), 0.05, SRC_KAPPA_GEMM},
+         {P(kappa_mem_membound), 0.12, SRC_KAPPA_MEM},
+         {P(kappa_max), 0.40, SRC_KAPPA_MAX},
+         {P(clock_switch_s), 0.015, SRC_SWITCH},
+     }},
+};
+
+#undef P
+
+int kr_catalog_gpu_count(void)
+{
+    return (int)KR_ARRAY_LEN(gpu_entries);
+}
+
+void kr_catalog_gpu_at(int i, kr_gpu *out)
+{
+    const gpu_entry *e = &gpu_entries[i];
+    memset(out, 0, sizeof *out);
+    kr__strlcpy(out->name, e->name, sizeof out->name);
+    kr__strlcpy(out->display, e->display, sizeof out->display);
+    for (int j = 0; j < KR_GPU_NPARAMS; j++) {
+        const gpu_entry_value *v = &e->v[j];
+        if (v->source == NULL)
+            continue;
+        kr_gpu_param_set(out, v->param, v->value);
+        kr__strlcpy(out->source[v->param], v->source, KR_SOURCE_MAX);
+    }
+}
+
+static int name_matches(const char *a, const char *b)
+{
+    return b != NULL && strcasecmp(a, b) == 0;
+}
+
+int kr_catalog_gpu_find(const char *name, kr_gpu *out, kr_error *err)
+{
+    for (int i = 0; i < kr_catalog_gpu_count(); i++) {
+        const gpu_entry *e = &gpu_entries[i];
+        int hit = name_matches(name, e->name) || name_matches(name, e->display);
+        for (int a = 0; a < 3 && !hit; a++)
+            hit = name_matches(name, e->aliases[a]);
+        if (hit) {
+            kr_catalog_gpu_at(i, out);
+            return KR_OK;
+        }
+    }
+    char list[256] = "";
+    size_t n = 0;
+    for (int i = 0; i < kr_catalog_gpu_count(); i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", gpu_entries[i].name);
+    return kr_error_set(err, KR_ENOTFOUND, "unknown GPU '%s' (known: %s)", name, list);
+}
+
+/* ---- models ------------------------------------------------------------------------- */
+
+static const kr_model model_entries[] = {
+    {"llama3.2-3b", "Llama 3.2 3B", 3072, 8192, 24, 8, 128, 28, 128256, 0, 0,
+     "M: meta-llama/Llama-3.2-3B config.json; Kareus MODEL_REGISTRY and NeMo yaml "
+     "(ml-energy/kareus:tests/bayesian/common/model_config.py). Untied as the artifact trains it."},
+    {"qwen3-1.7b", "Qwen3 1.7B", 2048, 6144, 16, 8, 128, 28, 151936, 1, 1,
+     "M: Qwen/Qwen3-1.7B config.json (tie_word_embeddings, q/k RMSNorm); Kareus MODEL_REGISTRY"},
+    {"llama3.1-8b", "Llama 3.1 8B", 4096, 14336, 32, 8, 128, 32, 128256, 0, 0,
+     "M: meta-llama/Llama-3.1-8B config.json"},
+    {"llama3.1-70b", "Llama 3.1 70B", 8192, 28672, 64, 8, 128, 80, 128256, 0, 0,
+     "M: meta-llama/Llama-3.1-70B config.json"},
+};
+
+int kr_catalog_model_count(void)
+{
+    return (int)KR_ARRAY_LEN(model_entries);
+}
+
+void kr_catalog_model_at(int i, kr_model *out)
+{
+    *out = model_entries[i];
+}
+
+/* Compares names ignoring case and the separators '-', '_', '.', ' '. */
+static int loose_equal(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a == '-' || *a == '_' || *a == '.' || *a == ' ')
+            a++;
+        while (*b == '-' || *b == '_' || *b == '.' || *b == ' ')
+            b++;
+        if (*a == '\0' || *b == '\0')
+            return *a == *b;
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return 0;
+        a++;
+        b++;
+    }
+}
+
+int kr_catalog_model_find(const char *name, kr_model *out, kr_error *err)
+{
+    for (int i = 0; i < kr_catalog_model_count(); i++) {
+        if (loose_equal(name, model_entries[i].name) || loose_equal(name, model_entries[i].display)) {
+            *out = model_entries[i];
+            return KR_OK;
+        }
+    }
+    char list[256] = "";
+    size_t n = 0;
+    for (int i = 0; i < kr_catalog_model_count(); i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", model_entries[i].name);
+    return kr_error_set(err, KR_ENOTFOUND, "unknown model '%s' (known: %s)", name, list);
+}
+
+/* ---- clocks ------------------------------------------------------------------------- */
+
+int kr_gpu_supported_clocks(const kr_gpu *gpu, int *mhz, int cap, int *needed)
+{
+    int hi = (int)gpu->clock_max_mhz, lo = (int)gpu->clock_min_mhz, step = (int)gpu->clock_step_mhz;
+    if (step <= 0 || hi < lo)
+        return KR_EINVAL;
+    int n = (hi - lo) / step + 1;
+    if (needed)
+        *needed = n;
+    if (n > cap)
+        return KR_ERANGE;
+    for (int i = 0; i < n; i++)
+        mhz[i] = hi - i * step;
+    return n;
+}
+
+int kr_gpu_clock_supported(const kr_gpu *gpu, int mhz)
+{
+    int hi = (int)gpu->clock_max_mhz, lo = (int)gpu->clock_min_mhz, step = (int)gpu->clock_step_mhz;
+    return step > 0 && mhz >= lo && mhz <= hi && (hi - mhz) % step == 0;
+}
+
+/* ---- JSON --------------------------------------------------------------------------- */
+
+int kr_gpu_read_json(const char *path, kr_gpu *out, kr_error *err)
+{
+    json_t *root;
+    int rc = kr__json_load_file(path, &root, err);
+    if (rc)
+        return rc;
+    kr__jctx c;
+    kr__jctx_init(&c, path, err);
+    static const char *const top[] = {"schema", "version", "name", "display", "base", "params", NULL};
+    char schema[32], base[KR_NAME_MAX];
+    long long version;
+    memset(out, 0, sizeof *out);
+    if ((rc = kr__jobject(&c, root, top)) || (rc = kr__jstr(&c, root, "schema", 0, "kareus.gpu", schema, sizeof schema)))
+        goto done;
+    if (strcmp(schema, "kareus.gpu") != 0) {
+        rc = kr__jfail(&c, KR_EPARSE, "schema", "\"kareus.gpu\"", json_object_get(root, "schema"));
+        goto done;
+    }
+    if ((rc = kr__jint(&c, root, "version", 0, 1, 1, 1, &version)) ||
+        (rc = kr__jstr(&c, root, "base", 0, "", base, sizeof base)))
+        goto done;
+    int have[KR_GPU_NPARAMS] = {0};
+    if (base[0]) {
+        kr_error e2 = {0};
+        if (kr_catalog_gpu_find(base, out, &e2) != KR_OK) {
+            rc = kr__jfailf(&c, KR_ENOTFOUND, "base", "%s", e2.msg);
+            goto done;
+        }
+        for (int i = 0; i < KR_GPU_NPARAMS; i++)
+            have[i] = 1;
+    }
+    if ((rc = kr__jstr(&c, root, "name", 1, NULL, out->name, sizeof out->name)) ||
+        (rc = kr__jstr(&c, root, "display", 0, out->display, out->display, sizeof out->display)))
+        goto done;
+    const json_t *params = json_object_get(root, "params");
+    size_t m = kr__jpush_key(&c, "params");
+    if (params == NULL) {
+        kr__jpop(&c, m);
+        rc = kr__jfailf(&c, KR_EPARSE, "params", "missing required field");
+        goto done;
+    }
+    if (!json_is_object(params)) {
+        rc = kr__jfail(&c, KR_EPARSE, NULL, "an object", params);
+        goto done;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(kr__jmut(params), key, val) {
+        int idx = -1;
+        for (int i = 0; i < KR_GPU_NPARAMS; i++)
+            if (strcmp(param_info[i].field, key) == 0)
+                idx = i;
+        if (idx < 0) {
+            rc = kr__jfailf(&c, KR_EPARSE, key, "unknown GPU parameter (see `kareus catalog --gpu a100`)");
+            goto done;
+        }
+        size_t m2 = kr__jpush_key(&c, key);
+        static const char *const pf[] = {"value", "source", NULL};
+        double v;
+        char src[KR_SOURCE_MAX];
+        if ((rc = kr__jobject(&c, val, pf)) || (rc = kr__jnum(&c, val, "value", 1, 0, 1e18, 0, &v)) ||
+            (rc = kr__jstr(&c, val, "source", 1, NULL, src, sizeof src)))
+            goto done;
+        kr__jpop(&c, m2);
+        kr_gpu_param_set(out, idx, v);
+        kr__strlcpy(out->source[idx], src, KR_SOURCE_MAX);
+        have[idx] = 1;
+    }
+    for (int i = 0; i < KR_GPU_NPARAMS; i++)
+        if (!have[i]) {
+            rc = kr__jfailf(&c, KR_EPARSE, param_info[i].field, "missing GPU parameter (or give \"base\")");
+            goto done;
+        }
+    kr__jpop(&c, m);
+    if (out->sm_count < 1 || out->clock_step_mhz < 1 || out->clock_max_mhz < out->clock_min_mhz ||
+        out->tdp_w <= out->static_w) {
+        rc = kr_error_set(err, KR_ERANGE,
+                          "%s: $.params: inconsistent GPU (need sm_count >= 1, clock_step_mhz >= 1, "
+                          "clock_max_mhz >= clock_min_mhz, tdp_w > static_w)",
+                          path);
+        goto done;
+    }
+    rc = KR_OK;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int kr_gpu_write_json(const char *path, const kr_gpu *gpu, kr_error *err)
+{
+    json_t *root = json_object();
+    json_t *params = json_object();
+    json_object_set_new(root, "schema", json_string("kareus.gpu"));
+    json_object_set_new(root, "version", json_integer(1));
+    json_object_set_new(root, "name", json_string(gpu->name));
+    json_object_set_new(root, "display", json_string(gpu->display));
+    for (int i = 0; i < KR_GPU_NPARAMS; i++) {
+        json_t *p = json_object();
+        kr__jset_real(p, "value", kr_gpu_param_value(gpu, i));
+        json_object_set_new(p, "source", json_string(gpu->source[i]));
+        json_object_set_new(params, param_info[i].field, p);
+    }
+    json_object_set_new(root, "params", params);
+    int rc = kr__json_write_atomic(path, root, err);
+    json_decref(root);
+    return rc;
+}
