@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake ninja-build pkg-config libjansson-dev libcmocka-dev liblapacke-dev
-      libopenblas0-pthread coinor-libcbc-dev python3)
+      coinor-libcbc-dev python3)
 if [ "${1:-}" = "--tests" ]; then
   pkgs+=(python3-torch python3-numpy valgrind)
 fi
