@@ -185,6 +185,19 @@ int kr_job_validate(const kr_job *job, kr_error *err)
     POS("cluster.gpus_per_node", job->cluster.gpus_per_node);
     POS("cluster.nodes", job->cluster.nodes);
 #undef POS
+    if (job->schedule != KR_SCHEDULE_INTERLEAVED_1F1B && job->virtual_stages != 1)
+        return kr_error_set(err, KR_EINVAL,
+                            "job '%s': virtual_stages: expected 1 for schedule %s (only interleaved-1f1b uses chunks), found %d",
+                            n, kr_schedule_name(job->schedule), job->virtual_stages);
+    if (job->schedule == KR_SCHEDULE_INTERLEAVED_1F1B) {
+        if (job->virtual_stages < 2)
+            return kr_error_set(err, KR_EINVAL, "job '%s': virtual_stages: expected >= 2 for interleaved-1f1b, found %d",
+                                n, job->virtual_stages);
+        if (job->num_microbatches % job->pp != 0)
+            return kr_error_set(err, KR_EINVAL,
+                                "job '%s': num_microbatches: expected a multiple of pp (%d) for interleaved-1f1b, found %d",
+                                n, job->pp, job->num_microbatches);
+    }
     if (m->heads % m->kv_groups != 0)
         return kr_error_set(err, KR_EINVAL, "job '%s': model.kv_groups: expected a divisor of heads (%d), found %d",
                             n, m->heads, m->kv_groups);
@@ -224,19 +237,6 @@ int kr_job_validate(const kr_job *job, kr_error *err)
     if (sum != m->layers)
         return kr_error_set(err, KR_EINVAL, "job '%s': layers_per_stage: expected layers summing to the model's %d, found a sum of %d",
                             n, m->layers, sum);
-    if (job->schedule != KR_SCHEDULE_INTERLEAVED_1F1B && job->virtual_stages != 1)
-        return kr_error_set(err, KR_EINVAL,
-                            "job '%s': virtual_stages: expected 1 for schedule %s (only interleaved-1f1b uses chunks), found %d",
-                            n, kr_schedule_name(job->schedule), job->virtual_stages);
-    if (job->schedule == KR_SCHEDULE_INTERLEAVED_1F1B) {
-        if (job->virtual_stages < 2)
-            return kr_error_set(err, KR_EINVAL, "job '%s': virtual_stages: expected >= 2 for interleaved-1f1b, found %d",
-                                n, job->virtual_stages);
-        if (job->num_microbatches % job->pp != 0)
-            return kr_error_set(err, KR_EINVAL,
-                                "job '%s': num_microbatches: expected a multiple of pp (%d) for interleaved-1f1b, found %d",
-                                n, job->pp, job->num_microbatches);
-    }
     long total = (long)job->tp * job->cp * job->pp * job->dp;
     long avail = (long)job->cluster.gpus_per_node * job->cluster.nodes;
     if (total > avail)
@@ -448,10 +448,10 @@ static int job_from_json(kr__jctx *c, const json_t *root, kr_job *job)
     if ((v = json_object_get(root, "parallelism"))) {
         size_t m = kr__jpush_key(c, "parallelism");
         static const char *const f[] = {"tp", "cp", "pp", "dp", NULL};
-        if ((rc = kr__jobject(c, v, f)) || (rc = kr__jint32(c, v, "tp", 0, -1000000, 1000000, 1, &job->tp)) ||
-            (rc = kr__jint32(c, v, "cp", 0, -1000000, 1000000, 1, &job->cp)) ||
-            (rc = kr__jint32(c, v, "pp", 0, -1000000, 1000000, 1, &job->pp)) ||
-            (rc = kr__jint32(c, v, "dp", 0, -1000000, 1000000, 1, &job->dp)))
+        if ((rc = kr__jobject(c, v, f)) || (rc = kr__jint32(c, v, "tp", 0, -1000000, 1000000, job->tp, &job->tp)) ||
+            (rc = kr__jint32(c, v, "cp", 0, -1000000, 1000000, job->cp, &job->cp)) ||
+            (rc = kr__jint32(c, v, "pp", 0, -1000000, 1000000, job->pp, &job->pp)) ||
+            (rc = kr__jint32(c, v, "dp", 0, -1000000, 1000000, job->dp, &job->dp)))
             return rc;
         kr__jpop(c, m);
     }

@@ -1,0 +1,230 @@
+/*
+ * test_plan.c — plan files: build, write, read back equal, validate against a job (order,
+ * clocks, comm keys, slots, fingerprint), precise errors, and the Zeus export.
+ */
+#include "testutil.h"
+
+#include "kareus/plan.h"
+#include "util/util.h"
+
+/* A plan for job in schedule order with a clock pattern and the kareus comm keys. */
+static void make_plan(const kr_job *job, kr_plan *plan)
+{
+    int counts[KR_MAX_STAGES];
+    int len = kr_sched_length(job->num_microbatches, job->virtual_stages);
+    for (int s = 0; s < job->pp; s++)
+        counts[s] = len;
+    kr_error e = {0};
+    assert_int_equal(kr_plan_init(plan, job, counts, &e), KR_OK);
+    kr_sched_item items[512];
+    for (int s = 0; s < job->pp; s++) {
+        int n = kr_sched_order(job->schedule, job->pp, job->num_microbatches, job->virtual_stages, s, items, 512, &e);
+        assert_int_equal(n, len);
+        for (int i = 0; i < n; i++) {
+            kr_plan_instr *in = &plan->stages[s].instr[i];
+            in->kind = items[i].kind;
+            in->microbatch = items[i].microbatch;
+            in->chunk = items[i].chunk;
+            in->freq_mhz = 1410 - 30 * ((s + i) % 18);
+            in->time_s = 0.05 + 0.001 * i;
+            in->energy_j = 10.0 + i / 3.0;
+            if (in->kind == KR_INSTR_FORWARD) {
+                in->ncomm = 2;
+                snprintf(in->comm[0].key, KR_KEY_MAX, "fwd_attn");
+                snprintf(in->comm[0].slot, KR_SLOT_NAME_MAX, "rope_0");
+                in->comm[0].sms = 12;
+                snprintf(in->comm[1].key, KR_KEY_MAX, "fwd_mlp");
+                snprintf(in->comm[1].slot, KR_SLOT_NAME_MAX, "norm_0");
+                in->comm[1].sms = 6;
+            } else {
+                in->ncomm = 4;
+                snprintf(in->comm[0].key, KR_KEY_MAX, "bwd_attn");
+                snprintf(in->comm[0].slot, KR_SLOT_NAME_MAX, "attn_0");
+                in->comm[0].sms = 9;
+                snprintf(in->comm[1].key, KR_KEY_MAX, "bwd_mlp");
+                snprintf(in->comm[1].slot, KR_SLOT_NAME_MAX, "activation_0");
+                in->comm[1].sms = 30;
+                snprintf(in->comm[2].key, KR_KEY_MAX, "fwd_attn");
+                snprintf(in->comm[2].slot, KR_SLOT_NAME_MAX, "linear_0");
+                in->comm[2].sms = 3;
+                in->comm[2].recompute = 1;
+                snprintf(in->comm[3].key, KR_KEY_MAX, "fwd_mlp");
+                snprintf(in->comm[3].slot, KR_SLOT_NAME_MAX, "norm_0");
+                in->comm[3].sms = 3;
+                in->comm[3].recompute = 1;
+            }
+        }
+    }
+    plan->pred_time_s = 1.2345678901234567;
+    plan->pred_energy_j = 12345.678;
+    plan->pred_eff_energy_j = 9876.5;
+    plan->step = 17;
+    plan->unit_time_s = 0.001;
+}
+
+static void round_trip_is_exact(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_plan a, b;
+    make_plan(&job, &a);
+    const char *dir = kr_test_tmpdir("plan_rt");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    kr_error e = {0};
+    assert_int_equal(kr_plan_write(path, &a, &e), KR_OK);
+    assert_int_equal(kr_plan_read(path, &b, &e), KR_OK);
+    assert_true(kr_plan_equal(&a, &b));
+    assert_int_equal(kr_plan_validate(&b, &job, &e), KR_OK);
+    b.stages[1].instr[3].comm[0].sms = 13;
+    assert_false(kr_plan_equal(&a, &b));
+    kr_plan c;
+    assert_int_equal(kr_plan_copy(&c, &a, &e), KR_OK);
+    assert_true(kr_plan_equal(&a, &c));
+    kr_plan_free(&a);
+    kr_plan_free(&b);
+    kr_plan_free(&c);
+}
+
+static void interleaved_plans_validate(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    job.schedule = KR_SCHEDULE_INTERLEAVED_1F1B;
+    job.virtual_stages = 2;
+    job.layers_per_stage[0] = 14;
+    job.layers_per_stage[1] = 14;
+    kr_plan p;
+    make_plan(&job, &p);
+    kr_error e = {0};
+    assert_int_equal(kr_plan_validate(&p, &job, &e), KR_OK);
+    p.stages[0].instr[2].chunk = 0;
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_EMISMATCH, e, "stages[0].instructions[2]: expected forward of microbatch 0 (chunk 1)");
+    kr_plan_free(&p);
+}
+
+static void validation_names_the_wrong_instruction(void **state)
+{
+    (void)state;
+    kr_job job, other;
+    kr_job_default(&job);
+    kr_plan p;
+    kr_error e = {0};
+    make_plan(&job, &p);
+
+    p.stages[0].instr[3].microbatch = 5; /* stage 0 runs F0 F1 B0 F2 B1 ... */
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_EMISMATCH, e,
+                  "stages[0].instructions[3]: expected forward of microbatch 2 (chunk 0) in 1f1b order, found forward of microbatch 5");
+    p.stages[0].instr[3].microbatch = 2;
+
+    p.stages[1].instr[0].freq_mhz = 1417;
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_ERANGE, e, "stages[1].instructions[0].freq_mhz: expected a clock the a100-sxm4-40gb supports");
+    p.stages[1].instr[0].freq_mhz = 1410;
+
+    snprintf(p.stages[1].instr[1].comm[1].key, KR_KEY_MAX, "fwd_qkv_ag");
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_EMISMATCH, e, "stages[1].instructions[1].comm: expected a partition key of the job's kareus variant, found 'fwd_qkv_ag'");
+    snprintf(p.stages[1].instr[1].comm[1].key, KR_KEY_MAX, "bwd_mlp");
+
+    snprintf(p.stages[0].instr[0].comm[0].slot, KR_SLOT_NAME_MAX, "activation_0");
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_EMISMATCH, e, "expected a slot among {norm_0, linear_0, rope_0, attn_0}, found 'activation_0'");
+    snprintf(p.stages[0].instr[0].comm[0].slot, KR_SLOT_NAME_MAX, "rope_0");
+
+    p.stages[0].instr[0].comm[0].sms = 108;
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_ERANGE, e, "expected sms in [1, 107], found 108");
+    p.stages[0].instr[0].comm[0].sms = 12;
+
+    p.stages[0].instr[2].comm[2].recompute = 0; /* fwd_attn listed as a backward partition */
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_EMISMATCH, e, "key 'fwd_attn' is a forward partition, expected a backward one here");
+    p.stages[0].instr[2].comm[2].recompute = 1;
+
+    p.stages[1].ninstr--; /* last instruction missing */
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_EMISMATCH, e, "stages[1]: expected 16 instructions (1f1b, 8 microbatches), found 15 (instructions missing)");
+    p.stages[1].ninstr++;
+    assert_int_equal(kr_plan_validate(&p, &job, &e), KR_OK);
+
+    assert_int_equal(kr_job_builtin("qwen3-1.7b-tp8-mbs8-s4096", &other, &e), KR_OK);
+    KR_ASSERT_ERR(kr_plan_validate(&p, &other, &e), KR_EMISMATCH, e, "plan: job.fingerprint: expected");
+    other = job;
+    other.num_microbatches = 4;
+    KR_ASSERT_ERR(kr_plan_validate(&p, &other, &e), KR_EMISMATCH, e, "plan: job.microbatches: expected 4, found 8");
+    kr_plan_free(&p);
+}
+
+static void bad_files_get_json_paths(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_plan p;
+    make_plan(&job, &p);
+    const char *dir = kr_test_tmpdir("plan_bad");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    kr_error e = {0};
+    assert_int_equal(kr_plan_write(path, &p, &e), KR_OK);
+    kr_plan_free(&p);
+    char *text;
+    assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
+    struct {
+        const char *from, *to, *needle;
+        int rc;
+    } cases[] = {
+        {"\"freq_mhz\": 1410", "\"freq_mhz\": \"fast\"", "$.stages[0].instructions[0].freq_mhz: expected an integer, found string \"fast\"", KR_EPARSE},
+        {"\"kind\": \"forward\"", "\"kind\": \"fwd\"", "$.stages[0].instructions[0].kind: expected \"forward\" or \"backward\"", KR_EPARSE},
+        {"\"schema\": \"kareus.plan\"", "\"schema\": \"kareus.job\"", "$.schema: expected \"kareus.plan\"", KR_EPARSE},
+        {"\"version\": 1", "\"version\": 9", "$.version: expected an integer in [1, 1], found integer 9", KR_ERANGE},
+        {"\"sms\": 12", "\"sms\": 12, \"ctas\": 3", "$.stages[0].instructions[0].comm[0].ctas: unknown field", KR_EPARSE},
+        {"\"stages\": 2", "\"stages\": 3", "$.stages: expected 3 stages (job.stages), found 2", KR_EMISMATCH},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *hit = strstr(text, cases[i].from);
+        assert_non_null(hit);
+        size_t pre = (size_t)(hit - text), fl = strlen(cases[i].from), tl = strlen(cases[i].to);
+        char *mod = malloc(strlen(text) + tl + 1);
+        memcpy(mod, text, pre);
+        memcpy(mod + pre, cases[i].to, tl);
+        strcpy(mod + pre + tl, hit + fl);
+        int rc = kr_plan_read_text(mod, "p.json", &p, &e);
+        if (rc != cases[i].rc || strstr(e.msg, cases[i].needle) == NULL) {
+            print_error("case %zu: rc %d, message '%s', expected '%s'\n", i, rc, e.msg, cases[i].needle);
+            fail();
+        }
+        free(mod);
+    }
+    free(text);
+    KR_ASSERT_ERR(kr_plan_read("/nonexistent/plan.json", &p, &e), KR_EIO, e, "cannot open");
+}
+
+static void zeus_export_layout(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_plan p;
+    make_plan(&job, &p);
+    const char *dir = kr_test_tmpdir("plan_zeus");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/freqs_pipeline_00017.py", dir);
+    kr_error e = {0};
+    assert_int_equal(kr_plan_export_zeus(&p, path, &e), KR_OK);
+    char *text;
+    assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
+    /* One list per stage of (instruction, MHz) in execution order. */
+    assert_non_null(strstr(text, "[\n  [(\"forward\", 1410), (\"forward\", 1380), (\"backward\", 1350)"));
+    assert_non_null(strstr(text, "],\n  [(\"forward\", 1380), (\"backward\", 1350)"));
+    assert_non_null(strstr(text, "# iteration time 1.234568 s"));
+    free(text);
+    kr_plan_free(&p);
+}
+
+int main(int argc, char **argv);
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(round_trip_is_exact),
+    cmocka_unit_test(interleaved_plans_validate),
+    cmocka_unit_test(validation_names_the_wrong_instruction),
+    cmocka_unit_test(bad_files_get_json_paths),
+    cmocka_unit_test(zeus_export_layout),
+};
+KR_TEST_MAIN(tests)
