@@ -1,0 +1,52 @@
+/*
+ * report.h — pictures and the HTML report: frontiers of several methods on one chart, pipeline
+ * timelines, and (in report.c) the page that embeds them with the tables.
+ *
+ * Every picture is a self-contained SVG written atomically. Colours: a fixed palette per method
+ * (legend on the chart); clocks on a perceptually ordered scale from blue (lowest) to yellow
+ * (highest), with the scale drawn on the chart.
+ */
+#ifndef KAREUS_REPORT_H
+#define KAREUS_REPORT_H
+
+#include "kareus/job.h"
+#include "kareus/pipesim.h"
+#include "kareus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One series of a frontier chart. */
+typedef struct kr_chart_series {
+    const char *name;        /* Legend text. */
+    int n;                   /* Points. */
+    const double *time_s;    /* Iteration times. */
+    const double *energy_j;  /* Energies (whole cluster). */
+    int connect;             /* 1: join the points with a line (a frontier); 0: markers only. */
+    int highlight;           /* Index of a point drawn larger (e.g. a chosen plan), or −1. */
+} kr_chart_series;
+
+/* Marks of the iso comparisons (NaN to omit one). */
+typedef struct kr_chart_marks {
+    double iso_time_s;     /* Vertical line: the reference's fastest plan time. */
+    double iso_energy_j;   /* Horizontal line: the reference's most frugal plan energy. */
+    const char *iso_label; /* Name of the reference method for the labels (e.g. "Perseus"). */
+} kr_chart_marks;
+
+/* Renders the series into an SVG chart of iteration time (x) vs cluster energy (y). */
+int kr_svg_frontiers(const char *path, const char *title, const kr_chart_series *series, int nseries,
+                     const kr_chart_marks *marks, kr_error *err);
+/* Same, into a caller-owned heap string (*svg, free with free()). */
+int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *series, int nseries,
+                          const kr_chart_marks *marks, kr_error *err);
+
+/* Renders a simulated iteration: one row per stage, one box per instruction coloured by its
+ * clock, idle time hatched, the critical end marked; title with time and energy. */
+int kr_svg_timeline(const char *path, const char *title, const kr_pipe_result *r, const kr_job *job, kr_error *err);
+int kr_svg_timeline_text(char **svg, const char *title, const kr_pipe_result *r, const kr_job *job, kr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* test_report.c — SVG pictures: well-formed output with the expected elements, errors on bad input. */
+#include "testutil.h"
+
+#include <math.h>
+
+#include "kareus/report.h"
+#include "util/util.h"
+
+static int count(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static void frontier_chart_has_series_legend_and_iso_lines(void **state)
+{
+    (void)state;
+    double pt[20], pe[20], kt[30], ke[30], mt[1] = {1.95}, me[1] = {860e3};
+    for (int i = 0; i < 20; i++) {
+        pt[i] = 1.8 + 0.02 * i;
+        pe[i] = 830e3 - 60e3 * (1 - exp(-i / 6.0));
+    }
+    for (int i = 0; i < 30; i++) {
+        kt[i] = 1.6 + 0.02 * i;
+        ke[i] = 760e3 - 70e3 * (1 - exp(-i / 8.0));
+    }
+    kr_chart_series s[3] = {{"Megatron", 1, mt, me, 0, -1}, {"Perseus", 20, pt, pe, 1, -1}, {"Kareus", 30, kt, ke, 1, 0}};
+    kr_chart_marks m = {pt[0], pe[19], "Perseus"};
+    char *svg;
+    kr_error e = {0};
+    assert_int_equal(kr_svg_frontiers_text(&svg, "test <frontiers>", s, 3, &m, &e), KR_OK);
+    assert_non_null(strstr(svg, "<svg xmlns"));
+    assert_non_null(strstr(svg, "</svg>"));
+    assert_non_null(strstr(svg, "test &lt;frontiers&gt;"));
+    assert_non_null(strstr(svg, "Kareus (30 plans)"));
+    assert_non_null(strstr(svg, "iso-time (Perseus fastest)"));
+    assert_non_null(strstr(svg, "iso-energy (Perseus most frugal)"));
+    assert_int_equal(count(svg, "<polyline"), 2);
+    assert_true(count(svg, "<circle") >= 50);
+    const char *dir = kr_test_tmpdir("report_svg");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/frontiers.svg", dir);
+    assert_int_equal(kr_svg_frontiers(path, "frontiers", s, 3, &m, &e), KR_OK);
+    free(svg);
+    double bad[1] = {NAN};
+    kr_chart_series b = {"bad", 1, bad, me, 0, -1};
+    KR_ASSERT_ERR(kr_svg_frontiers_text(&svg, "x", &b, 1, NULL, &e), KR_EINVAL, e, "series 'bad' point 0");
+    KR_ASSERT_ERR(kr_svg_frontiers_text(&svg, "x", s, 0, NULL, &e), KR_EINVAL, e, "at least one point");
+}
+
+static void timeline_draws_every_instruction(void **state)
+{
+    (void)state;
+    kr_pipe_input in;
+    memset(&in, 0, sizeof in);
+    in.schedule = KR_SCHEDULE_1F1B;
+    in.stages = 2;
+    in.microbatches = 4;
+    in.virtual_stages = 1;
+    in.gpus_per_stage = 8;
+    in.static_power_w = 85;
+    in.p2p_time_s[0] = in.p2p_time_s[1] = 0.01;
+    kr_pipe_instr st[2][8];
+    kr_sched_item items[8];
+    kr_error e = {0};
+    for (int s = 0; s < 2; s++) {
+        kr_sched_order(KR_SCHEDULE_1F1B, 2, 4, 1, s, items, 8, &e);
+        for (int i = 0; i < 8; i++)
+            st[s][i] = (kr_pipe_instr){items[i].kind, items[i].microbatch, 0, 900 + 30 * ((i + s) % 18),
+                                       items[i].kind == KR_INSTR_FORWARD ? 0.05 : 0.15, 20.0};
+        in.ninstr[s] = 8;
+        in.instr[s] = st[s];
+    }
+    kr_pipe_result r;
+    assert_int_equal(kr_pipesim_run(&in, &r, &e), KR_OK);
+    char *svg;
+    kr_job job;
+    kr_job_default(&job);
+    assert_int_equal(kr_svg_timeline_text(&svg, "timeline", &r, &job, &e), KR_OK);
+    assert_int_equal(count(svg, "<title>stage"), 16);
+    assert_non_null(strstr(svg, "stage 1"));
+    assert_non_null(strstr(svg, "SM clock:"));
+    assert_non_null(strstr(svg, "url(#idle)"));
+    const char *dir = kr_test_tmpdir("report_timeline");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/timeline.svg", dir);
+    assert_int_equal(kr_svg_timeline(path, "timeline", &r, &job, &e), KR_OK);
+    free(svg);
+    kr_pipe_result_free(&r);
+    kr_pipe_result empty = {0};
+    KR_ASSERT_ERR(kr_svg_timeline_text(&svg, "x", &empty, &job, &e), KR_EINVAL, e, "expected a simulated iteration");
+}
+
+int main(int argc, char **argv);
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(frontier_chart_has_series_legend_and_iso_lines),
+    cmocka_unit_test(timeline_draws_every_instruction),
+};
+KR_TEST_MAIN(tests)
