@@ -20,6 +20,9 @@
 #include "kareus/partition.h"
 #include "kareus/backend.h"
 #include "kareus/plan.h"
+#include "kareus/pipesim.h"
+#include "kareus/metrics.h"
+#include "kareus/report.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);
