@@ -7,6 +7,7 @@
  *   backend    the measurement/control vtable              (backend.h)
  *   sim        the calibrated GPU simulator backend        (sim.h)
  *   plan       plan files                                  (plan.h)
+ *   frontier   Pareto sets, hypervolume, partition frontiers (frontier.h)
  * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
  * gpuctl, profiler) add their headers here as they land.
  */
@@ -23,6 +24,7 @@
 #include "kareus/pipesim.h"
 #include "kareus/metrics.h"
 #include "kareus/report.h"
+#include "kareus/frontier.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);
