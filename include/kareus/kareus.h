@@ -8,6 +8,7 @@
  *   sim        the calibrated GPU simulator backend        (sim.h)
  *   plan       plan files                                  (plan.h)
  *   frontier   Pareto sets, hypervolume, partition frontiers (frontier.h)
+ *   gpuctl     NVML (dlopen) and fake GPU backends         (gpuctl.h)
  * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
  * gpuctl, profiler) add their headers here as they land.
  */
@@ -25,6 +26,7 @@
 #include "kareus/metrics.h"
 #include "kareus/report.h"
 #include "kareus/frontier.h"
+#include "kareus/gpuctl.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);

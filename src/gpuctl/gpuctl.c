@@ -1,0 +1,230 @@
+/*
+ * gpuctl.c — what is common to the GPU control backends: device identity whatever the backend,
+ * and opening a backend from a spec string ("fake:sleep_s=0.02,log=calls.log"), the one syntax
+ * shared by the CLI (--backend), `kareus run`'s environment (KAREUS_BACKEND) and the Python
+ * binding.
+ */
+#include "kareus/gpuctl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuctl/gpuctl_internal.h"
+#include "util/util.h"
+
+int kr_gpuctl_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
+{
+    if (b == NULL || out == NULL)
+        return kr_error_set(err, KR_EINVAL, "gpuctl: device info: NULL argument");
+    if (kr_nvml_backend_is(b))
+        return kr__nvml_device_info(b, dev, out, err);
+    if (kr_fake_backend_is(b))
+        return kr__fake_device_info(b, dev, out, err);
+    int n = 0;
+    int rc = kr_backend_device_count(b, &n);
+    if (rc == KR_OK && (dev < 0 || dev >= n))
+        return kr_error_set(err, KR_EINVAL, "%s backend: device %d: expected an index in [0, %d)", kr_backend_name(b), dev,
+                            n);
+    memset(out, 0, sizeof *out);
+    kr__strlcpy(out->name, kr_backend_name(b), sizeof out->name);
+    return KR_OK;
+}
+
+/* ---- spec strings ------------------------------------------------------------------------- */
+
+/* One KEY=VALUE of a spec, for messages. */
+typedef struct spec_kv {
+    const char *spec;
+    const char *key;
+    const char *val;
+} spec_kv;
+
+static int bad_value(const spec_kv *kv, const char *expected, kr_error *err)
+{
+    return kr_error_set(err, KR_EINVAL, "backend spec '%s': %s: expected %s, found '%s'", kv->spec, kv->key, expected,
+                        kv->val);
+}
+
+static int parse_long(const spec_kv *kv, long lo, long hi, long *out, kr_error *err)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(kv->val, &end, 10);
+    if (*kv->val == '\0' || *end != '\0' || errno || v < lo || v > hi) {
+        char what[80];
+        snprintf(what, sizeof what, "an integer in [%ld, %ld]", lo, hi);
+        return bad_value(kv, what, err);
+    }
+    *out = v;
+    return KR_OK;
+}
+
+static int parse_int(const spec_kv *kv, int lo, int hi, int *out, kr_error *err)
+{
+    long v;
+    int rc = parse_long(kv, lo, hi, &v, err);
+    if (rc == KR_OK)
+        *out = (int)v;
+    return rc;
+}
+
+static int parse_double(const spec_kv *kv, double lo, double hi, double *out, kr_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(kv->val, &end);
+    if (*kv->val == '\0' || *end != '\0' || errno || !isfinite(v) || v < lo || v > hi) {
+        char what[80];
+        snprintf(what, sizeof what, "a number in [%g, %g]", lo, hi);
+        return bad_value(kv, what, err);
+    }
+    *out = v;
+    return KR_OK;
+}
+
+/* "set_clock+reset_clock", "writes" (set and reset) or "all" → op mask. */
+static int parse_ops(const spec_kv *kv, unsigned *mask, kr_error *err)
+{
+    if (strcmp(kv->val, "writes") == 0) {
+        *mask = KR_FAKE_CLOCK_WRITES;
+        return KR_OK;
+    }
+    if (strcmp(kv->val, "all") == 0) {
+        *mask = (1u << KR_FAKE_NOPS) - 1;
+        return KR_OK;
+    }
+    char buf[256];
+    if (kr__strlcpy(buf, kv->val, sizeof buf))
+        return bad_value(kv, "a shorter list of operations", err);
+    *mask = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
+        kr_fake_op op;
+        if (kr_fake_op_parse(t, &op))
+            return bad_value(kv, "operations joined by '+' (measure, device_count, supported_clocks, get_clock, "
+                                 "set_clock, reset_clock, read_energy, read_power, device_info), 'writes' or 'all'",
+                             err);
+        *mask |= KR_FAKE_MASK(op);
+    }
+    return *mask ? KR_OK : bad_value(kv, "at least one operation", err);
+}
+
+static int parse_fail_code(const spec_kv *kv, int *code, kr_error *err)
+{
+    static const struct {
+        const char *name;
+        int code;
+    } codes[] = {{"perm", KR_EPERM}, {"backend", KR_EBACKEND}, {"nodev", KR_ENODEV}, {"unsupported", KR_EUNSUPPORTED},
+                 {"timeout", KR_ETIMEDOUT}};
+    for (size_t i = 0; i < KR_ARRAY_LEN(codes); i++)
+        if (strcmp(kv->val, codes[i].name) == 0) {
+            *code = codes[i].code;
+            return KR_OK;
+        }
+    return bad_value(kv, "perm, backend, nodev, unsupported or timeout", err);
+}
+
+/* Applies one KEY=VALUE to fake options (strings point into the caller's copy of the spec). */
+static int fake_key(const spec_kv *kv, kr_fake_options *o, kr_error *err)
+{
+    const char *k = kv->key;
+    if (strcmp(k, "devices") == 0)
+        return parse_int(kv, 1, 64, &o->devices, err);
+    if (strcmp(k, "max_mhz") == 0)
+        return parse_int(kv, 1, 100000, &o->max_mhz, err);
+    if (strcmp(k, "min_mhz") == 0)
+        return parse_int(kv, 1, 100000, &o->min_mhz, err);
+    if (strcmp(k, "step_mhz") == 0)
+        return parse_int(kv, 1, 100000, &o->step_mhz, err);
+    if (strcmp(k, "cur_mhz") == 0)
+        return parse_int(kv, 1, 100000, &o->cur_mhz, err);
+    if (strcmp(k, "locked") == 0) {
+        int a, b, n = 0;
+        if (sscanf(kv->val, "%d-%d%n", &a, &b, &n) != 2 || kv->val[n] != '\0' || a <= 0 || b < a)
+            return bad_value(kv, "MIN-MAX in MHz with 0 < MIN <= MAX", err);
+        o->locked_min_mhz = a;
+        o->locked_max_mhz = b;
+        return KR_OK;
+    }
+    if (strcmp(k, "name") == 0) {
+        o->name = kv->val;
+        return KR_OK;
+    }
+    if (strcmp(k, "uuid") == 0) {
+        o->uuid = kv->val;
+        return KR_OK;
+    }
+    if (strcmp(k, "log") == 0) {
+        o->log_path = kv->val;
+        return KR_OK;
+    }
+    if (strcmp(k, "fail_call") == 0)
+        return parse_long(kv, 0, 1L << 40, &o->fail_call, err);
+    if (strcmp(k, "fail_repeat") == 0)
+        return parse_int(kv, 0, 1, &o->fail_repeat, err);
+    if (strcmp(k, "fail_code") == 0)
+        return parse_fail_code(kv, &o->fail_code, err);
+    if (strcmp(k, "fail_ops") == 0)
+        return parse_ops(kv, &o->fail_ops, err);
+    if (strcmp(k, "perm_ops") == 0)
+        return parse_ops(kv, &o->perm_ops, err);
+    if (strcmp(k, "sleep_ops") == 0)
+        return parse_ops(kv, &o->sleep_ops, err);
+    if (strcmp(k, "sleep_s") == 0)
+        return parse_double(kv, 0, 60, &o->sleep_s, err);
+    if (strcmp(k, "power_w") == 0)
+        return parse_double(kv, 0, 1e5, &o->power_w, err);
+    if (strcmp(k, "period_s") == 0)
+        return parse_double(kv, 0, 3600, &o->energy_period_s, err);
+    if (strcmp(k, "no_energy") == 0)
+        return parse_int(kv, 0, 1, &o->no_energy, err);
+    return kr_error_set(err, KR_EINVAL,
+                        "backend spec '%s': unknown key '%s' for fake (known: devices, max_mhz, min_mhz, step_mhz, cur_mhz, "
+                        "locked, name, uuid, log, fail_call, fail_repeat, fail_code, fail_ops, perm_ops, sleep_ops, "
+                        "sleep_s, power_w, period_s, no_energy)",
+                        kv->spec, k);
+}
+
+static int nvml_key(const spec_kv *kv, kr_nvml_options *o, kr_error *err)
+{
+    if (strcmp(kv->key, "lib") == 0) {
+        o->library = kv->val;
+        return KR_OK;
+    }
+    return kr_error_set(err, KR_EINVAL, "backend spec '%s': unknown key '%s' for nvml (known: lib)", kv->spec, kv->key);
+}
+
+int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, kr_error *err)
+{
+    (void)default_job; /* used by simulating backends */
+    *out = NULL;
+    if (spec == NULL || *spec == '\0')
+        spec = "nvml";
+    char buf[1024];
+    if (kr__strlcpy(buf, spec, sizeof buf))
+        return kr_error_set(err, KR_EINVAL, "backend spec: expected at most %zu characters, found %zu", sizeof buf - 1,
+                            strlen(spec));
+    char *args = strchr(buf, ':');
+    if (args)
+        *args++ = '\0';
+    const char *kind = buf;
+    int is_fake = strcmp(kind, "fake") == 0, is_nvml = strcmp(kind, "nvml") == 0;
+    if (!is_fake && !is_nvml)
+        return kr_error_set(err, KR_EINVAL, "backend spec '%s': kind: expected nvml or fake, found '%s'", spec, kind);
+    kr_fake_options fo = {0};
+    kr_nvml_options no = {0};
+    char *save = NULL;
+    for (char *t = args ? strtok_r(args, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        if (eq == NULL)
+            return kr_error_set(err, KR_EINVAL, "backend spec '%s': expected KEY=VALUE, found '%s'", spec, t);
+        *eq = '\0';
+        spec_kv kv = {spec, t, eq + 1};
+        int rc = is_fake ? fake_key(&kv, &fo, err) : nvml_key(&kv, &no, err);
+        if (rc)
+            return rc;
+    }
+    return is_fake ? kr_fake_backend_create(&fo, out, err) : kr_nvml_backend_create(&no, out, err);
+}
