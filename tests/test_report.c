@@ -93,9 +93,47 @@ static void timeline_draws_every_instruction(void **state)
     KR_ASSERT_ERR(kr_svg_timeline_text(&svg, "x", &empty, &job, &e), KR_EINVAL, e, "expected a simulated iteration");
 }
 
+static void html_report_from_summary(void **state)
+{
+    (void)state;
+    const char *dir = kr_test_tmpdir("report_html");
+    char path[1200];
+    double t[2] = {1.0, 1.2}, en[2] = {900e3, 850e3};
+    kr_chart_series s = {"Kareus", 2, t, en, 1, -1};
+    kr_error e = {0};
+    snprintf(path, sizeof path, "%s/frontiers.svg", dir);
+    assert_int_equal(kr_svg_frontiers(path, "f", &s, 1, NULL, &e), KR_OK);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    kr_test_write(path,
+                  "{\"schema\": \"kareus.summary\", \"version\": 1, \"job\": {\"name\": \"default\", \"summary\": \"llama <3B>\"},"
+                  " \"settings\": {\"strategy\": \"exhaustive\", \"cost_model\": \"exact\", \"unit_time_s\": 0.001, \"backend\": \"sim\"},"
+                  " \"methods\": [{\"name\": \"Kareus\", \"execution\": \"tuned overlap\", \"clocks\": \"per instruction\", \"steps\": 2,"
+                  "   \"fastest\": {\"time_s\": 1.0, \"energy_j\": 900000}, \"frugal\": {\"time_s\": 1.2, \"energy_j\": 850000}}],"
+                  " \"metrics\": {\"rows\": [{\"method\": \"Kareus\", \"iso_time_energy_reduction_10pt\": 0.123, \"iso_energy_time_reduction_10pt\": null,"
+                  "   \"max_throughput_time_reduction\": -0.01}]},"
+                  " \"pictures\": {\"frontiers\": \"frontiers.svg\", \"timelines\": [{\"title\": \"t\", \"file\": \"missing.svg\"}]}}");
+    assert_int_equal(kr_report_html(dir, &e), KR_OK);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *html;
+    assert_int_equal(kr__read_file(path, &html, NULL, &e), KR_OK);
+    assert_non_null(strstr(html, "<!DOCTYPE html>"));
+    assert_non_null(strstr(html, "llama &lt;3B&gt;"));
+    assert_non_null(strstr(html, "<td class=\"good\">12.3%</td><td>--</td>"));
+    assert_non_null(strstr(html, "<td class=\"bad\">-1.0%</td>"));
+    assert_non_null(strstr(html, "<svg xmlns")); /* inlined */
+    assert_non_null(strstr(html, "missing picture missing.svg"));
+    assert_non_null(strstr(html, "</html>"));
+    free(html);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    kr_test_write(path, "{\"schema\": \"kareus.plan\", \"version\": 1}");
+    KR_ASSERT_ERR(kr_report_html(dir, &e), KR_EPARSE, e, "$.schema: expected \"kareus.summary\"");
+    KR_ASSERT_ERR(kr_report_html("/nonexistent-dir", &e), KR_EIO, e, "summary.json: cannot open");
+}
+
 int main(int argc, char **argv);
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(frontier_chart_has_series_legend_and_iso_lines),
     cmocka_unit_test(timeline_draws_every_instruction),
+    cmocka_unit_test(html_report_from_summary),
 };
 KR_TEST_MAIN(tests)

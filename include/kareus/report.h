@@ -46,6 +46,14 @@ int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *
 int kr_svg_timeline(const char *path, const char *title, const kr_pipe_result *r, const kr_job *job, kr_error *err);
 int kr_svg_timeline_text(char **svg, const char *title, const kr_pipe_result *r, const kr_job *job, kr_error *err);
 
+/*
+ * Writes DIR/report.html from DIR/summary.json (schema "kareus.summary", written by
+ * `kareus optimize`; docs/formats.md): the headline figures, the comparison table of the
+ * methods, predicted-vs-simulated validation, search statistics, and every picture listed in
+ * the summary embedded inline (so the page is one self-contained file). Atomic.
+ */
+int kr_report_html(const char *dir, kr_error *err);
+
 #ifdef __cplusplus
 }
 #endif
