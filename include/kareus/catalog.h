@@ -34,29 +34,31 @@ extern "C" {
     X(default_clock_mhz, "MHz", "default applications clock")                                     \
     X(tdp_w, "W", "board power limit (TDP)")                                                      \
     X(idle_w, "W", "power when idle at the idle clock")                                           \
-    X(static_w, "W", "static power: blocked on communication or waiting in a bubble")            \
-    X(mem_power_w, "W", "extra power of HBM streaming at full bandwidth")                         \
+    X(static_w, "W", "static power: a kernel resident but waiting (blocked on comm, bubble)")     \
+    X(mem_power_w, "W", "extra power of HBM streaming at full achievable bandwidth")              \
     X(dyn_coeff_w, "W/(GHz*V^2)", "dynamic SM power coefficient c at full tensor activity")      \
     X(v_min, "V", "core voltage at and below v_floor_mhz")                                        \
     X(v_max, "V", "core voltage at clock_max_mhz")                                                \
     X(v_floor_mhz, "MHz", "clock up to which the voltage stays at v_min")                         \
+    X(v_exp, "", "shape of the voltage rise: V = v_min + (v_max-v_min)*x^v_exp above the floor") \
     X(flops_per_sm_clk, "FLOP/(SM*clk)", "dense BF16 tensor FLOPs per SM per clock")              \
+    X(vec_flops_per_sm_clk, "FLOP/(SM*clk)", "non-tensor (CUDA-core FP32) FLOPs per SM per clock") \
     X(gemm_eff, "", "achievable fraction of per-clock tensor peak for large GEMMs")              \
     X(attn_eff, "", "achievable fraction of per-clock tensor peak for flash attention")          \
     X(hbm_bw_Bps, "B/s", "peak HBM bandwidth")                                                    \
     X(mem_eff, "", "achievable fraction of HBM bandwidth for streaming kernels")                 \
     X(mem_knee_frac, "", "clock fraction below which memory-bound kernels slow with the clock")  \
+    X(sm_activity_membound, "", "dynamic-power activity of SMs running a memory-bound kernel")   \
     X(launch_s, "s", "per-kernel launch and tail overhead")                                       \
     X(busbw_ar_Bps, "B/s", "intra-node all-reduce peak bus bandwidth (8 GPUs)")                   \
     X(busbw_ag_Bps, "B/s", "intra-node all-gather / reduce-scatter peak bus bandwidth")          \
     X(coll_alpha_s, "s", "collective latency term alpha")                                         \
-    X(busbw_per_cta_Bps, "B/s", "bus bandwidth one comm CTA sustains at the max clock")          \
+    X(busbw_per_cta_Bps, "B/s", "bus bandwidth one comm CTA sustains above comm_knee_frac")      \
+    X(comm_knee_frac, "", "clock fraction below which a comm CTA's bandwidth falls with the clock") \
     X(nccl_ctas, "CTAs", "CTAs (= SMs) NCCL uses by default for intra-node collectives")         \
     X(comm_activity, "", "dynamic-power activity of one comm CTA relative to a GEMM CTA")        \
     X(p2p_bw_Bps, "B/s", "intra-node point-to-point (NVLink) bandwidth per direction")           \
-    X(kappa_mem_gemm, "", "memory-contention slowdown of a GEMM overlapped by a comm kernel")     \
-    X(kappa_mem_membound, "", "memory-contention slowdown of a memory-bound op under overlap")   \
-    X(kappa_max, "", "cap on the total overlap slowdown of a compute op")                         \
+    X(kappa_tensor, "", "slowdown of a tensor-core op overlapped by a comm kernel (cache/NoC)")    \
     X(clock_switch_s, "s", "time for a clock change to settle")
 
 enum {

@@ -21,6 +21,7 @@
 #include "kareus/sched.h"
 #include "kareus/partition.h"
 #include "kareus/backend.h"
+#include "kareus/sim.h"
 #include "kareus/plan.h"
 #include "kareus/pipesim.h"
 #include "kareus/metrics.h"

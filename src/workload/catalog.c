@@ -70,7 +70,17 @@ typedef struct gpu_entry {
 
 #define P(f) KR_GPU_P_##f
 
-/* Sources shared by several entries. */
+/*
+ * Dynamic power coefficient c (W per GHz·V² at full tensor activity), derived once per die: the
+ * value for which the simulator's random-data 8192^3 BF16 GEMM at the max clock draws exactly
+ * TDP while delivering the published throughput (`kareus catalog --check` re-derives it).
+ */
+#define C_A100 430
+#define C_HOPPER 643
+#define SRC_C_A100 "D: P = TDP for an 8192^3 BF16 GEMM at 1410 MHz requested, 264 TF (midpoint of 257 thonking.ai, 271.2 MAMF) -> f_eff 1.265 GHz, V 0.756 V"
+#define SRC_C_HOPPER "D: P = TDP for an 8192^3 BF16 GEMM on H100 at 1980 MHz requested, 794.5 TF (stas00 MAMF) -> f_eff 1.56 GHz, V 0.755 V; same die on H200"
+
+/* Sources shared by several entries (each string at most KR_SOURCE_MAX − 1 characters). */
 #define SRC_STAS "M: stas00/ml-engineering:compute/accelerator/README.md"
 #define SRC_SMI_A100 "M: nvidia-smi -q dumps (thamada/nvidia-smi:gls/A100SXMx4_smi.py; A100 SUPPORTED_CLOCKS dump 1410..210 step 15)"
 #define SRC_SMI_H100 "M: nvidia-smi -q dump thamada/nvidia-smi:gls/H100SXMx8_smi.py (max 1980, idle 345); 15 MHz step assumed like A100 (E)"
@@ -78,26 +88,35 @@ typedef struct gpu_entry {
 #define SRC_KAREUS_RANGE "M: Kareus GPU_CONFIGS['A100']['freq_range']=(900,1410,30), ml-energy/kareus:tests/bayesian/common/model_config.py"
 #define SRC_HOPPER_RANGE "E: gpu-model-data.md §6 'plan over ~1000-1980'; 30 MHz step as Kareus uses on A100"
 #define SRC_P2P_A100 "M: Kareus p2p_power_w=85 W (power while blocked in P2P recv), ml-energy/kareus:tests/bayesian/common/model_config.py"
-#define SRC_P2P_HOPPER "E: idle + ~20 W spin-wait margin as on A100 (85 vs ~60 W idle); gpu-model-data.md §2.3"
-#define SRC_VMIN_A100 "M: nvidia-smi voltage 0.706-0.725 V at 210-930 MHz (A100 dumps); floor position E"
-#define SRC_VMAX_A100 "E: no loaded-voltage reading published; gpu-model-data.md §2.3 (0.744 V seen unloaded at 1155 MHz, M)"
-#define SRC_C_A100 "D: chosen so a random-data GEMM is power-capped at f_eff ~1.28 GHz at 400 W (thonking.ai: 257 vs 295 TF randn vs zeros), gpu-model-data.md §2.3"
+#define SRC_P2P_HOPPER "E: measured idle + 30 W, the margin of A100 (85 W blocked vs 55 W idle); no Hopper measurement published"
+#define SRC_VMIN_A100 "M: nvidia-smi 0.706-0.719 V at the 210 MHz idle clock (A100 40GB/80GB dumps, gpu-model-data.md §1.3)"
+#define SRC_VFIT_A100 "D: quadratic V(f) through v_min and the M readings 0.725 V@930 MHz, 0.744 V@1155 MHz (A100-80GB dumps): floor 485 MHz, V(1410)=0.775 V"
+#define SRC_VEXP "E: convex rise (V/F tables are flat at low clocks, steepest at the top); 2 fits the three A100 readings exactly"
+#define SRC_VFLOOR_HOPPER "E: same relative floor as the A100 fit (485/1410 = 0.344 of f_max); no Hopper loaded-voltage data"
 #define SRC_FLOPS_A100 "D: 312 TF dense BF16 (stas00 TFLOPS table) / (108 SMs x 1.41 GHz) = 2049 -> 2048 FLOP/clk/SM (1024 FMA)"
-#define SRC_GEMMEFF_A100 "D: MAMF 271.2 TF (stas00 MAMF table) / (108 x 2048 x 1.28 GHz power-capped clock) = 0.96; 0.95 used"
-#define SRC_ATTN_EFF "D: FlashAttention-2 reaches 50-73% of theoretical max FLOP/s on A100 (Dao 2023, arXiv 2307.08691 abstract); mid-upper value 0.65"
+#define SRC_VEC_A100 "D: 19.5 TF non-matmul FP32 on A100 (FlashAttention-2 paper §3.1, arXiv 2307.08691) / (108 x 1.41 GHz) = 128"
+#define SRC_VEC_HOPPER "D: 67 TF FP32 on H100 SXM (NVIDIA spec) / (132 x 1.98 GHz) = 256"
+#define SRC_GEMMEFF "D: cuBLAS 8192^3 BF16 with all-zero inputs (no throttling) 295 TF / 312 TF peak = 0.945 (thonking.ai/p/strangely-matrix-multiplications)"
+#define SRC_GEMMEFF_HOPPER "E: per-clock efficiency as measured on A100 (0.945, thonking.ai zero-input run); Hopper MAMF is reached through the power cap"
+#define SRC_ATTN_EFF "D: FlashAttention-2 reaches 50-73% of theoretical max FLOP/s on A100 (Dao 2023, arXiv 2307.08691 abstract); 0.65 used"
+#define SRC_ATTN_HOPPER "E: FA2 ~35% and FA3 up to 75% of H100 BF16 peak (Shah et al. 2024, arXiv 2407.08608 abstract); 0.55 between"
 #define SRC_MEMEFF "E: streaming kernels reach ~85% of peak HBM bandwidth (STREAM-like); no single published figure used"
 #define SRC_KNEE "E: gpu-model-data.md §2.2 (memory-bound time flat above ~0.55 f_max; no published knee found)"
+#define SRC_ACT_MEM "E: gpu-model-data.md §2.3 (u_sm = 0.15 for memory-bound kernels: ~180 W on A100 at 1410 MHz, H200 decode 137-300 W M)"
 #define SRC_LAUNCH "E: typical kernel launch + tail overhead of a few microseconds"
 #define SRC_AR_A100 "M: 8xA100 SXM all-reduce peak busbw ~230 GB/s (NVIDIA/nccl-tests issue #149, sjeaugey)"
 #define SRC_ALPHA_A100 "E: A100 alpha ~20-40 us for 1-64 MB fits by analogy with the H20 curve (gpu-model-data.md §3.1); 25 us used"
-#define SRC_CTA_A100 "E: 24 NCCL channels reach ~230 GB/s (~9.6 GB/s each, nccl-tests #100/#149); a lone CTA issues faster than its fair share; 12 GB/s used"
+#define SRC_CTA_A100 "E: 24 NCCL channels must saturate 230 GB/s (>= 9.6 GB/s each; 8 P2P channels give 72 GB/s, nccl-tests #331); +25% headroom"
+#define SRC_CTA_HOPPER "E: 16 NVLS channels reach 480 GB/s (30 GB/s each, nccl-tests #212); +20% headroom"
+#define SRC_COMM_KNEE "E: gpu-model-data.md §3.3 (few CTAs: comm time ~1/f below ~0.8 f_max; no published curve)"
 #define SRC_NCCL_A100 "M: HGX A100 8-GPU ring uses 24 channels = 24 CTAs (NVIDIA/nccl-tests issue #100 log)"
-#define SRC_COMMACT "E: comm kernels are load/store bound; a comm CTA draws ~30% of a tensor-core CTA's dynamic power (gpu-model-data.md §2.3: P_comm 120-180 W on A100)"
-#define SRC_NVLINK_A100 "M: NVLink3 12 links x 25 GB/s per direction = 300 GB/s (glennklockwood.com A100; nccl-tests #149)"
-#define SRC_KAPPA_GEMM "E: gpu-model-data.md §3.4 interference model kappa_mem ~0.05 for GEMM (within 18.9% avg / 40% max of arXiv 2507.03114)"
-#define SRC_KAPPA_MEM "E: gpu-model-data.md §3.4 kappa_mem 0.10-0.15 for memory-bound kernels; 0.12 used"
-#define SRC_KAPPA_MAX "M: overlapped compute slowed up to 40% (arXiv 2507.03114 abstract); cap 0.4"
+#define SRC_COMMACT "E: comm CTAs are load/store bound: 30% of a tensor CTA's dynamic power gives 120 W for NCCL alone on A100 (E 120-180 W, §2.3)"
+#define SRC_NVLINK_A100 "D: 12 NVLink3 links x ~20 GB/s effective with 128 B SM payloads = 240, ~230 GB/s observed (nccl-tests #149, sjeaugey)"
+#define SRC_NVLINK_HOPPER "D: 18 NVLink4 links x 25 GB/s x 0.8 (128 B payload) = 360 GB/s per direction (nccl-tests #149 rule; glennklockwood H100)"
+#define SRC_KAPPA "E: gpu-model-data.md §3.4 kappa_mem ~0.05 for GEMM (within 18.9% avg / 40% max overlap slowdown, arXiv 2507.03114)"
 #define SRC_SWITCH "E: gpu-model-data.md §4 simulator default 10-20 ms per clock change; 15 ms used"
+#define SRC_MEMPOW "E: HBM streaming at full bandwidth; gpu-model-data.md §2.3 (P_mem = 60 W, memory-bound ~180 W at 1410 MHz)"
+#define SRC_MEMPOW_HOPPER "E: HBM3 streaming ~80 W (H100 dumps show 44-70 W memory power at idle); gpu-model-data.md §2.3"
 
 static const gpu_entry gpu_entries[] = {
     {"a100-sxm4-40gb",
@@ -115,28 +134,30 @@ static const gpu_entry gpu_entries[] = {
          {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table)"},
          {P(idle_w), 55, "M: 52-53 W at 22 C, 59.7 W at 46 C idle (A100-40 nvidia-smi dumps, gpu-model-data.md §1.3)"},
          {P(static_w), 85, SRC_P2P_A100},
-         {P(mem_power_w), 60, "E: gpu-model-data.md §2.3 memory-bound kernel P_mem = 60 W (memory-bound ~180 W at 1410 MHz)"},
-         {P(dyn_coeff_w), 440, SRC_C_A100},
-         {P(v_min), 0.72, SRC_VMIN_A100},
-         {P(v_max), 0.80, SRC_VMAX_A100},
-         {P(v_floor_mhz), 950, SRC_VMIN_A100},
+         {P(mem_power_w), 60, SRC_MEMPOW},
+         {P(dyn_coeff_w), C_A100, SRC_C_A100},
+         {P(v_min), 0.71, SRC_VMIN_A100},
+         {P(v_max), 0.775, SRC_VFIT_A100},
+         {P(v_floor_mhz), 485, SRC_VFIT_A100},
+         {P(v_exp), 2, SRC_VEXP},
          {P(flops_per_sm_clk), 2048, SRC_FLOPS_A100},
-         {P(gemm_eff), 0.95, SRC_GEMMEFF_A100},
+         {P(vec_flops_per_sm_clk), 128, SRC_VEC_A100},
+         {P(gemm_eff), 0.945, SRC_GEMMEFF},
          {P(attn_eff), 0.65, SRC_ATTN_EFF},
          {P(hbm_bw_Bps), 1555e9, "M: 1555 GB/s (thundercompute.com A100 guide; " SRC_STAS " memory table)"},
          {P(mem_eff), 0.85, SRC_MEMEFF},
          {P(mem_knee_frac), 0.55, SRC_KNEE},
+         {P(sm_activity_membound), 0.15, SRC_ACT_MEM},
          {P(launch_s), 5e-6, SRC_LAUNCH},
          {P(busbw_ar_Bps), 230e9, SRC_AR_A100},
          {P(busbw_ag_Bps), 230e9, "D: NVLink3 line rate 300 GB/s x ~0.8 for 128 B SM payloads = 240 GB/s max (nccl-tests #149); 230 as all-reduce"},
          {P(coll_alpha_s), 25e-6, SRC_ALPHA_A100},
          {P(busbw_per_cta_Bps), 12e9, SRC_CTA_A100},
+         {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
          {P(nccl_ctas), 24, SRC_NCCL_A100},
          {P(comm_activity), 0.30, SRC_COMMACT},
-         {P(p2p_bw_Bps), 300e9, SRC_NVLINK_A100},
-         {P(kappa_mem_gemm), 0.05, SRC_KAPPA_GEMM},
-         {P(kappa_mem_membound), 0.12, SRC_KAPPA_MEM},
-         {P(kappa_max), 0.40, SRC_KAPPA_MAX},
+         {P(p2p_bw_Bps), 230e9, SRC_NVLINK_A100},
+         {P(kappa_tensor), 0.05, SRC_KAPPA},
          {P(clock_switch_s), 0.015, SRC_SWITCH},
      }},
     {"a100-sxm4-80gb",
@@ -154,28 +175,30 @@ static const gpu_entry gpu_entries[] = {
          {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table; CTS variant up to 500 W)"},
          {P(idle_w), 60, "M: 58.8-62.2 W idle (thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
          {P(static_w), 85, SRC_P2P_A100},
-         {P(mem_power_w), 60, "E: gpu-model-data.md §2.3 memory-bound kernel P_mem = 60 W"},
-         {P(dyn_coeff_w), 440, SRC_C_A100},
-         {P(v_min), 0.72, "M: 0.700-0.719 V at 210 MHz, 0.725 V at 930 MHz (A100-80GB dumps); floor position E"},
-         {P(v_max), 0.80, SRC_VMAX_A100},
-         {P(v_floor_mhz), 950, SRC_VMIN_A100},
+         {P(mem_power_w), 60, SRC_MEMPOW},
+         {P(dyn_coeff_w), C_A100, SRC_C_A100},
+         {P(v_min), 0.71, SRC_VMIN_A100},
+         {P(v_max), 0.775, SRC_VFIT_A100},
+         {P(v_floor_mhz), 485, SRC_VFIT_A100},
+         {P(v_exp), 2, SRC_VEXP},
          {P(flops_per_sm_clk), 2048, SRC_FLOPS_A100},
-         {P(gemm_eff), 0.95, SRC_GEMMEFF_A100},
+         {P(vec_flops_per_sm_clk), 128, SRC_VEC_A100},
+         {P(gemm_eff), 0.945, SRC_GEMMEFF},
          {P(attn_eff), 0.65, SRC_ATTN_EFF},
          {P(hbm_bw_Bps), 2039e9, "M: 2039 GB/s (" SRC_STAS " memory table)"},
          {P(mem_eff), 0.85, SRC_MEMEFF},
          {P(mem_knee_frac), 0.55, SRC_KNEE},
+         {P(sm_activity_membound), 0.15, SRC_ACT_MEM},
          {P(launch_s), 5e-6, SRC_LAUNCH},
          {P(busbw_ar_Bps), 220e9, "M: 8xA100 80GB ~200-220 GB/s busbw (NVIDIA/nccl-tests issues #149, #228)"},
          {P(busbw_ag_Bps), 220e9, "M: as all-reduce (NVIDIA/nccl-tests issue #228: 220 GB/s)"},
          {P(coll_alpha_s), 25e-6, SRC_ALPHA_A100},
          {P(busbw_per_cta_Bps), 12e9, SRC_CTA_A100},
+         {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
          {P(nccl_ctas), 24, SRC_NCCL_A100},
          {P(comm_activity), 0.30, SRC_COMMACT},
-         {P(p2p_bw_Bps), 300e9, SRC_NVLINK_A100},
-         {P(kappa_mem_gemm), 0.05, SRC_KAPPA_GEMM},
-         {P(kappa_mem_membound), 0.12, SRC_KAPPA_MEM},
-         {P(kappa_max), 0.40, SRC_KAPPA_MAX},
+         {P(p2p_bw_Bps), 230e9, SRC_NVLINK_A100},
+         {P(kappa_tensor), 0.05, SRC_KAPPA},
          {P(clock_switch_s), 0.015, SRC_SWITCH},
      }},
     {"h100-sxm",
@@ -192,29 +215,31 @@ static const gpu_entry gpu_entries[] = {
          {P(default_clock_mhz), 1980, "M: applications clock 1980 MHz (thamada/nvidia-smi:gls/H100SXMx8_smi.py)"},
          {P(tdp_w), 700, "M: H100 SXM 700 W (" SRC_STAS " power table)"},
          {P(idle_w), 90, "M: 75-101 W idle per GPU across one node (thamada/nvidia-smi:gls/H100SXMx8_smi.py)"},
-         {P(static_w), 110, SRC_P2P_HOPPER},
-         {P(mem_power_w), 80, "E: HBM3 streaming ~80 W above idle (H100 dumps show 44-70 W memory power at idle); gpu-model-data.md §2.3 mem-bound ~290 W at 1980 MHz"},
-         {P(dyn_coeff_w), 647, "D: chosen so a random-data GEMM is power-capped at f_eff ~1.57 GHz at 700 W (MAMF 794.5 TF), gpu-model-data.md §2.3"},
-         {P(v_min), 0.67, "M: 0.670-0.685 V at 345 MHz (H100 dump); floor position E"},
+         {P(static_w), 120, SRC_P2P_HOPPER},
+         {P(mem_power_w), 80, SRC_MEMPOW_HOPPER},
+         {P(dyn_coeff_w), C_HOPPER, SRC_C_HOPPER},
+         {P(v_min), 0.675, "M: 0.670-0.685 V at the 345 MHz idle clock (thamada/nvidia-smi:gls/H100SXMx8_smi.py)"},
          {P(v_max), 0.85, "E: no loaded-voltage reading published (gpu-model-data.md §2.3)"},
-         {P(v_floor_mhz), 1000, "E: gpu-model-data.md §2.3"},
+         {P(v_floor_mhz), 680, SRC_VFLOOR_HOPPER},
+         {P(v_exp), 2, SRC_VEXP},
          {P(flops_per_sm_clk), 4096, "D: 989 TF dense BF16 = 132 SMs x 4096 FLOP/clk x 1.83 GHz (" SRC_STAS " clock note 12)"},
-         {P(gemm_eff), 0.94, "D: MAMF 794.5 TF (stas00 MAMF table) / (132 x 4096 x 1.569 GHz power-capped clock) = 0.937"},
-         {P(attn_eff), 0.55, "D: FlashAttention-2 reaches ~35-50% of H100 BF16 peak; FlashAttention-3 up to 75% (Shah et al. 2024, arXiv 2407.08608 abstract); 0.55 used"},
+         {P(vec_flops_per_sm_clk), 256, SRC_VEC_HOPPER},
+         {P(gemm_eff), 0.945, SRC_GEMMEFF_HOPPER},
+         {P(attn_eff), 0.55, SRC_ATTN_HOPPER},
          {P(hbm_bw_Bps), 3350e9, "M: 3350 GB/s (" SRC_STAS " memory table)"},
          {P(mem_eff), 0.85, SRC_MEMEFF},
          {P(mem_knee_frac), 0.55, SRC_KNEE},
+         {P(sm_activity_membound), 0.15, SRC_ACT_MEM},
          {P(launch_s), 4e-6, SRC_LAUNCH},
          {P(busbw_ar_Bps), 480e9, "M: 8xH100 NVLS all-reduce peak busbw ~480 GB/s (NVIDIA/nccl-tests issue #212)"},
          {P(busbw_ag_Bps), 370e9, "M: 8xH100 ring / non-all-reduce effective NVLink ~370 GB/s (NVIDIA/nccl-tests issue #212, sjeaugey)"},
          {P(coll_alpha_s), 30e-6, "D: alpha ~23-40 us for 1-16 MB from the 8xH20 busbw curve (kvcache-ai/Mooncake PR #3484), gpu-model-data.md §3.1"},
-         {P(busbw_per_cta_Bps), 25e9, "E: 16 NVLS channels reach ~480 GB/s busbw (~30 GB/s each); 25 GB/s per lone CTA"},
+         {P(busbw_per_cta_Bps), 36e9, SRC_CTA_HOPPER},
+         {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
          {P(nccl_ctas), 16, "M: 8xH100 with NVLS: 16 coll channels (public NCCL debug log, gpu-model-data.md §3.2)"},
          {P(comm_activity), 0.30, SRC_COMMACT},
-         {P(p2p_bw_Bps), 450e9, "M: NVLink4 18 links, 900 GB/s bidirectional = 450 GB/s per direction (glennklockwood.com H100)"},
-         {P(kappa_mem_gemm), 0.05, SRC_KAPPA_GEMM},
-         {P(kappa_mem_membound), 0.12, SRC_KAPPA_MEM},
-         {P(kappa_max), 0.40, SRC_KAPPA_MAX},
+         {P(p2p_bw_Bps), 360e9, SRC_NVLINK_HOPPER},
+         {P(kappa_tensor), 0.05, SRC_KAPPA},
          {P(clock_switch_s), 0.015, SRC_SWITCH},
      }},
     {"h200",
@@ -231,29 +256,31 @@ static const gpu_entry gpu_entries[] = {
          {P(default_clock_mhz), 1980, "M: applications clock 1980 MHz (thamada/gls:gls/H200_smi.py)"},
          {P(tdp_w), 700, "M: H200 SXM 700 W (" SRC_STAS " power table)"},
          {P(idle_w), 75, "M: 74.6 W idle (thamada/gls:gls/H200_smi.py)"},
-         {P(static_w), 110, SRC_P2P_HOPPER},
-         {P(mem_power_w), 80, "E: as H100 (HBM3e; 41.8 W memory power at idle in thamada/gls:gls/H200_smi.py)"},
-         {P(dyn_coeff_w), 647, "D: same compute die as H100 (gpu-model-data.md §2.3)"},
-         {P(v_min), 0.685, "M: 0.685 V at 345 MHz (thamada/gls:gls/H200_smi.py); floor position E"},
+         {P(static_w), 105, SRC_P2P_HOPPER},
+         {P(mem_power_w), 80, SRC_MEMPOW_HOPPER},
+         {P(dyn_coeff_w), C_HOPPER, SRC_C_HOPPER},
+         {P(v_min), 0.685, "M: 0.685 V at the 345 MHz idle clock (thamada/gls:gls/H200_smi.py)"},
          {P(v_max), 0.85, "E: as H100 (no loaded-voltage reading published)"},
-         {P(v_floor_mhz), 1000, "E: gpu-model-data.md §2.3"},
+         {P(v_floor_mhz), 680, SRC_VFLOOR_HOPPER},
+         {P(v_exp), 2, SRC_VEXP},
          {P(flops_per_sm_clk), 4096, "D: 989 TF dense BF16 = 132 x 4096 x 1.83 GHz (" SRC_STAS ")"},
-         {P(gemm_eff), 0.94, "D: MAMF 'same as H100' (" SRC_STAS " MAMF table); as H100"},
-         {P(attn_eff), 0.55, "D: as H100 (FlashAttention-2/3 figures, arXiv 2407.08608)"},
+         {P(vec_flops_per_sm_clk), 256, SRC_VEC_HOPPER},
+         {P(gemm_eff), 0.945, SRC_GEMMEFF_HOPPER},
+         {P(attn_eff), 0.55, SRC_ATTN_HOPPER},
          {P(hbm_bw_Bps), 4800e9, "M: 4800 GB/s (" SRC_STAS " memory table)"},
          {P(mem_eff), 0.85, SRC_MEMEFF},
          {P(mem_knee_frac), 0.55, SRC_KNEE},
+         {P(sm_activity_membound), 0.15, SRC_ACT_MEM},
          {P(launch_s), 4e-6, SRC_LAUNCH},
          {P(busbw_ar_Bps), 475e9, "M: 8xH200 all-reduce peak 475 GB/s busbw, NCCL 2.20.3 (NVIDIA/nccl-tests issue #272)"},
          {P(busbw_ag_Bps), 370e9, "M: as H100 ring/AG/RS ~370 GB/s (NVIDIA/nccl-tests issue #212)"},
          {P(coll_alpha_s), 30e-6, "D: as H100 (8xH20 curve, kvcache-ai/Mooncake PR #3484)"},
-         {P(busbw_per_cta_Bps), 25e9, "E: as H100"},
+         {P(busbw_per_cta_Bps), 36e9, SRC_CTA_HOPPER},
+         {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
          {P(nccl_ctas), 16, "M: as H100 with NVLS (16 coll channels)"},
          {P(comm_activity), 0.30, SRC_COMMACT},
-         {P(p2p_bw_Bps), 450e9, "M: NV18 on 8xH200 (sgl-project/sglang issue #12601): 450 GB/s per direction"},
-         {P(kappa_mem_gemm), 0.05, SRC_KAPPA_GEMM},
-         {P(kappa_mem_membound), 0.12, SRC_KAPPA_MEM},
-         {P(kappa_max), 0.40, SRC_KAPPA_MAX},
+         {P(p2p_bw_Bps), 360e9, "D: as H100; NV18 on 8xH200 (sgl-project/sglang issue #12601)"},
+         {P(kappa_tensor), 0.05, SRC_KAPPA},
          {P(clock_switch_s), 0.015, SRC_SWITCH},
      }},
 };

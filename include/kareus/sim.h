@@ -1,0 +1,219 @@
+/*
+ * sim.h — the calibrated GPU simulator: the default, embedded backend.
+ *
+ * Given a job and one partition configuration (SM clock, SMs of the comm kernel, launch slot),
+ * the simulator returns what one GPU would show: the partition's wall time, its energy and its
+ * effective energy (energy − static power × time). It is physical (roofline time per op over
+ * the SMs left to compute, a voltage–frequency power model with the clock throttled to stay
+ * under TDP, a collective whose bandwidth depends on its SMs and the clock, SM sharing and HBM
+ * contention while the two streams overlap), calibrated from published figures only (every
+ * constant lives in the GPU catalog with its source; see docs/calibration.md and docs/sim.md),
+ * deterministic, allocation-free and fast (a few microseconds per configuration).
+ *
+ * Three layers:
+ *   raw helpers      kr_sim_gemm, kr_sim_collective, kr_sim_p2p_time, kr_sim_*_power_w: the
+ *                    building blocks, for the docs, the calibration check and the pipeline
+ *                    simulator;
+ *   partitions       kr_sim_measure (fast path for exhaustive searches), kr_sim_partition (with
+ *                    stream details), kr_sim_partition_timeline (events and power trace);
+ *   backend          kr_sim_backend_create: the vtable of backend.h (measure) plus a simulated
+ *                    device (clocks, energy counter, clock log) the runtime can drive.
+ */
+#ifndef KAREUS_SIM_H
+#define KAREUS_SIM_H
+
+#include "kareus/backend.h"
+#include "kareus/partition.h"
+#include "kareus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- raw helpers ------------------------------------------------------------------------ */
+
+/* One GEMM [m × k]·[k × n] in bf16 running alone on the GPU. */
+typedef struct kr_sim_gemm_result {
+    double time_s;      /* Kernel time (launch overhead included). */
+    double tflops;      /* Achieved throughput, 2mnk / time_s / 1e12. */
+    double power_w;     /* Board power while it runs. */
+    double f_eff_mhz;   /* SM clock it runs at (the requested clock, or lower when at TDP). */
+    int throttled;      /* 1 if the power limit lowered the clock. */
+} kr_sim_gemm_result;
+
+/*
+ * Simulates one bf16 GEMM of 2·m·n·k FLOPs (HBM bytes 2(mk + kn + mn)) on `sms` SMs (0 = all)
+ * at the requested SM clock freq_mhz (any value in (0, clock_max_mhz]; not restricted to the
+ * supported list, for sweeps). Returns KR_OK or KR_EINVAL (non-positive sizes, clock out of
+ * (0, clock_max_mhz], sms out of [0, sm_count]); err may be NULL.
+ */
+int kr_sim_gemm(const kr_gpu *gpu, double m, double n, double k, double freq_mhz, int sms,
+                kr_sim_gemm_result *out, kr_error *err);
+
+/* One collective running alone (nccl-tests style). */
+typedef struct kr_sim_coll_result {
+    double time_s;      /* α + k·bytes / busbw. */
+    double busbw_Bps;   /* nccl-tests bus bandwidth: k·bytes / time_s. */
+    double algbw_Bps;   /* bytes / time_s. */
+    double power_w;     /* Board power while it runs (after its latency phase). */
+    double f_eff_mhz;   /* SM clock it runs at. */
+} kr_sim_coll_result;
+
+/*
+ * Simulates collective c (kind, group_size, inter_node, bytes = the nccl-tests size S) on a GPU
+ * of type gpu with `sms` CTAs (one per SM) at SM clock freq_mhz. cluster gives the inter-node
+ * link for groups with c->inter_node set (NULL: such groups are an error). A group of one rank
+ * or kind NONE takes no time. Returns KR_OK or KR_EINVAL with a message.
+ */
+int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_collective *c, int sms,
+                      double freq_mhz, kr_sim_coll_result *out, kr_error *err);
+
+/*
+ * Time of a pipeline point-to-point transfer of `bytes` from stage `stage` to stage + 1 (or the
+ * gradient back): NVLink within a node, the job's inter-node link (cluster bandwidth and
+ * latency) when the two stages sit on different nodes. Returns KR_OK, KR_ERANGE (stage not in
+ * [0, pp − 2]) or KR_EINVAL (negative bytes).
+ */
+int kr_sim_p2p_time(const kr_job *job, int stage, double bytes, double *time_s, kr_error *err);
+
+/* Power of a GPU that waits (blocked on communication, or in a pipeline bubble) with its clock
+ * held: the catalog's static_w. */
+double kr_sim_wait_power_w(const kr_gpu *gpu);
+/* Power of an idle GPU (no kernel, idle clock): the catalog's idle_w. */
+double kr_sim_idle_power_w(const kr_gpu *gpu);
+/* Core voltage at SM clock freq_mhz (the catalog's V(f) curve). */
+double kr_sim_voltage(const kr_gpu *gpu, double freq_mhz);
+
+/* ---- partitions ------------------------------------------------------------------------- */
+
+/* Details of one simulated partition execution (one GPU). */
+typedef struct kr_sim_result {
+    double time_s;          /* Both streams done. */
+    double energy_j;        /* ∫ power dt over [0, time_s] (static power included). */
+    double eff_energy_j;    /* energy_j − job.static_power_w × time_s. */
+    double compute_end_s;   /* When the last compute op finished. */
+    double comm_start_s;    /* When the comm kernel launched (0 and comm_end_s = 0 if none). */
+    double comm_end_s;      /* When it finished. */
+    double min_f_eff_mhz;   /* Lowest clock the partition ran at (< requested: throttled). */
+    double max_power_w;     /* Highest board power of any moment. */
+} kr_sim_result;
+
+/*
+ * Simulates partition p of job at config c. The config is checked with kr_config_validate
+ * (unsupported clock, comm SMs outside 1..sm_count−1, unknown slot → KR_ERANGE / KR_ENOTFOUND
+ * with the message in err). The config is used as given: for the baseline variants pass their
+ * fixed slot and SMs (kr_sim_fixed_config). Non-partition work (no collective) ignores sms and
+ * slot. Deterministic; no allocation; err may be NULL.
+ */
+int kr_sim_partition(const kr_job *job, const kr_partition *p, const kr_config *c, kr_sim_result *out,
+                     kr_error *err);
+
+/* The fast path for searches: kr_sim_partition reduced to a kr_measurement (repeats 1, standard
+ * deviations 0). Same checks and codes. */
+int kr_sim_measure(const kr_job *job, const kr_partition *p, const kr_config *c, kr_measurement *out,
+                   kr_error *err);
+
+/*
+ * The fixed config of a baseline-variant partition or of non-partition work at clock freq_mhz:
+ * slot = p->fixed_slot, sms = p->fixed_sms. Returns KR_EINVAL for a kareus-variant partition
+ * (its slot and SMs are searched, there is nothing fixed).
+ */
+int kr_sim_fixed_config(const kr_partition *p, int freq_mhz, kr_config *out, kr_error *err);
+
+/* ---- timelines (pictures) ---------------------------------------------------------------- */
+
+#define KR_SIM_STREAM_COMPUTE 0
+#define KR_SIM_STREAM_COMM 1
+#define KR_SIM_MAX_EVENTS (KR_MAX_OPS + 1)
+#define KR_SIM_MAX_SEGMENTS (2 * KR_MAX_OPS + 8)
+
+/* One kernel on one stream. */
+typedef struct kr_sim_event {
+    int stream;         /* KR_SIM_STREAM_COMPUTE or KR_SIM_STREAM_COMM. */
+    char name[32];      /* Op name, or the collective kind for the comm stream. */
+    double start_s;     /* Start, seconds from the partition start. */
+    double end_s;       /* End. */
+    double power_w;     /* Mean board power over [start_s, end_s] (the whole GPU). */
+} kr_sim_event;
+
+/* A stretch of time with one kernel mix: constant clock and power. */
+typedef struct kr_sim_segment {
+    double start_s;
+    double end_s;
+    double power_w;     /* Board power. */
+    double f_eff_mhz;   /* SM clock. */
+    int op;             /* Compute op running (index into p->ops), or −1. */
+    int comm;           /* 1 if the comm kernel is resident. */
+} kr_sim_segment;
+
+/* A partition execution for pictures: per-stream events and the power trace. Energy equals the
+ * sum of power × duration over the segments. */
+typedef struct kr_sim_timeline {
+    kr_sim_result result;
+    int nevents;
+    kr_sim_event events[KR_SIM_MAX_EVENTS];
+    int nsegments;
+    kr_sim_segment segments[KR_SIM_MAX_SEGMENTS];
+} kr_sim_timeline;
+
+/* Like kr_sim_partition, filling a timeline as well. Same checks and codes. */
+int kr_sim_partition_timeline(const kr_job *job, const kr_partition *p, const kr_config *c,
+                              kr_sim_timeline *out, kr_error *err);
+
+/*
+ * Writes a timeline as JSON (schema "kareus.timeline", version 1: job, partition, variant,
+ * config, result, events, segments), atomically. Returns KR_OK or KR_EIO with the path.
+ */
+int kr_sim_timeline_write_json(const char *path, const kr_job *job, const kr_partition *p,
+                               const kr_config *c, const kr_sim_timeline *t, kr_error *err);
+
+/* ---- the backend and its simulated device ------------------------------------------------ */
+
+/* Options of the simulator backend; a NULL pointer or zeroed struct gives the defaults. */
+typedef struct kr_sim_options {
+    int device_count;            /* Simulated devices (0 → 1). */
+    /* Time source of the energy counter, seconds (NULL → CLOCK_MONOTONIC). Tests inject one. */
+    double (*now_s)(void *ud);
+    void *now_ud;                /* Passed to now_s. */
+    /* Activity of each device while its clock is locked, 0..1: the fraction of a large GEMM's
+     * dynamic power it draws on top of the static power (0 → a device that only waits; use
+     * kr_sim_backend_set_activity to change it per device). */
+    double activity;
+} kr_sim_options;
+
+/*
+ * Creates the simulator backend for job (copied). measure simulates (kr_sim_measure);
+ * device_count, supported_clocks, get/set/reset_clock, read_energy and read_power act on the
+ * simulated devices: a device with a locked clock draws static power plus its activity's
+ * dynamic power at that clock (capped at TDP), an unlocked device draws idle power at the idle
+ * clock; read_energy integrates that power over the injected (or monotonic) time. Every
+ * set/reset is appended to a clock log. Thread-safe (one mutex). Returns KR_OK, KR_EINVAL (bad
+ * options) or KR_ENOMEM.
+ */
+int kr_sim_backend_create(const kr_job *job, const kr_sim_options *opts, kr_backend **out, kr_error *err);
+
+/* 1 if b was made by kr_sim_backend_create. */
+int kr_sim_backend_is(const kr_backend *b);
+
+/* One applied clock change. */
+typedef struct kr_sim_clock_event {
+    double time_s;   /* Time-source reading when it was applied. */
+    int dev;         /* Device. */
+    int min_mhz;     /* Locked range; 0, 0 for a reset (unlocked). */
+    int max_mhz;
+} kr_sim_clock_event;
+
+/*
+ * Copies up to cap entries of the clock log (oldest first) into out and sets *n to the total
+ * number logged (which may exceed cap). Returns KR_OK or KR_EINVAL (b is not a sim backend).
+ */
+int kr_sim_backend_clock_log(kr_backend *b, kr_sim_clock_event *out, int cap, int *n);
+
+/* Sets the activity (0..1, see kr_sim_options) of device dev from now on. Returns KR_OK,
+ * KR_ERANGE (dev or activity out of range) or KR_EINVAL (not a sim backend). */
+int kr_sim_backend_set_activity(kr_backend *b, int dev, double activity);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,697 @@
+/*
+ * test_sim.c — the GPU simulator: calibration sources, the physical properties the model must
+ * have on every GPU and every partition of the default job and of a CP=2 TP=4 job (clock,
+ * SMs, overlap, energy valley, overlap paying off), the three variants and non-partition work,
+ * power throttling, timelines, the backend and its simulated device.
+ */
+#include "testutil.h"
+
+#include <jansson.h>
+#include <math.h>
+
+#include "kareus/kareus.h"
+#include "util/util.h"
+
+#define CP_JOB "llama3.2-3b-cp2tp4-mbs8-s4096"
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+/* Loads a built-in job and puts GPU gi of the catalog in it, with that GPU's planning range
+ * and static power. */
+static void job_on_gpu(const char *name, int gi, kr_job *job)
+{
+    kr_error e = {0};
+    assert_int_equal(kr_job_builtin(name, job, &e), KR_OK);
+    kr_catalog_gpu_at(gi, &job->gpu);
+    job->clock_min_mhz = (int)job->gpu.plan_min_mhz;
+    job->clock_max_mhz = (int)job->gpu.plan_max_mhz;
+    job->clock_step_mhz = (int)job->gpu.plan_step_mhz;
+    job->static_power_w = job->gpu.static_w;
+    if (kr_job_validate(job, &e) != KR_OK) {
+        print_error("%s\n", e.msg);
+        fail();
+    }
+}
+
+static const kr_smlist *smlist_of(const kr_job *job, const kr_partition *p)
+{
+    return p->coll.kind == KR_COLL_ALLREDUCE ? &job->sms_allreduce : &job->sms_gather;
+}
+
+static kr_measurement measure(const kr_job *job, const kr_partition *p, int f, int sms, int slot)
+{
+    kr_config c = {f, sms, slot};
+    kr_measurement m;
+    kr_error e = {0};
+    if (kr_sim_measure(job, p, &c, &m, &e) != KR_OK) {
+        print_error("%s %s f=%d sms=%d slot=%d: %s\n", job->gpu.name, p->key, f, sms, slot, e.msg);
+        fail();
+    }
+    return m;
+}
+
+static const char *const jobs_under_test[] = {"default", CP_JOB};
+
+/* ---- calibration -------------------------------------------------------------------------- */
+
+static void every_constant_has_a_labelled_source(void **state)
+{
+    (void)state;
+    for (int gi = 0; gi < kr_catalog_gpu_count(); gi++) {
+        kr_gpu g;
+        kr_catalog_gpu_at(gi, &g);
+        for (int i = 0; i < KR_GPU_NPARAMS; i++) {
+            const char *s = g.source[i];
+            size_t n = strlen(s);
+            if (n < 4 || (strncmp(s, "M: ", 3) && strncmp(s, "D: ", 3) && strncmp(s, "E: ", 3)) ||
+                n >= KR_SOURCE_MAX - 1 || !isfinite(kr_gpu_param_value(&g, i)) || kr_gpu_param_value(&g, i) <= 0) {
+                print_error("%s.%s = %g: source '%s' (need an M:/D:/E: label, < %d chars, a positive value)\n",
+                            g.name, kr_gpu_param(i)->field, kr_gpu_param_value(&g, i), s, KR_SOURCE_MAX - 1);
+                fail();
+            }
+        }
+        assert_true(g.tdp_w > g.static_w && g.static_w > g.idle_w);
+        assert_true(g.v_max > g.v_min && g.v_floor_mhz < g.clock_max_mhz);
+    }
+}
+
+/* The published anchors the constants are derived from must come back out of the model. */
+static void gemm_and_allreduce_match_published_figures(void **state)
+{
+    (void)state;
+    kr_gpu a100, h100;
+    kr_error e = {0};
+    assert_int_equal(kr_catalog_gpu_find("a100-sxm4-40gb", &a100, &e), KR_OK);
+    assert_int_equal(kr_catalog_gpu_find("h100-sxm", &h100, &e), KR_OK);
+    kr_sim_gemm_result r;
+    assert_int_equal(kr_sim_gemm(&a100, 8192, 8192, 8192, 1410, 0, &r, &e), KR_OK);
+    assert_true(r.tflops >= 257 && r.tflops <= 271.2); /* thonking.ai 257, MAMF 271.2 */
+    assert_int_equal(kr_sim_gemm(&h100, 8192, 8192, 8192, 1980, 0, &r, &e), KR_OK);
+    assert_true(fabs(r.tflops - 794.5) / 794.5 < 0.02); /* MAMF 794.5 */
+    kr_collective ar = {KR_COLL_ALLREDUCE, "tp", 8, 0, 1073741824.0, ""};
+    kr_sim_coll_result cr;
+    assert_int_equal(kr_sim_collective(&a100, NULL, &ar, 24, 1410, &cr, &e), KR_OK);
+    assert_true(fabs(cr.busbw_Bps - 230e9) / 230e9 < 0.02);
+    assert_int_equal(kr_sim_collective(&h100, NULL, &ar, 16, 1980, &cr, &e), KR_OK);
+    assert_true(fabs(cr.busbw_Bps - 480e9) / 480e9 < 0.02);
+    /* Waiting and idle power are the catalog's measured figures. */
+    assert_true(kr_sim_wait_power_w(&a100) == 85.0 && kr_sim_idle_power_w(&a100) == 55.0);
+}
+
+/* ---- the basic contract ------------------------------------------------------------------ */
+
+static void measure_basic_and_deterministic(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_partition_set *set = malloc(sizeof *set);
+    kr_error e = {0};
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+    const kr_partition *p = kr_partition_find(set, "fwd_attn");
+    assert_non_null(p);
+    kr_measurement a = measure(&job, p, 1410, 24, 0), b = measure(&job, p, 1410, 24, 0);
+    assert_true(a.time_s > 0 && a.energy_j >= job.static_power_w * a.time_s);
+    assert_memory_equal(&a, &b, sizeof a);
+    KR_ASSERT_CLOSE(a.eff_energy_j, a.energy_j - job.static_power_w * a.time_s, 1e-12);
+    assert_int_equal(a.repeats, 1);
+    kr_sim_result r;
+    kr_config c = {1410, 24, 0};
+    assert_int_equal(kr_sim_partition(&job, p, &c, &r, &e), KR_OK);
+    assert_true(r.time_s == a.time_s && r.energy_j == a.energy_j);
+    /* Power never below static, never above TDP. */
+    assert_true(r.max_power_w <= job.gpu.tdp_w + 1e-9 && r.energy_j / r.time_s >= job.gpu.static_w);
+    free(set);
+}
+
+static void bad_configs_are_rejected(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_partition_set *set = malloc(sizeof *set);
+    kr_error e = {0};
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+    const kr_partition *p = kr_partition_find(set, "fwd_mlp");
+    kr_measurement m;
+    kr_config c = {1400, 12, 0};
+    KR_ASSERT_ERR(kr_sim_measure(&job, p, &c, &m, &e), KR_ERANGE, e, "found 1400");
+    c = (kr_config){1410, 108, 0};
+    KR_ASSERT_ERR(kr_sim_measure(&job, p, &c, &m, &e), KR_ERANGE, e, "comm SMs: expected 1..107");
+    c = (kr_config){1410, 0, 0};
+    KR_ASSERT_ERR(kr_sim_measure(&job, p, &c, &m, &e), KR_ERANGE, e, "found 0");
+    c = (kr_config){1410, 12, 7};
+    KR_ASSERT_ERR(kr_sim_measure(&job, p, &c, &m, &e), KR_ENOTFOUND, e, "slot");
+    KR_ASSERT_ERR(kr_sim_measure(&job, NULL, &c, &m, &e), KR_EINVAL, e, "required");
+    kr_config fc;
+    KR_ASSERT_ERR(kr_sim_fixed_config(p, 1410, &fc, &e), KR_EINVAL, e, "searched");
+    kr_sim_gemm_result g;
+    KR_ASSERT_ERR(kr_sim_gemm(&job.gpu, 0, 1, 1, 1410, 0, &g, &e), KR_EINVAL, e, "positive");
+    KR_ASSERT_ERR(kr_sim_gemm(&job.gpu, 1, 1, 1, 2000, 0, &g, &e), KR_EINVAL, e, "clock");
+    double t;
+    KR_ASSERT_ERR(kr_sim_p2p_time(&job, 1, 1e6, &t, &e), KR_ERANGE, e, "stage");
+    kr_collective inter = {KR_COLL_ALLREDUCE, "tp", 16, 1, 1e6, ""};
+    kr_sim_coll_result cr;
+    KR_ASSERT_ERR(kr_sim_collective(&job.gpu, NULL, &inter, 8, 1410, &cr, &e), KR_EINVAL, e, "cluster");
+    free(set);
+}
+
+/* ---- physical properties on every GPU and partition ------------------------------------------ */
+
+typedef void (*partition_check)(const kr_job *job, const kr_partition *p, const int *clocks, int nclocks);
+
+/* Runs check on every partition (kareus variant) of both jobs on every GPU. */
+static void for_every_partition(partition_check check)
+{
+    kr_partition_set *set = malloc(sizeof *set);
+    for (size_t ji = 0; ji < KR_ARRAY_LEN(jobs_under_test); ji++)
+        for (int gi = 0; gi < kr_catalog_gpu_count(); gi++) {
+            kr_job job;
+            job_on_gpu(jobs_under_test[ji], gi, &job);
+            kr_error e = {0};
+            assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+            int clocks[128];
+            int n = kr_job_clocks(&job, clocks, 128);
+            assert_true(n > 1);
+            for (int pi = 0; pi < set->n; pi++)
+                check(&job, &set->p[pi], clocks, n);
+        }
+    free(set);
+}
+
+/* Time never increases with the clock (clocks are highest first), for every SM count and slot,
+ * and for the partition's compute alone. */
+static void check_time_vs_clock(const kr_job *job, const kr_partition *p, const int *clocks, int n)
+{
+    const kr_smlist *sl = smlist_of(job, p);
+    for (int s = 0; s < sl->n; s++)
+        for (int slot = -1; slot < p->nslots; slot++)
+            for (int ci = 1; ci < n; ci++) {
+                kr_measurement hi = measure(job, p, clocks[ci - 1], sl->v[s], slot);
+                kr_measurement lo = measure(job, p, clocks[ci], sl->v[s], slot);
+                if (hi.time_s > lo.time_s * (1 + 1e-12)) {
+                    print_error("%s %s sms=%d slot=%d: %.9g s at %d MHz > %.9g s at %d MHz\n", job->gpu.name, p->key,
+                                sl->v[s], slot, hi.time_s, clocks[ci - 1], lo.time_s, clocks[ci]);
+                    fail();
+                }
+            }
+}
+
+static void time_never_increases_with_clock(void **state)
+{
+    (void)state;
+    for_every_partition(check_time_vs_clock);
+}
+
+/* The comm kernel alone never gets slower with more SMs (1..N−1), at every clock. */
+static void check_comm_vs_sms(const kr_job *job, const kr_partition *p, const int *clocks, int n)
+{
+    for (int ci = 0; ci < n; ci++) {
+        double prev = INFINITY;
+        for (int s = 1; s < (int)job->gpu.sm_count; s++) {
+            kr_sim_coll_result r;
+            kr_error e = {0};
+            assert_int_equal(kr_sim_collective(&job->gpu, &job->cluster, &p->coll, s, clocks[ci], &r, &e), KR_OK);
+            if (r.time_s > prev * (1 + 1e-12)) {
+                print_error("%s %s: comm with %d SMs at %d MHz takes %.9g s > %.9g s with one fewer\n", job->gpu.name,
+                            p->key, s, clocks[ci], r.time_s, prev);
+                fail();
+            }
+            prev = r.time_s;
+        }
+    }
+}
+
+static void comm_never_slower_with_more_sms(void **state)
+{
+    (void)state;
+    for_every_partition(check_comm_vs_sms);
+}
+
+/* An overlapped partition takes at least as long as each of its streams alone. */
+static void check_overlap_bound(const kr_job *job, const kr_partition *p, const int *clocks, int n)
+{
+    kr_partition compute_only = *p;
+    compute_only.coll.kind = KR_COLL_NONE;
+    compute_only.nslots = 0;
+    const kr_smlist *sl = smlist_of(job, p);
+    for (int ci = 0; ci < n; ci++) {
+        kr_measurement alone = measure(job, &compute_only, clocks[ci], 1, KR_SLOT_NONE);
+        for (int s = 0; s < sl->n; s++) {
+            kr_sim_coll_result cr;
+            kr_error e = {0};
+            assert_int_equal(kr_sim_collective(&job->gpu, &job->cluster, &p->coll, sl->v[s], clocks[ci], &cr, &e),
+                             KR_OK);
+            for (int slot = 0; slot < p->nslots; slot++) {
+                kr_measurement m = measure(job, p, clocks[ci], sl->v[s], slot);
+                if (m.time_s < alone.time_s * (1 - 1e-12) || m.time_s < cr.time_s * (1 - 1e-12)) {
+                    print_error("%s %s f=%d sms=%d slot=%d: %.9g s < compute alone %.9g s or comm alone %.9g s\n",
+                                job->gpu.name, p->key, clocks[ci], sl->v[s], slot, m.time_s, alone.time_s, cr.time_s);
+                    fail();
+                }
+            }
+        }
+    }
+}
+
+static void overlap_at_least_slower_stream(void **state)
+{
+    (void)state;
+    for_every_partition(check_overlap_bound);
+}
+
+/* Minimum total energy over the partition's configs at clock f. */
+static double min_energy_at(const kr_job *job, const kr_partition *p, int f)
+{
+    const kr_smlist *sl = smlist_of(job, p);
+    double best = INFINITY;
+    for (int s = 0; s < sl->n; s++)
+        for (int slot = 0; slot < p->nslots; slot++)
+            best = KR_MIN(best, measure(job, p, f, sl->v[s], slot).energy_j);
+    return best;
+}
+
+/* For the most GEMM-heavy partition of each job on each GPU: energy (static included) at the
+ * lowest and at the highest planning clock are both above the minimum over the range — for the
+ * best kareus config at each clock and for the sequential execution. */
+static void energy_valley_inside_planning_range(void **state)
+{
+    (void)state;
+    kr_partition_set *set = malloc(sizeof *set), *seq = malloc(sizeof *seq);
+    for (size_t ji = 0; ji < KR_ARRAY_LEN(jobs_under_test); ji++)
+        for (int gi = 0; gi < kr_catalog_gpu_count(); gi++) {
+            kr_job job;
+            job_on_gpu(jobs_under_test[ji], gi, &job);
+            kr_error e = {0};
+            assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+            assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_SEQUENTIAL, seq, &e), KR_OK);
+            const kr_partition *heavy = &set->p[0];
+            for (int i = 1; i < set->n; i++)
+                if (kr_partition_flops(&set->p[i]) > kr_partition_flops(heavy))
+                    heavy = &set->p[i];
+            const kr_partition *heavy_seq = kr_partition_find(seq, heavy->key);
+            assert_non_null(heavy_seq);
+            int clocks[128];
+            int n = kr_job_clocks(&job, clocks, 128);
+            double e_k[128], e_s[128], min_k = INFINITY, min_s = INFINITY;
+            for (int ci = 0; ci < n; ci++) {
+                kr_config c;
+                kr_measurement m;
+                assert_int_equal(kr_sim_fixed_config(heavy_seq, clocks[ci], &c, &e), KR_OK);
+                assert_int_equal(kr_sim_measure(&job, heavy_seq, &c, &m, &e), KR_OK);
+                e_s[ci] = m.energy_j;
+                e_k[ci] = min_energy_at(&job, heavy, clocks[ci]);
+                min_k = KR_MIN(min_k, e_k[ci]);
+                min_s = KR_MIN(min_s, e_s[ci]);
+            }
+            if (!(e_k[0] > min_k && e_k[n - 1] > min_k && e_s[0] > min_s && e_s[n - 1] > min_s)) {
+                print_error("%s %s %s: no interior energy valley: kareus %.6g@%d %.6g@%d min %.6g; "
+                            "sequential %.6g@%d %.6g@%d min %.6g\n",
+                            jobs_under_test[ji], job.gpu.name, heavy->key, e_k[0], clocks[0], e_k[n - 1],
+                            clocks[n - 1], min_k, e_s[0], clocks[0], e_s[n - 1], clocks[n - 1], min_s);
+                fail();
+            }
+        }
+    free(set);
+    free(seq);
+}
+
+/* Default job: at every planning clock, the two nanobatches' partitions at their fastest
+ * config take less time than the sequential execution of the same segment for the whole
+ * microbatch. */
+static void overlap_pays_off_on_default_job(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_partition_set *set = malloc(sizeof *set), *seq = malloc(sizeof *seq);
+    kr_error e = {0};
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_SEQUENTIAL, seq, &e), KR_OK);
+    int clocks[64];
+    int n = kr_job_clocks(&job, clocks, 64);
+    for (int pi = 0; pi < set->n; pi++) {
+        const kr_partition *p = &set->p[pi], *ps = kr_partition_find(seq, p->key);
+        assert_non_null(ps);
+        const kr_smlist *sl = smlist_of(&job, p);
+        for (int ci = 0; ci < n; ci++) {
+            double best = INFINITY;
+            for (int s = 0; s < sl->n; s++)
+                for (int slot = 0; slot < p->nslots; slot++)
+                    best = KR_MIN(best, measure(&job, p, clocks[ci], sl->v[s], slot).time_s);
+            kr_config c;
+            assert_int_equal(kr_sim_fixed_config(ps, clocks[ci], &c, &e), KR_OK);
+            kr_measurement m;
+            assert_int_equal(kr_sim_measure(&job, ps, &c, &m, &e), KR_OK);
+            if (!(2 * best < m.time_s)) {
+                print_error("%s at %d MHz: two nanobatches %.6g s >= sequential %.6g s\n", p->key, clocks[ci],
+                            2 * best, m.time_s);
+                fail();
+            }
+        }
+    }
+    free(set);
+    free(seq);
+}
+
+/* ---- variants and non-partition work ------------------------------------------------------- */
+
+static void variants_launch_where_they_should(void **state)
+{
+    (void)state;
+    kr_partition_set *set = malloc(sizeof *set);
+    for (size_t ji = 0; ji < KR_ARRAY_LEN(jobs_under_test); ji++) {
+        kr_job job;
+        kr_error e = {0};
+        assert_int_equal(kr_job_builtin(jobs_under_test[ji], &job, &e), KR_OK);
+        for (int v = KR_VARIANT_SEQUENTIAL; v <= KR_VARIANT_DEFAULT_OVERLAP; v++) {
+            assert_int_equal(kr_partition_catalog(&job, (kr_variant)v, set, &e), KR_OK);
+            for (int pi = 0; pi < set->n; pi++) {
+                const kr_partition *p = &set->p[pi];
+                kr_config c;
+                kr_sim_result r;
+                assert_int_equal(kr_sim_fixed_config(p, 1200, &c, &e), KR_OK);
+                assert_int_equal(c.sms, (int)job.gpu.nccl_ctas);
+                assert_int_equal(kr_sim_partition(&job, p, &c, &r, &e), KR_OK);
+                if (v == KR_VARIANT_SEQUENTIAL) {
+                    /* compute, then the collective */
+                    assert_true(r.comm_start_s == r.compute_end_s && r.comm_end_s == r.time_s);
+                } else {
+                    assert_true(r.comm_start_s == 0.0 && r.comm_end_s <= r.time_s);
+                }
+            }
+        }
+    }
+    free(set);
+}
+
+static void nonpartition_work(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_partition_set set;
+    kr_error e = {0};
+    int seen_coll = 0, seen_plain = 0;
+    for (int stage = 0; stage < job.pp; stage++)
+        for (int bwd = 0; bwd <= 1; bwd++) {
+            assert_int_equal(kr_partition_nonpartition(&job, stage, bwd, &set, &e), KR_OK);
+            for (int i = 0; i < set.n; i++) {
+                const kr_partition *p = &set.p[i];
+                kr_config c;
+                kr_sim_result hi, lo;
+                assert_int_equal(kr_sim_fixed_config(p, 1410, &c, &e), KR_OK);
+                assert_int_equal(kr_sim_partition(&job, p, &c, &hi, &e), KR_OK);
+                c.freq_mhz = 900;
+                assert_int_equal(kr_sim_partition(&job, p, &c, &lo, &e), KR_OK);
+                assert_true(hi.time_s > 0 && lo.time_s >= hi.time_s);
+                if (p->coll.kind != KR_COLL_NONE) {
+                    seen_coll++;
+                    assert_true(hi.comm_start_s == hi.compute_end_s && hi.comm_end_s > hi.comm_start_s);
+                } else {
+                    seen_plain++;
+                    assert_true(hi.comm_end_s == 0 && hi.compute_end_s == hi.time_s);
+                }
+            }
+        }
+    assert_true(seen_coll >= 2 && seen_plain >= 2); /* embed_fwd and lmhead_bwd carry one */
+}
+
+/* ---- throttling --------------------------------------------------------------------------- */
+
+static void big_gemms_throttle_at_max_clock(void **state)
+{
+    (void)state;
+    for (int gi = 0; gi < kr_catalog_gpu_count(); gi++) {
+        kr_gpu g;
+        kr_catalog_gpu_at(gi, &g);
+        kr_sim_gemm_result hi, lo;
+        kr_error e = {0};
+        assert_int_equal(kr_sim_gemm(&g, 8192, 8192, 8192, g.clock_max_mhz, 0, &hi, &e), KR_OK);
+        assert_true(hi.throttled && hi.f_eff_mhz < g.clock_max_mhz);
+        KR_ASSERT_CLOSE(hi.power_w, g.tdp_w, 1e-6);
+        assert_int_equal(kr_sim_gemm(&g, 8192, 8192, 8192, g.plan_min_mhz, 0, &lo, &e), KR_OK);
+        assert_false(lo.throttled);
+        assert_true(lo.power_w < g.tdp_w && lo.f_eff_mhz == g.plan_min_mhz);
+        /* A small GEMM does not reach TDP. */
+        assert_int_equal(kr_sim_gemm(&g, 256, 256, 256, g.clock_max_mhz, 0, &lo, &e), KR_OK);
+        assert_false(lo.throttled);
+    }
+    /* In a partition, the GEMM-heavy default job runs below the requested 1410 MHz. */
+    kr_job job;
+    kr_job_default(&job);
+    kr_partition_set *set = malloc(sizeof *set);
+    kr_error e = {0};
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+    kr_config c = {1410, 12, 0};
+    kr_sim_result r;
+    assert_int_equal(kr_sim_partition(&job, kr_partition_find(set, "fwd_mlp"), &c, &r, &e), KR_OK);
+    assert_true(r.min_f_eff_mhz < 1400 && r.max_power_w <= job.gpu.tdp_w + 1e-9);
+    free(set);
+}
+
+/* ---- timelines ---------------------------------------------------------------------------- */
+
+static void timeline_is_consistent(void **state)
+{
+    (void)state;
+    kr_partition_set *set = malloc(sizeof *set);
+    kr_sim_timeline *tl = malloc(sizeof *tl);
+    for (size_t ji = 0; ji < KR_ARRAY_LEN(jobs_under_test); ji++) {
+        kr_job job;
+        kr_error e = {0};
+        assert_int_equal(kr_job_builtin(jobs_under_test[ji], &job, &e), KR_OK);
+        assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+        for (int pi = 0; pi < set->n; pi++) {
+            const kr_partition *p = &set->p[pi];
+            for (int slot = -1; slot < p->nslots; slot++) {
+                kr_config c = {1200, smlist_of(&job, p)->v[2], slot};
+                assert_int_equal(kr_sim_partition_timeline(&job, p, &c, tl, &e), KR_OK);
+                kr_measurement m = measure(&job, p, c.freq_mhz, c.sms, c.slot);
+                assert_true(tl->result.time_s == m.time_s && tl->result.energy_j == m.energy_j);
+                double t = 0, energy = 0;
+                for (int i = 0; i < tl->nsegments; i++) {
+                    const kr_sim_segment *s = &tl->segments[i];
+                    assert_true(s->start_s == t && s->end_s >= s->start_s);
+                    assert_true(s->power_w >= job.gpu.static_w && s->power_w <= job.gpu.tdp_w + 1e-9);
+                    energy += s->power_w * (s->end_s - s->start_s);
+                    t = s->end_s;
+                }
+                assert_true(t == tl->result.time_s);
+                KR_ASSERT_CLOSE(energy, tl->result.energy_j, 1e-12);
+                int ncompute = 0, ncomm = 0;
+                double prev_end = 0;
+                for (int i = 0; i < tl->nevents; i++) {
+                    const kr_sim_event *ev = &tl->events[i];
+                    assert_true(ev->start_s >= 0 && ev->end_s <= tl->result.time_s && ev->end_s > ev->start_s);
+                    assert_true(ev->power_w >= job.gpu.static_w);
+                    if (ev->stream == KR_SIM_STREAM_COMPUTE) {
+                        assert_string_equal(ev->name, p->ops[ncompute].name);
+                        assert_true(ev->start_s == prev_end);
+                        prev_end = ev->end_s;
+                        ncompute++;
+                    } else {
+                        ncomm++;
+                        assert_true(ev->start_s == tl->result.comm_start_s && ev->end_s == tl->result.comm_end_s);
+                        /* The comm launches when the ops before its slot are done. */
+                        int first = slot == KR_SLOT_NONE ? p->nops : p->slots[slot].op_index;
+                        double expect = first == 0 ? 0.0 : tl->events[first - 1].end_s;
+                        assert_true(ev->start_s == expect);
+                    }
+                }
+                assert_int_equal(ncompute, p->nops);
+                assert_int_equal(ncomm, 1);
+            }
+        }
+        /* The JSON form carries the same numbers. */
+        const kr_partition *p = &set->p[0];
+        kr_config c = {1200, smlist_of(&job, p)->v[0], 0};
+        assert_int_equal(kr_sim_partition_timeline(&job, p, &c, tl, &e), KR_OK);
+        char path[1200];
+        snprintf(path, sizeof path, "%s/t.json", kr_test_tmpdir("sim_timeline"));
+        assert_int_equal(kr_sim_timeline_write_json(path, &job, p, &c, tl, &e), KR_OK);
+        json_error_t je;
+        json_t *root = json_load_file(path, 0, &je);
+        assert_non_null(root);
+        assert_string_equal(json_string_value(json_object_get(root, "schema")), "kareus.timeline");
+        assert_true(json_real_value(json_object_get(json_object_get(root, "result"), "time_s")) == tl->result.time_s);
+        assert_int_equal((int)json_array_size(json_object_get(root, "events")), tl->nevents);
+        json_decref(root);
+    }
+    free(tl);
+    free(set);
+}
+
+/* ---- raw helpers ------------------------------------------------------------------------- */
+
+static void p2p_and_collective_helpers(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job); /* 2 stages of 8 GPUs on 2 nodes of 8: the send crosses nodes */
+    kr_error e = {0};
+    double t;
+    assert_int_equal(kr_sim_p2p_time(&job, 0, 1e9, &t, &e), KR_OK);
+    KR_ASSERT_CLOSE(t, job.gpu.coll_alpha_s + job.cluster.inter_node_latency_s + 1e9 / job.cluster.inter_node_bw_Bps,
+                    1e-12);
+    job.tp = 4; /* 2 stages of 4 GPUs on one node: NVLink */
+    job.cluster.nodes = 1;
+    assert_int_equal(kr_sim_p2p_time(&job, 0, 1e9, &t, &e), KR_OK);
+    KR_ASSERT_CLOSE(t, job.gpu.coll_alpha_s + 1e9 / job.gpu.p2p_bw_Bps, 1e-12);
+    assert_int_equal(kr_sim_p2p_time(&job, 0, 0, &t, &e), KR_OK);
+    assert_true(t == 0);
+    /* A collective over one rank, or of nothing, takes no time. */
+    kr_collective one = {KR_COLL_ALLREDUCE, "tp", 1, 0, 1e6, ""};
+    kr_sim_coll_result cr;
+    assert_int_equal(kr_sim_collective(&job.gpu, NULL, &one, 8, 1410, &cr, &e), KR_OK);
+    assert_true(cr.time_s == 0);
+    /* Inter-node groups are limited by the cluster link and pay its latency. */
+    kr_collective inter = {KR_COLL_ALLREDUCE, "tp", 16, 1, 1e9, ""};
+    assert_int_equal(kr_sim_collective(&job.gpu, &job.cluster, &inter, 24, 1410, &cr, &e), KR_OK);
+    assert_true(cr.busbw_Bps <= job.cluster.inter_node_bw_Bps);
+    /* Few CTAs at a low clock are slower than at the max clock; many are not. */
+    kr_collective ar = {KR_COLL_ALLREDUCE, "tp", 8, 0, 1e8, ""};
+    kr_sim_coll_result a, b;
+    assert_int_equal(kr_sim_collective(&job.gpu, NULL, &ar, 4, 1410, &a, &e), KR_OK);
+    assert_int_equal(kr_sim_collective(&job.gpu, NULL, &ar, 4, 600, &b, &e), KR_OK);
+    assert_true(b.time_s > a.time_s * 1.2);
+    /* Voltage: flat at the floor, v_max at the top. */
+    KR_ASSERT_CLOSE(kr_sim_voltage(&job.gpu, 300), job.gpu.v_min, 1e-12);
+    KR_ASSERT_CLOSE(kr_sim_voltage(&job.gpu, job.gpu.clock_max_mhz), job.gpu.v_max, 1e-12);
+}
+
+/* ---- the backend and the simulated device ------------------------------------------------- */
+
+typedef struct fake_clock {
+    double t;
+} fake_clock;
+
+static double fake_now(void *ud)
+{
+    return ((fake_clock *)ud)->t;
+}
+
+static void backend_measure_matches(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_backend *b;
+    kr_error e = {0};
+    assert_int_equal(kr_sim_backend_create(&job, NULL, &b, &e), KR_OK);
+    assert_string_equal(kr_backend_name(b), "sim");
+    assert_true(kr_sim_backend_is(b));
+    kr_partition_set *set = malloc(sizeof *set);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+    kr_config c = {1200, 12, 1};
+    kr_measurement a, m = measure(&job, &set->p[1], 1200, 12, 1);
+    assert_int_equal(kr_backend_measure(b, &set->p[1], &c, &a), KR_OK);
+    assert_memory_equal(&a, &m, sizeof a);
+    c.freq_mhz = 1201;
+    assert_int_equal(kr_backend_measure(b, &set->p[1], &c, &a), KR_ERANGE);
+    assert_non_null(strstr(kr_backend_errmsg(b), "found 1201"));
+    int count;
+    assert_int_equal(kr_backend_device_count(b, &count), KR_OK);
+    assert_int_equal(count, 1);
+    kr_backend_destroy(b);
+    kr_sim_options bad = {0};
+    bad.activity = 2;
+    KR_ASSERT_ERR(kr_sim_backend_create(&job, &bad, &b, &e), KR_EINVAL, e, "activity");
+    job.tp = 5;
+    KR_ASSERT_ERR(kr_sim_backend_create(&job, NULL, &b, &e), KR_EINVAL, e, "tp");
+    free(set);
+}
+
+static void device_energy_counter_and_clock_log(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    fake_clock clk = {100.0};
+    kr_sim_options o = {0};
+    o.device_count = 2;
+    o.now_s = fake_now;
+    o.now_ud = &clk;
+    kr_backend *b;
+    kr_error e = {0};
+    assert_int_equal(kr_sim_backend_create(&job, &o, &b, &e), KR_OK);
+    int count, cur, lo, hi;
+    assert_int_equal(kr_backend_device_count(b, &count), KR_OK);
+    assert_int_equal(count, 2);
+    /* Unlocked: idle power at the idle clock. */
+    double en, p;
+    clk.t = 110.0;
+    assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
+    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w, 1e-12);
+    assert_int_equal(kr_backend_get_clock(b, 0, &cur, &lo, &hi), KR_OK);
+    assert_true(cur == 210 && lo == 0 && hi == 0);
+    /* Locked: static power (activity 0). */
+    assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_OK);
+    clk.t = 115.0;
+    assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
+    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * job.gpu.static_w, 1e-12);
+    assert_int_equal(kr_backend_get_clock(b, 0, &cur, &lo, &hi), KR_OK);
+    assert_true(cur == 1200 && lo == 1200 && hi == 1200);
+    /* Fully active at 1410 MHz: a big GEMM's power, capped at TDP. */
+    assert_int_equal(kr_sim_backend_set_activity(b, 0, 1.0), KR_OK);
+    assert_int_equal(kr_backend_set_clock(b, 0, 1410, 1410), KR_OK);
+    assert_int_equal(kr_backend_read_power(b, 0, &p), KR_OK);
+    KR_ASSERT_CLOSE(p, job.gpu.tdp_w, 1e-6);
+    assert_int_equal(kr_backend_set_clock(b, 0, 900, 900), KR_OK);
+    double p900;
+    assert_int_equal(kr_backend_read_power(b, 0, &p900), KR_OK);
+    assert_true(p900 > job.gpu.static_w && p900 < p);
+    clk.t = 117.0;
+    assert_int_equal(kr_backend_reset_clock(b, 0), KR_OK);
+    assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
+    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * job.gpu.static_w + 2 * p900, 1e-12);
+    /* Device 1 stayed idle all along. */
+    assert_int_equal(kr_backend_read_energy(b, 1, &en), KR_OK);
+    KR_ASSERT_CLOSE(en, 17 * job.gpu.idle_w, 1e-12);
+    /* The log holds every change, in order. */
+    kr_sim_clock_event log[8];
+    int n;
+    assert_int_equal(kr_sim_backend_clock_log(b, log, 8, &n), KR_OK);
+    assert_int_equal(n, 4);
+    assert_true(log[0].time_s == 110.0 && log[0].dev == 0 && log[0].min_mhz == 1200 && log[0].max_mhz == 1200);
+    assert_true(log[1].time_s == 115.0 && log[1].max_mhz == 1410);
+    assert_true(log[2].max_mhz == 900 && log[3].time_s == 117.0 && log[3].min_mhz == 0 && log[3].max_mhz == 0);
+    assert_int_equal(kr_sim_backend_clock_log(b, log, 1, &n), KR_OK);
+    assert_int_equal(n, 4);
+    /* Bad requests. */
+    assert_int_equal(kr_backend_set_clock(b, 2, 1200, 1200), KR_ERANGE);
+    assert_int_equal(kr_backend_set_clock(b, 0, 1201, 1201), KR_ERANGE);
+    assert_non_null(strstr(kr_backend_errmsg(b), "1201"));
+    assert_int_equal(kr_backend_set_clock(b, 0, 1410, 900), KR_ERANGE);
+    assert_int_equal(kr_sim_backend_set_activity(b, 0, -0.5), KR_ERANGE);
+    int clocks[200], nc;
+    assert_int_equal(kr_backend_supported_clocks(b, 0, clocks, 200, &nc), KR_OK);
+    assert_int_equal(nc, 81);
+    assert_true(clocks[0] == 1410 && clocks[80] == 210);
+    assert_int_equal(kr_backend_supported_clocks(b, 0, clocks, 10, &nc), KR_ERANGE);
+    assert_int_equal(kr_sim_backend_clock_log(NULL, log, 8, &n), KR_EINVAL);
+    kr_backend_destroy(b);
+}
+
+int main(int argc, char **argv);
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(every_constant_has_a_labelled_source),
+    cmocka_unit_test(gemm_and_allreduce_match_published_figures),
+    cmocka_unit_test(measure_basic_and_deterministic),
+    cmocka_unit_test(bad_configs_are_rejected),
+    cmocka_unit_test(time_never_increases_with_clock),
+    cmocka_unit_test(comm_never_slower_with_more_sms),
+    cmocka_unit_test(overlap_at_least_slower_stream),
+    cmocka_unit_test(energy_valley_inside_planning_range),
+    cmocka_unit_test(overlap_pays_off_on_default_job),
+    cmocka_unit_test(variants_launch_where_they_should),
+    cmocka_unit_test(nonpartition_work),
+    cmocka_unit_test(big_gemms_throttle_at_max_clock),
+    cmocka_unit_test(timeline_is_consistent),
+    cmocka_unit_test(p2p_and_collective_helpers),
+    cmocka_unit_test(backend_measure_matches),
+    cmocka_unit_test(device_energy_counter_and_clock_log),
+};
+
+KR_TEST_MAIN(tests)
