@@ -108,7 +108,7 @@ typedef struct kr_fake_options {
     int devices;            /* Devices (0: 1). */
     int max_mhz;            /* Supported SM clocks: max_mhz down to min_mhz in steps of step_mhz */
     int min_mhz;            /*   (0: 1410, 210, 15 — an A100's list). */
-    int step_mhz;
+    int step_mhz;           /*   (each 0 takes its default) */
     int cur_mhz;            /* Clock while not locked (0: max_mhz). */
     int locked_min_mhz;     /* Lock already in place when the fake is created (0, 0: none), */
     int locked_max_mhz;     /*   to check that callers restore the clocks they found. */

@@ -9,6 +9,7 @@
  *   plan       plan files                                  (plan.h)
  *   frontier   Pareto sets, hypervolume, partition frontiers (frontier.h)
  *   gpuctl     NVML (dlopen) and fake GPU backends         (gpuctl.h)
+ *   runtime    applying a plan inside a training job       (runtime.h)
  * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
  * gpuctl, profiler) add their headers here as they land.
  */
@@ -28,6 +29,7 @@
 #include "kareus/report.h"
 #include "kareus/frontier.h"
 #include "kareus/gpuctl.h"
+#include "kareus/runtime.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);

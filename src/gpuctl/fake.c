@@ -350,11 +350,12 @@ int kr_fake_backend_create(const kr_fake_options *opt, kr_backend **out, kr_erro
     kr_fake_options o = opt ? *opt : (kr_fake_options){0};
     if (o.devices == 0)
         o.devices = 1;
-    if (o.max_mhz == 0 && o.min_mhz == 0 && o.step_mhz == 0) {
+    if (o.max_mhz == 0)
         o.max_mhz = 1410;
+    if (o.min_mhz == 0)
         o.min_mhz = 210;
+    if (o.step_mhz == 0)
         o.step_mhz = 15;
-    }
     if (o.cur_mhz == 0)
         o.cur_mhz = o.max_mhz;
     if (o.fail_code == 0)
