@@ -11,7 +11,7 @@
 
 static const char usage_text[] =
     "usage: kareus catalog [--gpu NAME] [--model NAME] [--partitions [--job FILE] [--variant V]]\n"
-    "                      [--markdown] [--json]\n\n"
+    "                      [--markdown] [--check] [--json]\n\n"
     "Without options: lists the built-in GPUs, models and jobs.\n"
     "  --gpu NAME      every constant of one GPU with its unit and source\n"
     "  --model NAME    one model's dimensions and source\n"
@@ -19,6 +19,8 @@ static const char usage_text[] =
     "  --job FILE      job spec (JSON file or built-in name; default: the default job)\n"
     "  --variant V     kareus (default), sequential or default-overlap\n"
     "  --markdown      GPU constants of every GPU as the Markdown table of docs/calibration.md\n"
+    "  --check         the simulator's predictions next to the published figures\n"
+    "                  (docs/calibration.md); exit 0 even when a prediction is out of range\n"
     "  --json          machine-readable output\n";
 
 static json_t *gpu_json(const kr_gpu *g)
@@ -184,17 +186,66 @@ static int show_partitions(const char *jobpath, const char *variant_name, int js
     return 0;
 }
 
+/* `--check`: the calibration comparison of docs/calibration.md. */
+static int check(int json)
+{
+    kr_sim_check rows[64];
+    int n = 0;
+    kr_error err = {0};
+    int rc = kr_sim_calibration_checks(rows, 64, &n, &err);
+    if (rc)
+        return cli_report(rc, &err);
+    if (n > 64)
+        n = 64;
+    if (json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "what", json_string(rows[i].what));
+            json_object_set_new(o, "gpu", json_string(rows[i].gpu));
+            json_object_set_new(o, "unit", json_string(rows[i].unit));
+            json_object_set_new(o, "predicted", json_real(rows[i].predicted));
+            json_object_set_new(o, "published_lo", json_real(rows[i].published_lo));
+            json_object_set_new(o, "published_hi", json_real(rows[i].published_hi));
+            json_object_set_new(o, "input", json_boolean(rows[i].input));
+            json_object_set_new(o, "within", json_boolean(rows[i].within));
+            json_object_set_new(o, "source", json_string(rows[i].source));
+            json_array_append_new(arr, o);
+        }
+        json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("\n");
+        json_decref(arr);
+        return 0;
+    }
+    printf("| check | GPU | simulator | published | |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        const kr_sim_check *c = &rows[i];
+        char pub[64];
+        if (c->published_lo == c->published_hi)
+            snprintf(pub, sizeof pub, "%.4g %s", c->published_lo, c->unit);
+        else
+            snprintf(pub, sizeof pub, "%.4g-%.4g %s", c->published_lo, c->published_hi, c->unit);
+        printf("| %s | %s | %.4g %s | %s | %s%s |\n", c->what, c->gpu, c->predicted, c->unit, pub,
+               c->within ? "within" : "OUTSIDE", c->input ? " (input)" : "");
+    }
+    printf("\nSources:\n");
+    for (int i = 0; i < n; i++)
+        printf("%2d. %s (%s): %s\n", i + 1, rows[i].what, rows[i].gpu, rows[i].source);
+    return 0;
+}
+
 int cmd_catalog(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"gpu", required_argument, 0, 'g'},  {"model", required_argument, 0, 'm'},
         {"partitions", no_argument, 0, 'p'}, {"job", required_argument, 0, 'j'},
         {"variant", required_argument, 0, 'v'}, {"markdown", no_argument, 0, 'M'},
+        {"check", no_argument, 0, 'C'},
         {"json", no_argument, 0, 'J'},       {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *gpu = NULL, *model = NULL, *job = NULL, *variant = NULL;
-    int partitions = 0, json = 0, md = 0, c;
+    int partitions = 0, json = 0, md = 0, chk = 0, c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -205,6 +256,7 @@ int cmd_catalog(int argc, char **argv)
         case 'j': job = optarg; break;
         case 'v': variant = optarg; break;
         case 'M': md = 1; break;
+        case 'C': chk = 1; break;
         case 'J': json = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: return cli_usage_error("catalog", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -216,6 +268,8 @@ int cmd_catalog(int argc, char **argv)
         markdown();
         return 0;
     }
+    if (chk)
+        return check(json);
     if (gpu)
         return show_gpu(gpu, json);
     if (partitions || job || variant)

@@ -1,12 +1,209 @@
 /*
- * cmd_partition.c — `kareus partition`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_partition.c — `kareus partition eval`: one partition configuration on the simulator
+ * (time, energy and effective energy of one execution on one GPU), optionally with its
+ * timeline as JSON for pictures. Every out-of-range value is an input error (exit 2) that says
+ * what was expected.
  */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+
+static const char usage_text[] =
+    "usage: kareus partition eval --partition KEY --freq MHZ [--sms N] [--slot NAME]\n"
+    "                             [--job FILE] [--variant kareus|sequential|default-overlap]\n"
+    "                             [--timeline FILE.json] [--json]\n\n"
+    "Simulates one execution of a partition on one GPU and prints time_s, energy_j and\n"
+    "effective_energy_j (energy minus the job's static power times the time).\n"
+    "  --partition KEY  partition key (see `kareus catalog --partitions`), or non-partition\n"
+    "                   work: embed_fwd, embed_bwd, lmhead_fwd, lmhead_bwd, loss_fwd, loss_bwd\n"
+    "  --freq MHZ       SM clock; must be one the job's GPU supports\n"
+    "  --sms N          SMs (CTAs) of the comm kernel, 1 .. SM count - 1 (kareus: required;\n"
+    "                   baselines: NCCL's default)\n"
+    "  --slot NAME      launch slot (norm_0, linear_0, ...) or none (kareus: required;\n"
+    "                   baselines: their fixed slot)\n"
+    "  --job FILE       job spec (JSON file or built-in name; default: the default job)\n"
+    "  --variant V      kareus (default), sequential or default-overlap\n"
+    "  --timeline FILE  also write the per-stream timeline and power trace as JSON\n"
+    "  --json           machine-readable output\n";
+
+/* Finds key among the variant's partitions, then among the non-partition work of every stage
+ * (copied into *out). Returns 0, or prints the error and returns 2. */
+static int find_partition(const kr_job *job, kr_variant var, const char *key, kr_partition *out)
+{
+    kr_partition_set *set = malloc(sizeof *set);
+    if (set == NULL)
+        return CLI_EXIT_FAIL;
+    kr_error err = {0};
+    int rc = kr_partition_catalog(job, var, set, &err);
+    if (rc) {
+        free(set);
+        return cli_report(rc, &err);
+    }
+    const kr_partition *p = kr_partition_find(set, key);
+    char known[512] = "";
+    size_t n = 0;
+    for (int i = 0; i < set->n; i++)
+        n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", set->p[i].key);
+    for (int stage = 0; stage < job->pp && p == NULL; stage++)
+        for (int bwd = 0; bwd <= 1 && p == NULL; bwd++) {
+            kr_partition_set np;
+            if (kr_partition_nonpartition(job, stage, bwd, &np, &err) == KR_OK && kr_partition_find(&np, key)) {
+                *out = *kr_partition_find(&np, key);
+                free(set);
+                return 0;
+            }
+        }
+    if (p == NULL) {
+        fprintf(stderr,
+                "kareus partition: --partition: expected a partition of job '%s' (variant %s): %s; or non-partition "
+                "work: embed_fwd, embed_bwd, lmhead_fwd, lmhead_bwd, loss_fwd, loss_bwd; found '%s'\n",
+                job->name, kr_variant_name(var), known, key);
+        free(set);
+        return CLI_EXIT_INPUT;
+    }
+    *out = *p;
+    free(set);
+    return 0;
+}
+
+static void print_result(const kr_job *job, const kr_partition *p, const kr_config *c, const kr_sim_result *r,
+                         int json)
+{
+    const char *slot = kr_partition_slot_name(p, c->slot);
+    if (json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "partition", json_string(p->key));
+        json_object_set_new(o, "variant", json_string(kr_variant_name(p->variant)));
+        json_object_set_new(o, "job", json_string(job->name));
+        json_object_set_new(o, "gpu", json_string(job->gpu.name));
+        json_t *cfg = json_object();
+        json_object_set_new(cfg, "freq_mhz", json_integer(c->freq_mhz));
+        json_object_set_new(cfg, "sms", p->coll.kind != KR_COLL_NONE ? json_integer(c->sms) : json_null());
+        json_object_set_new(cfg, "slot", json_string(slot));
+        json_object_set_new(o, "config", cfg);
+        json_object_set_new(o, "time_s", json_real(r->time_s));
+        json_object_set_new(o, "energy_j", json_real(r->energy_j));
+        json_object_set_new(o, "effective_energy_j", json_real(r->eff_energy_j));
+        json_object_set_new(o, "static_power_w", json_real(job->static_power_w));
+        json_object_set_new(o, "compute_end_s", json_real(r->compute_end_s));
+        json_object_set_new(o, "comm_start_s", json_real(r->comm_start_s));
+        json_object_set_new(o, "comm_end_s", json_real(r->comm_end_s));
+        json_object_set_new(o, "min_f_eff_mhz", json_real(r->min_f_eff_mhz));
+        json_object_set_new(o, "max_power_w", json_real(r->max_power_w));
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        printf("\n");
+        json_decref(o);
+        return;
+    }
+    char sum[256];
+    kr_job_summary(job, sum, sizeof sum);
+    printf("partition %s (%s) of %s\n", p->key, kr_variant_name(p->variant), sum);
+    if (p->coll.kind != KR_COLL_NONE)
+        printf("config: %d MHz, %d comm SMs, slot %s; %s of %.2f MB over %s/%d\n", c->freq_mhz, c->sms, slot,
+               kr_coll_kind_name(p->coll.kind), p->coll.bytes / 1e6, p->coll.group, p->coll.group_size);
+    else
+        printf("config: %d MHz (no collective)\n", c->freq_mhz);
+    printf("time_s              %.9g\n", r->time_s);
+    printf("energy_j            %.9g\n", r->energy_j);
+    printf("effective_energy_j  %.9g   (static %.4g W)\n", r->eff_energy_j, job->static_power_w);
+    if (p->coll.kind != KR_COLL_NONE)
+        printf("streams             compute done %.6g s; comm %.6g .. %.6g s\n", r->compute_end_s, r->comm_start_s,
+               r->comm_end_s);
+    printf("clock / power       lowest clock %.0f MHz%s, peak %.1f W\n", r->min_f_eff_mhz,
+           r->min_f_eff_mhz < c->freq_mhz - 0.5 ? " (power-limited)" : "", r->max_power_w);
+}
+
+static int eval(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"partition", required_argument, 0, 'p'}, {"freq", required_argument, 0, 'f'},
+        {"sms", required_argument, 0, 's'},       {"slot", required_argument, 0, 'l'},
+        {"job", required_argument, 0, 'j'},       {"variant", required_argument, 0, 'v'},
+        {"timeline", required_argument, 0, 't'},  {"json", no_argument, 0, 'J'},
+        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
+    };
+    const char *key = NULL, *freq_s = NULL, *sms_s = NULL, *slot_s = NULL, *jobpath = NULL, *variant_s = NULL,
+               *timeline = NULL;
+    int json = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': key = optarg; break;
+        case 'f': freq_s = optarg; break;
+        case 's': sms_s = optarg; break;
+        case 'l': slot_s = optarg; break;
+        case 'j': jobpath = optarg; break;
+        case 'v': variant_s = optarg; break;
+        case 't': timeline = optarg; break;
+        case 'J': json = 1; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        default: return cli_usage_error("partition eval", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("partition eval", "unexpected argument '%s'", argv[optind]);
+    if (key == NULL)
+        return cli_usage_error("partition eval", "--partition: missing (which partition to evaluate)");
+    if (freq_s == NULL)
+        return cli_usage_error("partition eval", "--freq: missing (the SM clock in MHz)");
+    kr_variant var = KR_VARIANT_KAREUS;
+    if (variant_s && kr_variant_parse(variant_s, &var))
+        return cli_usage_error("partition eval", "--variant: expected kareus, sequential or default-overlap, found '%s'",
+                               variant_s);
+    kr_job job;
+    int rc = cli_load_job(jobpath, &job);
+    if (rc)
+        return rc;
+    kr_partition p;
+    if ((rc = find_partition(&job, var, key, &p)))
+        return rc;
+    kr_config cfg = {0, 0, KR_SLOT_NONE};
+    int fixed = p.variant != KR_VARIANT_KAREUS || p.per_stage > 0;
+    if (fixed) {
+        cfg.sms = p.fixed_sms;
+        cfg.slot = p.fixed_slot;
+    }
+    if ((rc = cli_parse_int("partition eval", "--freq", freq_s, 1, 100000, &cfg.freq_mhz)))
+        return rc;
+    if (p.coll.kind == KR_COLL_NONE && (sms_s || slot_s))
+        return cli_usage_error("partition eval", "%s: partition %s carries no collective, so it has no comm SMs or slot",
+                               sms_s ? "--sms" : "--slot", p.key);
+    if (!fixed && p.coll.kind != KR_COLL_NONE && (sms_s == NULL || slot_s == NULL))
+        return cli_usage_error("partition eval", "%s: missing (the kareus variant searches it; give one value)",
+                               sms_s == NULL ? "--sms" : "--slot");
+    if (sms_s && (rc = cli_parse_int("partition eval", "--sms", sms_s, -1000000, 1000000, &cfg.sms)))
+        return rc;
+    kr_error err = {0};
+    if (slot_s && (rc = kr_partition_slot_index(&p, slot_s, &cfg.slot, &err)))
+        return cli_report(rc, &err);
+    if ((rc = kr_config_validate(&job, &p, &cfg, &err)))
+        return cli_report(rc, &err);
+    kr_sim_timeline *tl = malloc(sizeof *tl);
+    if (tl == NULL)
+        return CLI_EXIT_FAIL;
+    rc = kr_sim_partition_timeline(&job, &p, &cfg, tl, &err);
+    if (rc == KR_OK && timeline)
+        rc = kr_sim_timeline_write_json(timeline, &job, &p, &cfg, tl, &err);
+    if (rc) {
+        free(tl);
+        return cli_report(rc, &err);
+    }
+    print_result(&job, &p, &cfg, &tl->result, json);
+    free(tl);
+    return 0;
+}
 
 int cmd_partition(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus partition: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_INPUT : 0;
+    }
+    if (strcmp(argv[1], "eval") == 0)
+        return eval(argc - 1, argv + 1);
+    return cli_usage_error("partition", "unknown subcommand '%s' (expected: eval)", argv[1]);
 }

@@ -83,7 +83,7 @@ static void gemm_and_allreduce_match_published_figures(void **state)
     kr_error e = {0};
     assert_int_equal(kr_catalog_gpu_find("a100-sxm4-40gb", &a100, &e), KR_OK);
     assert_int_equal(kr_catalog_gpu_find("h100-sxm", &h100, &e), KR_OK);
-    kr_sim_gemm_result r;
+    kr_sim_kernel_result r;
     assert_int_equal(kr_sim_gemm(&a100, 8192, 8192, 8192, 1410, 0, &r, &e), KR_OK);
     assert_true(r.tflops >= 257 && r.tflops <= 271.2); /* thonking.ai 257, MAMF 271.2 */
     assert_int_equal(kr_sim_gemm(&h100, 8192, 8192, 8192, 1980, 0, &r, &e), KR_OK);
@@ -145,7 +145,7 @@ static void bad_configs_are_rejected(void **state)
     KR_ASSERT_ERR(kr_sim_measure(&job, NULL, &c, &m, &e), KR_EINVAL, e, "required");
     kr_config fc;
     KR_ASSERT_ERR(kr_sim_fixed_config(p, 1410, &fc, &e), KR_EINVAL, e, "searched");
-    kr_sim_gemm_result g;
+    kr_sim_kernel_result g;
     KR_ASSERT_ERR(kr_sim_gemm(&job.gpu, 0, 1, 1, 1410, 0, &g, &e), KR_EINVAL, e, "positive");
     KR_ASSERT_ERR(kr_sim_gemm(&job.gpu, 1, 1, 1, 2000, 0, &g, &e), KR_EINVAL, e, "clock");
     double t;
@@ -425,7 +425,7 @@ static void big_gemms_throttle_at_max_clock(void **state)
     for (int gi = 0; gi < kr_catalog_gpu_count(); gi++) {
         kr_gpu g;
         kr_catalog_gpu_at(gi, &g);
-        kr_sim_gemm_result hi, lo;
+        kr_sim_kernel_result hi, lo;
         kr_error e = {0};
         assert_int_equal(kr_sim_gemm(&g, 8192, 8192, 8192, g.clock_max_mhz, 0, &hi, &e), KR_OK);
         assert_true(hi.throttled && hi.f_eff_mhz < g.clock_max_mhz);
@@ -555,6 +555,15 @@ static void p2p_and_collective_helpers(void **state)
     assert_int_equal(kr_sim_collective(&job.gpu, NULL, &ar, 4, 1410, &a, &e), KR_OK);
     assert_int_equal(kr_sim_collective(&job.gpu, NULL, &ar, 4, 600, &b, &e), KR_OK);
     assert_true(b.time_s > a.time_s * 1.2);
+    /* An HBM-streaming kernel: flat in time above the memory knee, slower below it, and cheaper
+     * in power at a lower clock. */
+    kr_sim_kernel_result s1, s2, s3;
+    assert_int_equal(kr_sim_stream(&job.gpu, 1e9, 1410, &s1, &e), KR_OK);
+    assert_int_equal(kr_sim_stream(&job.gpu, 1e9, 900, &s2, &e), KR_OK);
+    assert_int_equal(kr_sim_stream(&job.gpu, 1e9, 500, &s3, &e), KR_OK);
+    assert_true(s1.time_s == s2.time_s && s3.time_s > s2.time_s && s2.power_w < s1.power_w);
+    KR_ASSERT_CLOSE(s1.time_s, job.gpu.launch_s + 1e9 / (job.gpu.hbm_bw_Bps * job.gpu.mem_eff), 1e-12);
+    KR_ASSERT_ERR(kr_sim_stream(&job.gpu, 0, 1410, &s1, &e), KR_EINVAL, e, "bytes");
     /* Voltage: flat at the floor, v_max at the top. */
     KR_ASSERT_CLOSE(kr_sim_voltage(&job.gpu, 300), job.gpu.v_min, 1e-12);
     KR_ASSERT_CLOSE(kr_sim_voltage(&job.gpu, job.gpu.clock_max_mhz), job.gpu.v_max, 1e-12);

@@ -32,14 +32,14 @@ extern "C" {
 
 /* ---- raw helpers ------------------------------------------------------------------------ */
 
-/* One GEMM [m × k]·[k × n] in bf16 running alone on the GPU. */
-typedef struct kr_sim_gemm_result {
+/* One kernel (a GEMM, an HBM-streaming kernel) running alone on the GPU. */
+typedef struct kr_sim_kernel_result {
     double time_s;      /* Kernel time (launch overhead included). */
-    double tflops;      /* Achieved throughput, 2mnk / time_s / 1e12. */
+    double tflops;      /* Achieved throughput, FLOPs / time_s / 1e12 (GEMM: 2mnk). */
     double power_w;     /* Board power while it runs. */
     double f_eff_mhz;   /* SM clock it runs at (the requested clock, or lower when at TDP). */
     int throttled;      /* 1 if the power limit lowered the clock. */
-} kr_sim_gemm_result;
+} kr_sim_kernel_result;
 
 /*
  * Simulates one bf16 GEMM of 2·m·n·k FLOPs (HBM bytes 2(mk + kn + mn)) on `sms` SMs (0 = all)
@@ -48,7 +48,14 @@ typedef struct kr_sim_gemm_result {
  * (0, clock_max_mhz], sms out of [0, sm_count]); err may be NULL.
  */
 int kr_sim_gemm(const kr_gpu *gpu, double m, double n, double k, double freq_mhz, int sms,
-                kr_sim_gemm_result *out, kr_error *err);
+                kr_sim_kernel_result *out, kr_error *err);
+
+/*
+ * Simulates an HBM-streaming (memory-bound, elementwise) kernel that reads and writes `bytes`
+ * in total, on all SMs, at the requested SM clock (0, clock_max_mhz]. Returns KR_OK or
+ * KR_EINVAL (bytes <= 0, clock out of range).
+ */
+int kr_sim_stream(const kr_gpu *gpu, double bytes, double freq_mhz, kr_sim_kernel_result *out, kr_error *err);
 
 /* One collective running alone (nccl-tests style). */
 typedef struct kr_sim_coll_result {
@@ -83,6 +90,29 @@ double kr_sim_wait_power_w(const kr_gpu *gpu);
 double kr_sim_idle_power_w(const kr_gpu *gpu);
 /* Core voltage at SM clock freq_mhz (the catalog's V(f) curve). */
 double kr_sim_voltage(const kr_gpu *gpu, double freq_mhz);
+
+/* ---- calibration check ------------------------------------------------------------------ */
+
+/* One prediction of the simulator next to the published figure it should reproduce. */
+typedef struct kr_sim_check {
+    char what[80];          /* e.g. "bf16 8192^3 GEMM at the max clock". */
+    char gpu[KR_NAME_MAX];  /* Catalog name of the GPU. */
+    char unit[16];          /* "TFLOP/s", "GB/s", "W", "MHz". */
+    double predicted;       /* What the simulator gives. */
+    double published_lo;    /* Published range (lo = hi for a single figure). */
+    double published_hi;
+    int input;              /* 1 if the figure is itself a catalog input (an identity check). */
+    int within;             /* 1 if predicted lies in [published_lo, published_hi]. */
+    char source[KR_SOURCE_MAX]; /* Where the published figure comes from. */
+} kr_sim_check;
+
+/*
+ * Runs the calibration comparisons of docs/calibration.md on the built-in catalog: GEMM
+ * throughput, 8-GPU all-reduce bus bandwidth (1 GiB and a message-size curve), idle, blocked
+ * and kernel-mix power, and the energy-optimal clock. Writes up to cap rows to out and sets *n
+ * to the number of rows available. Returns KR_OK or KR_EINTERNAL with a message.
+ */
+int kr_sim_calibration_checks(kr_sim_check *out, int cap, int *n, kr_error *err);
 
 /* ---- partitions ------------------------------------------------------------------------- */
 

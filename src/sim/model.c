@@ -198,6 +198,14 @@ double kr__sim_throttle(const kr__sim_gpu *sg, const kr__sim_mix *m, double f_re
     return lo;
 }
 
+static int check_clock(const kr_gpu *gpu, const char *what, double freq_mhz, kr_error *err)
+{
+    if (!(freq_mhz > 0) || freq_mhz > gpu->clock_max_mhz)
+        return kr_error_set(err, KR_EINVAL, "%s: clock: expected (0, %g] MHz, found %g", what, gpu->clock_max_mhz,
+                            freq_mhz);
+    return KR_OK;
+}
+
 /* ---- collectives ----------------------------------------------------------------------- */
 
 int kr__sim_comm_init(kr__sim_comm *c, const kr__sim_gpu *sg, const kr_cluster *cluster,
@@ -234,9 +242,9 @@ int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_col
                       double freq_mhz, kr_sim_coll_result *out, kr_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (!(freq_mhz > 0) || freq_mhz > gpu->clock_max_mhz)
-        return kr_error_set(err, KR_EINVAL, "collective: clock: expected (0, %g] MHz, found %g", gpu->clock_max_mhz,
-                            freq_mhz);
+    int rc = check_clock(gpu, "collective", freq_mhz, err);
+    if (rc)
+        return rc;
     if (sms < 1 || sms >= (int)gpu->sm_count)
         return kr_error_set(err, KR_EINVAL, "collective: comm SMs: expected 1..%d, found %d", (int)gpu->sm_count - 1,
                             sms);
@@ -245,7 +253,7 @@ int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_col
     kr__sim_gpu sg;
     kr__sim_gpu_init(&sg, gpu);
     kr__sim_comm cm;
-    int rc = kr__sim_comm_init(&cm, &sg, cluster, c, sms, err);
+    rc = kr__sim_comm_init(&cm, &sg, cluster, c, sms, err);
     if (rc < 0)
         return rc;
     out->f_eff_mhz = freq_mhz;
@@ -267,33 +275,57 @@ int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_col
 
 /* ---- one GEMM ------------------------------------------------------------------------- */
 
+/* Runs one op alone on `sms` SMs at freq_mhz (already checked) and fills out. */
+static void kernel_alone(const kr_gpu *gpu, const kr_op *op, int sms, double freq_mhz, kr_sim_kernel_result *out)
+{
+    kr__sim_gpu sg;
+    kr__sim_gpu_init(&sg, gpu);
+    kr__sim_mix mix = {op, sms, NULL, 0};
+    kr__sim_rates r;
+    double f = kr__sim_throttle(&sg, &mix, freq_mhz / 1000.0, &r);
+    out->time_s = gpu->launch_s + r.op_time_s;
+    out->tflops = op->flops / out->time_s / 1e12;
+    out->power_w = r.power_w;
+    out->f_eff_mhz = f * 1000.0;
+    out->throttled = f < freq_mhz / 1000.0;
+}
+
 int kr_sim_gemm(const kr_gpu *gpu, double m, double n, double k, double freq_mhz, int sms,
-                kr_sim_gemm_result *out, kr_error *err)
+                kr_sim_kernel_result *out, kr_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!(m > 0 && n > 0 && k > 0))
         return kr_error_set(err, KR_EINVAL, "gemm: expected positive m, n, k, found %g x %g x %g", m, n, k);
-    if (!(freq_mhz > 0) || freq_mhz > gpu->clock_max_mhz)
-        return kr_error_set(err, KR_EINVAL, "gemm: clock: expected (0, %g] MHz, found %g", gpu->clock_max_mhz,
-                            freq_mhz);
+    int rc = check_clock(gpu, "gemm", freq_mhz, err);
+    if (rc)
+        return rc;
     if (sms < 0 || sms > (int)gpu->sm_count)
         return kr_error_set(err, KR_EINVAL, "gemm: SMs: expected 0 (all) or 1..%d, found %d", (int)gpu->sm_count,
                             sms);
-    kr__sim_gpu sg;
-    kr__sim_gpu_init(&sg, gpu);
     kr_op op;
     memset(&op, 0, sizeof op);
     op.kind = KR_OP_GEMM;
     op.flops = 2.0 * m * n * k;
     op.bytes = 2.0 * (m * k + k * n + m * n);
-    kr__sim_mix mix = {&op, sms ? sms : (int)gpu->sm_count, NULL, 0};
-    kr__sim_rates r;
-    double f = kr__sim_throttle(&sg, &mix, freq_mhz / 1000.0, &r);
-    out->time_s = gpu->launch_s + r.op_time_s;
-    out->tflops = op.flops / out->time_s / 1e12;
-    out->power_w = r.power_w;
-    out->f_eff_mhz = f * 1000.0;
-    out->throttled = f < freq_mhz / 1000.0;
+    kernel_alone(gpu, &op, sms ? sms : (int)gpu->sm_count, freq_mhz, out);
+    return KR_OK;
+}
+
+int kr_sim_stream(const kr_gpu *gpu, double bytes, double freq_mhz, kr_sim_kernel_result *out, kr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!(bytes > 0))
+        return kr_error_set(err, KR_EINVAL, "stream: bytes: expected > 0, found %g", bytes);
+    int rc = check_clock(gpu, "stream", freq_mhz, err);
+    if (rc)
+        return rc;
+    /* An RMSNorm-like kernel: about one FLOP per byte, on the CUDA cores. */
+    kr_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = KR_OP_NORM;
+    op.flops = bytes;
+    op.bytes = bytes;
+    kernel_alone(gpu, &op, (int)gpu->sm_count, freq_mhz, out);
     return KR_OK;
 }
 

@@ -102,7 +102,7 @@ typedef struct gpu_entry {
 #define SRC_ATTN_HOPPER "E: FA2 ~35% and FA3 up to 75% of H100 BF16 peak (Shah et al. 2024, arXiv 2407.08608 abstract); 0.55 between"
 #define SRC_MEMEFF "E: streaming kernels reach ~85% of peak HBM bandwidth (STREAM-like); no single published figure used"
 #define SRC_KNEE "E: gpu-model-data.md §2.2 (memory-bound time flat above ~0.55 f_max; no published knee found)"
-#define SRC_ACT_MEM "E: gpu-model-data.md §2.3 (u_sm = 0.15 for memory-bound kernels: ~180 W on A100 at 1410 MHz, H200 decode 137-300 W M)"
+#define SRC_ACT_MEM "E: gpu-model-data.md §2.3 u_sm = 0.15 for memory-bound kernels (here ~200 W for HBM streaming on A100 at 1410 MHz)"
 #define SRC_LAUNCH "E: typical kernel launch + tail overhead of a few microseconds"
 #define SRC_AR_A100 "M: 8xA100 SXM all-reduce peak busbw ~230 GB/s (NVIDIA/nccl-tests issue #149, sjeaugey)"
 #define SRC_ALPHA_A100 "E: A100 alpha ~20-40 us for 1-64 MB fits by analogy with the H20 curve (gpu-model-data.md §3.1); 25 us used"
@@ -110,12 +110,12 @@ typedef struct gpu_entry {
 #define SRC_CTA_HOPPER "E: 16 NVLS channels reach 480 GB/s (30 GB/s each, nccl-tests #212); +20% headroom"
 #define SRC_COMM_KNEE "E: gpu-model-data.md §3.3 (few CTAs: comm time ~1/f below ~0.8 f_max; no published curve)"
 #define SRC_NCCL_A100 "M: HGX A100 8-GPU ring uses 24 channels = 24 CTAs (NVIDIA/nccl-tests issue #100 log)"
-#define SRC_COMMACT "E: comm CTAs are load/store bound: 30% of a tensor CTA's dynamic power gives 120 W for NCCL alone on A100 (E 120-180 W, §2.3)"
+#define SRC_COMMACT "E: comm CTAs are load/store bound: 30% of a tensor CTA's dynamic power; NCCL alone then draws 121 W on A100 (E 120-180 W, §2.3)"
 #define SRC_NVLINK_A100 "D: 12 NVLink3 links x ~20 GB/s effective with 128 B SM payloads = 240, ~230 GB/s observed (nccl-tests #149, sjeaugey)"
 #define SRC_NVLINK_HOPPER "D: 18 NVLink4 links x 25 GB/s x 0.8 (128 B payload) = 360 GB/s per direction (nccl-tests #149 rule; glennklockwood H100)"
 #define SRC_KAPPA "E: gpu-model-data.md §3.4 kappa_mem ~0.05 for GEMM (within 18.9% avg / 40% max overlap slowdown, arXiv 2507.03114)"
 #define SRC_SWITCH "E: gpu-model-data.md §4 simulator default 10-20 ms per clock change; 15 ms used"
-#define SRC_MEMPOW "E: HBM streaming at full bandwidth; gpu-model-data.md §2.3 (P_mem = 60 W, memory-bound ~180 W at 1410 MHz)"
+#define SRC_MEMPOW "E: HBM streaming at full bandwidth; gpu-model-data.md §2.3 (P_mem = 60 W); no direct measurement published"
 #define SRC_MEMPOW_HOPPER "E: HBM3 streaming ~80 W (H100 dumps show 44-70 W memory power at idle); gpu-model-data.md §2.3"
 
 static const gpu_entry gpu_entries[] = {
@@ -246,7 +246,7 @@ static const gpu_entry gpu_entries[] = {
      "NVIDIA H200",
      {"h200-sxm", "h200-sxm-141gb", NULL},
      {
-         {P(sm_count), 132, "M: " SRC_STAS " (H200 = H100 compute die)"},
+         {P(sm_count), 132, SRC_STAS " (H200 = H100 compute die)"},
          {P(clock_min_mhz), 345, SRC_SMI_H200},
          {P(clock_max_mhz), 1980, SRC_SMI_H200},
          {P(clock_step_mhz), 15, SRC_SMI_H200},
@@ -255,7 +255,7 @@ static const gpu_entry gpu_entries[] = {
          {P(plan_step_mhz), 30, SRC_HOPPER_RANGE},
          {P(default_clock_mhz), 1980, "M: applications clock 1980 MHz (thamada/gls:gls/H200_smi.py)"},
          {P(tdp_w), 700, "M: H200 SXM 700 W (" SRC_STAS " power table)"},
-         {P(idle_w), 75, "M: 74.6 W idle (thamada/gls:gls/H200_smi.py)"},
+         {P(idle_w), 74.6, "M: 74.6 W idle (thamada/gls:gls/H200_smi.py)"},
          {P(static_w), 105, SRC_P2P_HOPPER},
          {P(mem_power_w), 80, SRC_MEMPOW_HOPPER},
          {P(dyn_coeff_w), C_HOPPER, SRC_C_HOPPER},
