@@ -10,6 +10,9 @@
  *   frontier   Pareto sets, hypervolume, partition frontiers (frontier.h)
  *   gpuctl     NVML (dlopen) and fake GPU backends         (gpuctl.h)
  *   runtime    applying a plan inside a training job       (runtime.h)
+ *   options    instruction options, CSV I/O                (options.h)
+ *   dag        pipeline DAG, critical path                 (dag.h)
+ *   solver     time-energy frontier (Phillips-Dessouky)    (solver.h)
  * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
  * gpuctl, profiler) add their headers here as they land.
  */
@@ -30,6 +33,9 @@
 #include "kareus/frontier.h"
 #include "kareus/gpuctl.h"
 #include "kareus/runtime.h"
+#include "kareus/options.h"
+#include "kareus/dag.h"
+#include "kareus/solver.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);

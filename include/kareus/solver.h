@@ -1,0 +1,103 @@
+/*
+ * solver.h — the iteration time–energy frontier: Phillips–Dessouky min-cut steps on the
+ * activity-on-arc form of a pipeline DAG, one unit_time per step, from the all-slowest plan
+ * down to the fastest (design §6; docs/solver.md).
+ *
+ * Two cost models:
+ *   KR_COST_EXACT    (default) each instruction's cost is the lower convex hull of its real
+ *                    options (effective energy vs time, times rounded up to whole units so a
+ *                    duration of d units fits every option it claims); the min cut runs over
+ *                    every arc that is tight in the earliest-start schedule; after each step the
+ *                    plan's knobs are the cheapest real options that fit their durations, then a
+ *                    final pass moves each knob to the cheapest option that fits its slack, and
+ *                    the reported energy is the true energy of those knobs.
+ *   KR_COST_LOWTIME  ml-energy/lowtime 0.2.0 exactly (shared/reference/lowtime-solver.md):
+ *                    float floor quantization, cost net of static power at the quantized time,
+ *                    candidate filtering, the fitted exponential model, its capacities
+ *                    (INF = 10000, ε = 1e-6), the two-phase max flow with lower bounds on the
+ *                    critical arcs, the source-minimal cut, reduce_durations without rollback
+ *                    and its stopping rules.
+ *
+ * Energy accounting (design §1): options are per GPU with static power included. For a plan
+ * with iteration time T, every GPU of every stage draws P_static while idle, so
+ *   energy  = G · (Σ_ops E_op + P_static · (S·T − Σ_ops t_op))     (whole cluster)
+ *   eff     = energy − G·S·T·P_static = G · Σ_ops (E_op − P_static·t_op)
+ * with G GPUs per stage (tp·cp·dp) and S stages.
+ */
+#ifndef KAREUS_SOLVER_H
+#define KAREUS_SOLVER_H
+
+#include "kareus/dag.h"
+#include "kareus/options.h"
+#include "kareus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kr_cost_model { KR_COST_EXACT = 0, KR_COST_LOWTIME = 1 } kr_cost_model;
+
+const char *kr_cost_model_name(kr_cost_model m); /* "exact" / "lowtime" */
+int kr_cost_model_parse(const char *s, kr_cost_model *out);
+
+typedef struct kr_solver_config {
+    kr_cost_model cost_model; /* KR_COST_EXACT by default. */
+    double unit_time_s;       /* Time step, > 0 (e.g. 0.001). */
+    double static_power_w;    /* P_static per GPU, >= 0 (A100: 85 W). */
+    int gpus_per_stage;       /* G: GPUs per stage for whole-cluster energy (>= 1). */
+    int final_pass;           /* Exact mode: 1 = move knobs to cheaper options within slack. */
+    int max_steps;            /* Stop after this many steps (0: run to the end). */
+} kr_solver_config;
+
+/* Defaults: exact, 1 ms, 85 W, 1 GPU per stage, final pass on, no step limit. */
+void kr_solver_config_default(kr_solver_config *cfg);
+
+/* One point of the frontier. */
+typedef struct kr_solver_step {
+    int step;              /* 0 = all slowest; then one per solver iteration. */
+    long quant_time;       /* Iteration time in units (the solver's own figure). */
+    double time_s;         /* lowtime: quant_time × unit; exact: knob_time_s. */
+    double cost_change_j;  /* The step's model cost change (0 for step 0). */
+    double model_cost_j;   /* Σ model cost of all instructions (one GPU per stage). */
+    double model_energy_j; /* G·(model_cost + S·quant_time·unit·P_static). */
+    double knob_time_s;    /* Critical path of the assigned knobs at their real times. */
+    double energy_j;       /* True whole-cluster energy of the knobs at knob_time_s. */
+    double eff_energy_j;   /* True whole-cluster effective energy of the knobs. */
+} kr_solver_step;
+
+/* The frontier and the plan of every step. */
+typedef struct kr_frontier {
+    kr_cost_model cost_model;
+    double unit_time_s, static_power_w;
+    int gpus_per_stage, num_stages;
+    int nops;               /* Instructions (DAG nodes 2..n-1, in node order). */
+    int nsteps;             /* Steps (step 0 included). */
+    kr_solver_step *steps;  /* nsteps entries (owned). */
+    int *assign;            /* nsteps × nops option indices into each node's option set (owned). */
+    double solve_s;         /* Wall time of the solve (setup excluded: fits and DAG). */
+    double setup_s;         /* Wall time of the setup (lowtime fits, hulls). */
+    int stop_reason;        /* 0 exhausted, 1 step limit, 2 infeasible flow (lowtime). */
+} kr_frontier;
+
+/*
+ * Traces the frontier of dag (finalized; nodes 2.. are instructions whose (stage, kind,
+ * chunk) select their set in opts). Lags on the DAG's edges are fixed durations (rounded up
+ * to whole units; the lowtime mode requires zero lags as lowtime has none).
+ * Returns KR_OK, KR_EINVAL (bad config, a node without options, lags in lowtime mode),
+ * KR_EINFEASIBLE (a lowtime fit failed), KR_ECYCLE or KR_ENOMEM. Free with kr_frontier_free.
+ */
+int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_frontier *out,
+             kr_error *err);
+void kr_frontier_free(kr_frontier *f);
+
+/* The option index assigned to instruction node v (>= 2) at step k. */
+int kr_frontier_option(const kr_frontier *f, int step, int node);
+
+/* Writes the frontier as CSV (atomic): step,quant_time,time_s,cost_change_j,model_cost_j,
+ * model_energy_j,knob_time_s,energy_j,eff_energy_j. */
+int kr_frontier_write_csv(const kr_frontier *f, const char *path, kr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,190 @@
+/*
+ * maxflow.c — integer maximum flow (Dinic's blocking flows) for the solver's min cuts.
+ *
+ * Capacities are int64 in fixed-point cost units chosen by the caller (lowtime mode: 1e-6 J,
+ * the granularity lowtime floors its capacities to; exact mode: 1e-9 J). Integer arithmetic
+ * makes the flow exact, so the source-side reachable set of the final residual graph is the
+ * source-minimal minimum cut (the intersection of all minimum cuts), independent of which
+ * maximum flow was found. Arcs are stored in pairs (id, id^1 = reverse). The arrays are reused
+ * across solver steps: kr__flow_reset keeps the allocation.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/solver_int.h"
+#include "util/util.h"
+
+int kr__flow_reset(kr__flow *f, int n, int m_hint)
+{
+    if (n > f->ncap) {
+        int *a = realloc(f->first, sizeof(int) * (size_t)n);
+        if (a)
+            f->first = a;
+        int *b = realloc(f->level, sizeof(int) * (size_t)n);
+        if (b)
+            f->level = b;
+        int *c = realloc(f->iter, sizeof(int) * (size_t)n);
+        if (c)
+            f->iter = c;
+        int *d = realloc(f->queue, sizeof(int) * (size_t)n);
+        if (d)
+            f->queue = d;
+        if (!a || !b || !c || !d)
+            return KR_ENOMEM;
+        f->ncap = n;
+    }
+    if (m_hint > f->mcap) {
+        int *h = realloc(f->head, sizeof(int) * (size_t)m_hint);
+        if (h)
+            f->head = h;
+        int *nx = realloc(f->next, sizeof(int) * (size_t)m_hint);
+        if (nx)
+            f->next = nx;
+        int64_t *cp = realloc(f->cap, sizeof(int64_t) * (size_t)m_hint);
+        if (cp)
+            f->cap = cp;
+        if (!h || !nx || !cp)
+            return KR_ENOMEM;
+        f->mcap = m_hint;
+    }
+    f->n = n;
+    f->m = 0;
+    for (int v = 0; v < n; v++)
+        f->first[v] = -1;
+    return KR_OK;
+}
+
+void kr__flow_free(kr__flow *f)
+{
+    free(f->first);
+    free(f->level);
+    free(f->iter);
+    free(f->queue);
+    free(f->head);
+    free(f->next);
+    free(f->cap);
+    memset(f, 0, sizeof *f);
+}
+
+int kr__flow_arc(kr__flow *f, int u, int v, int64_t c)
+{
+    if (f->m + 2 > f->mcap) {
+        size_t cap = (size_t)f->mcap;
+        size_t c1 = cap, c2 = cap, c3 = cap;
+        if (kr__grow((void **)&f->head, &c1, (size_t)f->m + 2, sizeof(int)) ||
+            kr__grow((void **)&f->next, &c2, (size_t)f->m + 2, sizeof(int)) ||
+            kr__grow((void **)&f->cap, &c3, (size_t)f->m + 2, sizeof(int64_t)))
+            return -1;
+        f->mcap = (int)KR_MIN(c1, KR_MIN(c2, c3));
+    }
+    int id = f->m;
+    f->head[id] = v;
+    f->cap[id] = c;
+    f->next[id] = f->first[u];
+    f->first[u] = id;
+    f->head[id + 1] = u;
+    f->cap[id + 1] = 0;
+    f->next[id + 1] = f->first[v];
+    f->first[v] = id + 1;
+    f->m += 2;
+    return id;
+}
+
+static int bfs(kr__flow *f, int s, int t)
+{
+    for (int v = 0; v < f->n; v++)
+        f->level[v] = -1;
+    int qh = 0, qt = 0;
+    f->level[s] = 0;
+    f->queue[qt++] = s;
+    while (qh < qt) {
+        int u = f->queue[qh++];
+        for (int a = f->first[u]; a >= 0; a = f->next[a])
+            if (f->cap[a] > 0 && f->level[f->head[a]] < 0) {
+                f->level[f->head[a]] = f->level[u] + 1;
+                f->queue[qt++] = f->head[a];
+            }
+    }
+    return f->level[t] >= 0;
+}
+
+/* Pushes up to limit along level-increasing arcs from u (iterative path search). */
+static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
+{
+    /* Explicit stack of arcs along the current path; queue[] is free during the DFS phase. */
+    int *path = f->queue;
+    int depth = 0;
+    int u = s;
+    int64_t total = 0;
+    while (total < limit) {
+        if (u == t) {
+            int64_t push = limit - total;
+            for (int i = 0; i < depth; i++)
+                if (f->cap[path[i]] < push)
+                    push = f->cap[path[i]];
+            for (int i = 0; i < depth; i++) {
+                f->cap[path[i]] -= push;
+                f->cap[path[i] ^ 1] += push;
+            }
+            total += push;
+            /* Back up to the first saturated arc. */
+            int k = 0;
+            while (k < depth && f->cap[path[k]] > 0)
+                k++;
+            depth = k;
+            u = depth ? f->head[path[depth - 1]] : s;
+            continue;
+        }
+        int a = f->iter[u];
+        while (a >= 0 && !(f->cap[a] > 0 && f->level[f->head[a]] == f->level[u] + 1))
+            a = f->next[a];
+        f->iter[u] = a;
+        if (a < 0) {
+            /* Dead end: retreat. */
+            f->level[u] = -1;
+            if (depth == 0)
+                break;
+            depth--;
+            u = depth ? f->head[path[depth - 1]] : s;
+            f->iter[u] = f->next[f->iter[u]];
+            continue;
+        }
+        path[depth++] = a;
+        u = f->head[a];
+    }
+    return total;
+}
+
+int64_t kr__flow_max(kr__flow *f, int s, int t)
+{
+    const int64_t big = INT64_MAX / 4;
+    int64_t flow = 0;
+    while (bfs(f, s, t)) {
+        for (int v = 0; v < f->n; v++)
+            f->iter[v] = f->first[v];
+        int64_t pushed = dfs(f, s, t, big);
+        if (pushed == 0)
+            break;
+        flow += pushed;
+        if (flow >= big)
+            break;
+    }
+    return flow;
+}
+
+void kr__flow_reach(const kr__flow *f, int s, int64_t thresh, char *mark)
+{
+    memset(mark, 0, (size_t)f->n);
+    int *stack = f->queue;
+    int top = 0;
+    stack[top++] = s;
+    mark[s] = 1;
+    while (top > 0) {
+        int u = stack[--top];
+        for (int a = f->first[u]; a >= 0; a = f->next[a])
+            if (f->cap[a] > thresh && !mark[f->head[a]]) {
+                mark[f->head[a]] = 1;
+                stack[top++] = f->head[a];
+            }
+    }
+}

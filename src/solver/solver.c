@@ -1,0 +1,870 @@
+/*
+ * solver.c — Phillips–Dessouky frontier tracing on the activity-on-arc pipeline graph, with
+ * the lowtime-compatible and the exact cost models (see solver.h and docs/solver.md).
+ *
+ * Formulation. The AON DAG's node v becomes arc v_L → v_R (its operation, duration d_v in
+ * whole units); its edge u → v becomes arc u_R → v_L (duration = the edge's lag in units, 0 in
+ * lowtime mode). Each step shortens the project by one unit along a minimum cut (S, T):
+ * every arc S → T in the cut graph is shortened and every arc T → S lengthened, at cost
+ *   cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb,
+ * ub = cost of shortening by one unit, lb = saving of lengthening by one unit.
+ *
+ * lowtime mode (shared/reference/lowtime-solver.md §5): the cut graph is the critical arcs
+ * (EF = LF); capacities as lowtime's annotate_capacities (INF = 10000, +ε where both moves are
+ * possible, both floored to multiples of ε = 1e-6 by CPython float floor division); the cut is
+ * found by lowtime's two phases (feasible flow with lower bounds through s', t' and an infinite
+ * t → s arc; then augmentation from s to t), in integer units of 1e-6 so the flow is exact;
+ * S = nodes reachable from s through residual capacity > 0 (source-minimal); durations change
+ * as reduce_durations does (speed-ups first; a dummy or an op at its minimum in the cut, or a
+ * lengthened op at its maximum, ends the run with +∞, without rollback); the run also stops
+ * when |cost change| < 1e-6 or phase 1 is infeasible.
+ *
+ * exact mode: costs are the convex hull of the real options (times rounded up to units). The
+ * cut graph is every arc that is tight in the earliest-start schedule π = ES (dependency arcs
+ * with ES(v) = EF(u) + lag, and every operation arc). This is the min-cost tension step: the
+ * objective Σ c_a(min(π(head) − π(tail), dmax_a)) is L-convex in the event times π, and the
+ * optimum for T − 1 is reached from one for T by lowering the potentials of one node set by
+ * one unit; the min cut picks that set. Lower bounds are handled in one max flow: with node
+ * imbalance b(v) = Σ_in lb − Σ_out lb, cap(S,T) = Σ_{S→T}(ub − lb) + Σ_{v∈T, b>0} b(v)
+ * + Σ_{v∈S, b<0} −b(v) − Σ_{b<0} −b(v), an ordinary s–t cut. After a step every operation with
+ * free float is lengthened within it (free: no start time moves), which keeps π = ES optimal.
+ * Capacities are int64 nano-joules; INF = 1e15 nJ (1 MJ), far above any real step.
+ */
+#include "kareus/solver.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/solver_int.h"
+#include "util/util.h"
+
+#define LT_EPS 1e-6         /* lowtime FP_ERROR */
+#define LT_INF 10000.0      /* lowtime annotate_capacities "inf" */
+#define EX_SCALE 1e9        /* exact mode: capacity units per joule */
+#define EX_INF ((int64_t)1000000000000000LL)
+#define FLOW_BIG (INT64_MAX / 8)
+
+const char *kr_cost_model_name(kr_cost_model m)
+{
+    return m == KR_COST_LOWTIME ? "lowtime" : "exact";
+}
+
+int kr_cost_model_parse(const char *s, kr_cost_model *out)
+{
+    if (strcmp(s, "exact") == 0)
+        *out = KR_COST_EXACT;
+    else if (strcmp(s, "lowtime") == 0)
+        *out = KR_COST_LOWTIME;
+    else
+        return KR_EINVAL;
+    return KR_OK;
+}
+
+void kr_solver_config_default(kr_solver_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->cost_model = KR_COST_EXACT;
+    cfg->unit_time_s = 0.001;
+    cfg->static_power_w = 85.0;
+    cfg->gpus_per_stage = 1;
+    cfg->final_pass = 1;
+}
+
+/* Per option set: the duration range and the cost table used by the cut. */
+typedef struct group {
+    const kr_option_set *set;
+    long dmin, dmax;      /* Duration range in units. */
+    double *cost;         /* cost[d − dmin], model cost (J) for d in [dmin, dmax]. */
+    int64_t *icost;       /* Exact mode: cost in nJ (rounded). */
+    int *knob;            /* knob[d − dmin]: option index run at duration d. */
+    kr__lt_spec lt;       /* lowtime mode: candidates and model. */
+} group;
+
+typedef struct solver {
+    const kr_dag *dag;
+    const kr_options *opts;
+    kr_solver_config cfg;
+    int n;                /* AON nodes. */
+    int ngroups;
+    group *groups;
+    int *gidx;            /* AON node → group (−1 for source/sink). */
+    long *lagq;           /* Edge lag in units. */
+    long *d;              /* Duration of each AON node (units). */
+    long *es, *ef, *ls, *lf;
+    double *rt, *res, *rlf; /* Real-time CPM scratch. */
+    int *knob;            /* Current knob of each node. */
+    char *mark;           /* Source side of the cut (AOA nodes + 2). */
+    kr__flow flow;
+    int64_t *lb, *ub;     /* Per AOA arc (ops: n, edges: nedges). */
+    int64_t *bal;         /* Node imbalance. */
+    char *incut;          /* Arc in the cut graph. */
+} solver;
+
+static void groups_free(solver *sv)
+{
+    if (sv->groups == NULL)
+        return;
+    for (int g = 0; g < sv->ngroups; g++) {
+        free(sv->groups[g].cost);
+        free(sv->groups[g].icost);
+        free(sv->groups[g].knob);
+        kr__lt_spec_free(&sv->groups[g].lt);
+    }
+    free(sv->groups);
+    sv->groups = NULL;
+}
+
+static void solver_free(solver *sv)
+{
+    groups_free(sv);
+    free(sv->gidx);
+    free(sv->lagq);
+    free(sv->d);
+    free(sv->es);
+    free(sv->ef);
+    free(sv->ls);
+    free(sv->lf);
+    free(sv->rt);
+    free(sv->res);
+    free(sv->rlf);
+    free(sv->knob);
+    free(sv->mark);
+    free(sv->lb);
+    free(sv->ub);
+    free(sv->bal);
+    free(sv->incut);
+    kr__flow_free(&sv->flow);
+}
+
+static const char *set_name(const kr_option_set *set, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "stage %d %s (chunk %d)", set->stage, kr_instr_kind_name(set->kind), set->chunk);
+    return buf;
+}
+
+/* lowtime: candidates, fit, cost table over [min, max] and knob per duration. */
+static int group_lowtime(group *g, const kr_solver_config *cfg, kr_error *err)
+{
+    char nm[64];
+    int rc = kr__lt_filter(g->set, cfg->unit_time_s, cfg->static_power_w, &g->lt, err);
+    if (rc == KR_OK)
+        rc = kr__lt_fit(&g->lt, cfg->unit_time_s, err);
+    if (rc) {
+        kr_error_prefix(err, "%s", set_name(g->set, nm, sizeof nm));
+        return rc;
+    }
+    g->dmin = g->lt.min_duration;
+    g->dmax = g->lt.max_duration;
+    size_t len = (size_t)(g->dmax - g->dmin + 1);
+    g->cost = malloc(sizeof(double) * len);
+    g->knob = malloc(sizeof(int) * len);
+    if (g->cost == NULL || g->knob == NULL)
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    for (long t = g->dmin; t <= g->dmax; t++) {
+        g->cost[t - g->dmin] = kr__lt_cost(&g->lt, t);
+        /* Knob: the candidate with the largest quant_time <= t (candidates sorted descending). */
+        int k = g->lt.ncand - 1;
+        for (int i = 0; i < g->lt.ncand; i++)
+            if (g->lt.cand[i].quant_time <= t) {
+                k = i;
+                break;
+            }
+        g->knob[t - g->dmin] = g->lt.cand[k].index;
+    }
+    return KR_OK;
+}
+
+/* exact: lower convex hull of (ceil(time/unit), effective energy); cheapest option per d. */
+static int group_exact(group *g, const kr_solver_config *cfg, kr_error *err)
+{
+    const kr_option_set *set = g->set;
+    int n = set->n;
+    long *q = malloc(sizeof(long) * (size_t)n);
+    double *e = malloc(sizeof(double) * (size_t)n);
+    int *ord = malloc(sizeof(int) * (size_t)n);
+    int *hull = malloc(sizeof(int) * (size_t)n);
+    if (!q || !e || !ord || !hull) {
+        free(q);
+        free(e);
+        free(ord);
+        free(hull);
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        /* Round up, forgiving representation error (0.042 s / 1 ms must be 42, not 43). */
+        q[i] = (long)ceil(set->opt[i].time_s / cfg->unit_time_s - 1e-9);
+        if (q[i] < 1)
+            q[i] = 1;
+        e[i] = set->opt[i].energy_j - cfg->static_power_w * set->opt[i].time_s;
+        ord[i] = i;
+    }
+    /* Sort by (q, e) ascending. */
+    for (int i = 1; i < n; i++) {
+        int x = ord[i], j = i - 1;
+        while (j >= 0 && (q[ord[j]] > q[x] || (q[ord[j]] == q[x] && e[ord[j]] > e[x]))) {
+            ord[j + 1] = ord[j];
+            j--;
+        }
+        ord[j + 1] = x;
+    }
+    /* Pareto staircase (strictly decreasing e with increasing q), then the lower hull. */
+    int h = 0;
+    for (int k = 0; k < n; k++) {
+        int i = ord[k];
+        if (h > 0 && (q[i] == q[hull[h - 1]] || e[i] >= e[hull[h - 1]]))
+            continue;
+        while (h >= 2) {
+            int a = hull[h - 2], b = hull[h - 1];
+            /* Drop b if it lies on or above the segment a → i. */
+            double cross = (double)(q[b] - q[a]) * (e[i] - e[a]) - (e[b] - e[a]) * (double)(q[i] - q[a]);
+            if (cross <= 0)
+                h--;
+            else
+                break;
+        }
+        hull[h++] = i;
+    }
+    g->dmin = q[hull[0]];
+    g->dmax = q[hull[h - 1]];
+    size_t len = (size_t)(g->dmax - g->dmin + 1);
+    g->cost = malloc(sizeof(double) * len);
+    g->icost = malloc(sizeof(int64_t) * len);
+    g->knob = malloc(sizeof(int) * len);
+    if (!g->cost || !g->icost || !g->knob) {
+        free(q);
+        free(e);
+        free(ord);
+        free(hull);
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    }
+    int seg = 0;
+    for (long t = g->dmin; t <= g->dmax; t++) {
+        while (seg + 1 < h && q[hull[seg + 1]] < t)
+            seg++;
+        double c;
+        if (h == 1 || t == q[hull[seg]])
+            c = e[hull[seg]];
+        else {
+            int a = hull[seg], b = hull[seg + 1];
+            c = e[a] + (e[b] - e[a]) * (double)(t - q[a]) / (double)(q[b] - q[a]);
+        }
+        g->cost[t - g->dmin] = c;
+        g->icost[t - g->dmin] = llround(c * EX_SCALE);
+        /* Cheapest real option that fits in t units. */
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (q[i] <= t && (best < 0 || e[i] < e[best]))
+                best = i;
+        g->knob[t - g->dmin] = best;
+    }
+    free(q);
+    free(e);
+    free(ord);
+    free(hull);
+    return KR_OK;
+}
+
+static double gcost(const group *g, long d)
+{
+    return g->cost[d - g->dmin];
+}
+
+/* Integer CPM on the AON form: es/ef per node, ls/lf against the makespan; returns it. */
+static long cpm(solver *sv)
+{
+    const kr_dag *dag = sv->dag;
+    for (int i = 0; i < sv->n; i++)
+        sv->es[i] = 0;
+    for (int i = 0; i < sv->n; i++) {
+        int u = dag->topo[i];
+        sv->ef[u] = sv->es[u] + sv->d[u];
+        for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
+            int e = dag->out_e[k];
+            long t = sv->ef[u] + sv->lagq[e];
+            if (t > sv->es[dag->ev[e]])
+                sv->es[dag->ev[e]] = t;
+        }
+    }
+    long T = 0;
+    for (int v = 0; v < sv->n; v++)
+        T = KR_MAX(T, sv->ef[v]);
+    for (int v = 0; v < sv->n; v++)
+        sv->lf[v] = T;
+    for (int i = sv->n - 1; i >= 0; i--) {
+        int u = dag->topo[i];
+        for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
+            int e = dag->out_e[k];
+            long t = sv->ls[dag->ev[e]] - sv->lagq[e];
+            if (t < sv->lf[u])
+                sv->lf[u] = t;
+        }
+        sv->ls[u] = sv->lf[u] - sv->d[u];
+    }
+    return T;
+}
+
+static int64_t lt_q(double x)
+{
+    return (int64_t)kr__py_floordiv(x, LT_EPS);
+}
+
+/* lowtime capacities of op node v (critical). */
+static void lt_caps(const solver *sv, int v, int64_t *lb, int64_t *ub)
+{
+    int gi = sv->gidx[v];
+    if (gi < 0) {
+        *lb = 0;
+        *ub = lt_q(LT_INF);
+        return;
+    }
+    const group *g = &sv->groups[gi];
+    long d = sv->d[v];
+    double l, u;
+    if (d == g->dmin && d == g->dmax) {
+        l = 0;
+        u = LT_INF;
+    } else if (d - 1 < g->dmin) {
+        l = fabs(gcost(g, d) - gcost(g, d + 1));
+        u = LT_INF;
+    } else if (d + 1 > g->dmax) {
+        l = 0;
+        u = fabs(gcost(g, d - 1) - gcost(g, d));
+    } else {
+        l = fabs(gcost(g, d) - gcost(g, d + 1));
+        u = fabs(gcost(g, d - 1) - gcost(g, d)) + LT_EPS;
+    }
+    *lb = lt_q(l);
+    *ub = lt_q(u);
+}
+
+/* AOA node ids: v_L = 2v, v_R = 2v + 1. Arc ids: op v → v, edge e → n + e. */
+#define LNODE(v) (2 * (v))
+#define RNODE(v) (2 * (v) + 1)
+
+/* One lowtime iteration's cut. Returns 1 with mark set, 0 if phase 1 is infeasible. */
+static int lt_cut(solver *sv)
+{
+    const kr_dag *dag = sv->dag;
+    int n = sv->n, N = 2 * n;
+    int sp = N, tp = N + 1;
+    kr__flow_reset(&sv->flow, N + 2, 4 * (n + dag->nedges) + 4 * N + 4);
+    memset(sv->bal, 0, sizeof(int64_t) * (size_t)N * 2);
+    int64_t *inlb = sv->bal, *outlb = sv->bal + N;
+    int64_t total = 0;
+    for (int v = 0; v < n; v++) {
+        sv->incut[v] = sv->es[v] + sv->d[v] == sv->lf[v];
+        if (!sv->incut[v])
+            continue;
+        lt_caps(sv, v, &sv->lb[v], &sv->ub[v]);
+        kr__flow_arc(&sv->flow, LNODE(v), RNODE(v), sv->ub[v] - sv->lb[v]);
+        inlb[RNODE(v)] += sv->lb[v];
+        outlb[LNODE(v)] += sv->lb[v];
+        total += sv->lb[v];
+    }
+    for (int e = 0; e < dag->nedges; e++) {
+        int u = dag->eu[e], v = dag->ev[e];
+        sv->incut[n + e] = sv->ef[u] + sv->lagq[e] == sv->ls[v];
+        if (!sv->incut[n + e])
+            continue;
+        sv->lb[n + e] = 0;
+        sv->ub[n + e] = lt_q(LT_INF);
+        kr__flow_arc(&sv->flow, RNODE(u), LNODE(v), sv->ub[n + e]);
+    }
+    int first_aux = sv->flow.m;
+    for (int x = 0; x < N; x++) {
+        if (inlb[x])
+            kr__flow_arc(&sv->flow, sp, x, inlb[x]);
+        if (outlb[x])
+            kr__flow_arc(&sv->flow, x, tp, outlb[x]);
+    }
+    kr__flow_arc(&sv->flow, RNODE(KR_DAG_SINK), LNODE(KR_DAG_SOURCE), FLOW_BIG);
+    int64_t f1 = kr__flow_max(&sv->flow, sp, tp);
+    if (f1 != total)
+        return 0;
+    /* Phase 2: the residual of f = f' + lb on the original arcs; drop the auxiliary arcs. */
+    for (int a = first_aux; a < sv->flow.m; a++)
+        sv->flow.cap[a] = 0;
+    kr__flow_max(&sv->flow, LNODE(KR_DAG_SOURCE), RNODE(KR_DAG_SINK));
+    kr__flow_reach(&sv->flow, LNODE(KR_DAG_SOURCE), 0, sv->mark);
+    return 1;
+}
+
+/* lowtime reduce_durations on the cut in mark; returns the cost change (INFINITY to stop). */
+static double lt_apply(solver *sv)
+{
+    const kr_dag *dag = sv->dag;
+    int n = sv->n;
+    const char *S = sv->mark;
+    double change = 0;
+    int any = 0;
+    /* Speed-ups: critical arcs from S to T, in AOA node order. */
+    for (int v = 0; v < n; v++) {
+        for (int side = 0; side < 2; side++) {
+            if (side == 0) {
+                if (!sv->incut[v] || !(S[LNODE(v)] && !S[RNODE(v)]))
+                    continue;
+                any = 1;
+                int gi = sv->gidx[v];
+                if (gi < 0)
+                    return INFINITY; /* "Cannot speed up dummy operation." */
+                const group *g = &sv->groups[gi];
+                if (sv->d[v] - 1 < g->dmin)
+                    return INFINITY;
+                change += fabs(gcost(g, sv->d[v] - 1) - gcost(g, sv->d[v]));
+                sv->d[v]--;
+            } else {
+                for (int k = dag->out_off[v]; k < dag->out_off[v + 1]; k++) {
+                    int e = dag->out_e[k];
+                    if (sv->incut[n + e] && S[RNODE(v)] && !S[LNODE(dag->ev[e])]) {
+                        any = 1;
+                        return INFINITY; /* a dependency arc is a dummy */
+                    }
+                }
+            }
+        }
+    }
+    if (!any)
+        return 0.0;
+    /* Slow-downs: critical arcs from T to S (dependency arcs are dummies: skipped). */
+    for (int v = 0; v < n; v++) {
+        if (!sv->incut[v] || !(!S[LNODE(v)] && S[RNODE(v)]))
+            continue;
+        int gi = sv->gidx[v];
+        if (gi < 0)
+            continue;
+        const group *g = &sv->groups[gi];
+        if (sv->d[v] + 1 > g->dmax)
+            return INFINITY;
+        change -= fabs(gcost(g, sv->d[v]) - gcost(g, sv->d[v] + 1));
+        sv->d[v]++;
+    }
+    return change;
+}
+
+/* One exact-mode cut; returns the cut value in nJ (>= EX_INF/2 means no finite cut). */
+static int64_t ex_cut(solver *sv)
+{
+    const kr_dag *dag = sv->dag;
+    int n = sv->n, N = 2 * n;
+    int s = LNODE(KR_DAG_SOURCE), t = RNODE(KR_DAG_SINK);
+    kr__flow_reset(&sv->flow, N, 2 * (n + dag->nedges) + 2 * N + 4);
+    memset(sv->bal, 0, sizeof(int64_t) * (size_t)N);
+    for (int v = 0; v < n; v++) {
+        int gi = sv->gidx[v];
+        int64_t lb = 0, ub = EX_INF;
+        if (gi >= 0) {
+            const group *g = &sv->groups[gi];
+            long d = sv->d[v];
+            const int64_t *c = g->icost - g->dmin;
+            if (d > g->dmin)
+                ub = c[d - 1] - c[d];
+            if (d < g->dmax)
+                lb = c[d] - c[d + 1];
+        }
+        sv->incut[v] = 1;
+        sv->lb[v] = lb;
+        sv->ub[v] = ub;
+        kr__flow_arc(&sv->flow, LNODE(v), RNODE(v), ub > lb ? ub - lb : 0);
+        sv->bal[RNODE(v)] += lb;
+        sv->bal[LNODE(v)] -= lb;
+    }
+    for (int e = 0; e < dag->nedges; e++) {
+        int u = dag->eu[e], v = dag->ev[e];
+        sv->incut[n + e] = sv->ef[u] + sv->lagq[e] == sv->es[v];
+        if (sv->incut[n + e])
+            kr__flow_arc(&sv->flow, RNODE(u), LNODE(v), EX_INF);
+    }
+    int64_t neg = 0;
+    for (int x = 0; x < N; x++) {
+        if (sv->bal[x] > 0)
+            kr__flow_arc(&sv->flow, s, x, sv->bal[x]);
+        else if (sv->bal[x] < 0) {
+            kr__flow_arc(&sv->flow, x, t, -sv->bal[x]);
+            neg += -sv->bal[x];
+        }
+    }
+    int64_t f = kr__flow_max(&sv->flow, s, t);
+    kr__flow_reach(&sv->flow, s, 0, sv->mark);
+    return f - neg;
+}
+
+static void ex_apply(solver *sv)
+{
+    const char *S = sv->mark;
+    for (int v = 2; v < sv->n; v++) {
+        const group *g = &sv->groups[sv->gidx[v]];
+        if (!sv->incut[v])
+            continue;
+        if (S[LNODE(v)] && !S[RNODE(v)])
+            sv->d[v]--;
+        else if (!S[LNODE(v)] && S[RNODE(v)] && sv->d[v] < g->dmax)
+            sv->d[v]++;
+    }
+}
+
+/* Lengthens every op within its free float (no start time moves); needs a fresh cpm(). */
+static void ex_relax(solver *sv)
+{
+    const kr_dag *dag = sv->dag;
+    for (int v = 2; v < sv->n; v++) {
+        const group *g = &sv->groups[sv->gidx[v]];
+        if (sv->d[v] >= g->dmax)
+            continue;
+        long fin = LONG_MAX;
+        for (int k = dag->out_off[v]; k < dag->out_off[v + 1]; k++) {
+            int e = dag->out_e[k];
+            long t = sv->es[dag->ev[e]] - sv->lagq[e];
+            if (t < fin)
+                fin = t;
+        }
+        long room = fin - sv->ef[v];
+        if (room > 0) {
+            long nd = KR_MIN(sv->d[v] + room, g->dmax);
+            sv->ef[v] += nd - sv->d[v];
+            sv->d[v] = nd;
+        }
+    }
+}
+
+/* Real-time critical path of the knobs in sv->knob; fills rt (durations) and res (starts). */
+static double knob_cpm(solver *sv)
+{
+    const kr_dag *dag = sv->dag;
+    for (int v = 0; v < sv->n; v++) {
+        sv->rt[v] = 0;
+        if (sv->gidx[v] >= 0)
+            sv->rt[v] = sv->groups[sv->gidx[v]].set->opt[sv->knob[v]].time_s;
+    }
+    double span;
+    kr_dag_cpm(dag, sv->rt, sv->res, NULL, &span, NULL);
+    return span;
+}
+
+/*
+ * Final pass (exact mode): in reverse topological order, each op may finish as late as its
+ * successors' latest starts allow (given the choices already made after it) while its own
+ * start stays at its earliest (predecessors not yet revisited keep their durations); it takes
+ * the cheapest option (effective energy) that fits there. The makespan never grows.
+ */
+static void final_pass(solver *sv, double span)
+{
+    const kr_dag *dag = sv->dag;
+    double P = sv->cfg.static_power_w;
+    for (int v = 0; v < sv->n; v++)
+        sv->rlf[v] = span;
+    for (int i = sv->n - 1; i >= 0; i--) {
+        int u = dag->topo[i];
+        double fin = span;
+        for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
+            int e = dag->out_e[k];
+            double t = sv->rlf[dag->ev[e]] - dag->lag_s[e];
+            if (t < fin)
+                fin = t;
+        }
+        if (sv->gidx[u] >= 0) {
+            const kr_option_set *set = sv->groups[sv->gidx[u]].set;
+            double room = fin - sv->res[u];
+            int best = sv->knob[u];
+            double be = set->opt[best].energy_j - P * set->opt[best].time_s;
+            for (int k = 0; k < set->n; k++) {
+                double ek = set->opt[k].energy_j - P * set->opt[k].time_s;
+                if (set->opt[k].time_s <= room && ek < be) {
+                    best = k;
+                    be = ek;
+                }
+            }
+            sv->knob[u] = best;
+            sv->rt[u] = set->opt[best].time_s;
+        }
+        /* rlf holds this node's latest start for its predecessors. */
+        sv->rlf[u] = fin - sv->rt[u];
+    }
+}
+
+/* Fills the step's figures from the current durations; knobs per the cost model. */
+static void record(solver *sv, kr_solver_step *st, long T)
+{
+    const kr_solver_config *cfg = &sv->cfg;
+    double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
+    double model = 0;
+    for (int v = 2; v < sv->n; v++) {
+        const group *g = &sv->groups[sv->gidx[v]];
+        model += gcost(g, sv->d[v]);
+        long d = KR_MIN(KR_MAX(sv->d[v], g->dmin), g->dmax);
+        sv->knob[v] = g->knob[d - g->dmin];
+    }
+    double span = knob_cpm(sv);
+    if (cfg->cost_model == KR_COST_EXACT && cfg->final_pass) {
+        /* The quantized plan promises T units; use all of it (real times are rounded up, so
+         * span <= T·unit). */
+        double budget = KR_MAX(span, (double)T * cfg->unit_time_s);
+        for (int it = 0; it < 3; it++) {
+            final_pass(sv, budget);
+            span = knob_cpm(sv);
+        }
+    }
+    double e = 0, t = 0;
+    for (int v = 2; v < sv->n; v++) {
+        const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
+        e += o->energy_j;
+        t += o->time_s;
+    }
+    st->quant_time = T;
+    st->model_cost_j = model;
+    st->model_energy_j = G * (model + S * ((double)T * cfg->unit_time_s) * P);
+    st->knob_time_s = span;
+    st->energy_j = G * (e + P * (S * span - t));
+    st->eff_energy_j = G * (e - P * t);
+    st->time_s = cfg->cost_model == KR_COST_LOWTIME ? (double)T * cfg->unit_time_s : span;
+}
+
+static int push_step(kr_frontier *f, solver *sv, size_t *scap, size_t *acap, double change, long T, kr_error *err)
+{
+    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
+        kr__grow((void **)&f->assign, acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int)))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
+    kr_solver_step *st = &f->steps[f->nsteps];
+    memset(st, 0, sizeof *st);
+    st->step = f->nsteps;
+    st->cost_change_j = change;
+    record(sv, st, T);
+    memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv->knob + 2, sizeof(int) * (size_t)f->nops);
+    f->nsteps++;
+    return KR_OK;
+}
+
+/*
+ * Exact mode: times are rounded up to units, so the last step's real critical path can be
+ * longer than the all-fastest plan's (an op off the quantized critical path may run slower
+ * than it could). The all-fastest plan is the frontier's true fastest point: append it when
+ * it is faster than the last step.
+ */
+static int append_fastest(kr_frontier *f, solver *sv, size_t *scap, size_t *acap, kr_error *err)
+{
+    for (int v = 2; v < sv->n; v++) {
+        const kr_option_set *set = sv->groups[sv->gidx[v]].set;
+        int best = 0;
+        for (int k = 1; k < set->n; k++) {
+            const kr_option *o = &set->opt[k], *b = &set->opt[best];
+            if (o->time_s < b->time_s || (o->time_s == b->time_s && o->energy_j < b->energy_j))
+                best = k;
+        }
+        sv->knob[v] = best;
+    }
+    double span = knob_cpm(sv);
+    if (!(span < f->steps[f->nsteps - 1].knob_time_s - 1e-12))
+        return KR_OK;
+    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
+        kr__grow((void **)&f->assign, acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int)))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
+    const kr_solver_config *cfg = &sv->cfg;
+    double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
+    if (cfg->final_pass) {
+        final_pass(sv, span);
+        span = knob_cpm(sv);
+    }
+    double e = 0, t = 0;
+    for (int v = 2; v < sv->n; v++) {
+        const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
+        e += o->energy_j;
+        t += o->time_s;
+    }
+    kr_solver_step *st = &f->steps[f->nsteps];
+    *st = f->steps[f->nsteps - 1];
+    st->step = f->nsteps;
+    st->cost_change_j = 0;
+    st->knob_time_s = st->time_s = span;
+    st->energy_j = G * (e + P * (S * span - t));
+    st->eff_energy_j = G * (e - P * t);
+    memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv->knob + 2, sizeof(int) * (size_t)f->nops);
+    f->nsteps++;
+    return KR_OK;
+}
+
+static int setup(solver *sv, kr_error *err)
+{
+    const kr_dag *dag = sv->dag;
+    const kr_options *opts = sv->opts;
+    const kr_solver_config *cfg = &sv->cfg;
+    int n = dag->n, N = 2 * n, A = n + dag->nedges;
+    sv->n = n;
+    sv->gidx = malloc(sizeof(int) * (size_t)n);
+    sv->lagq = calloc((size_t)(dag->nedges > 0 ? dag->nedges : 1), sizeof(long));
+    sv->d = calloc((size_t)n, sizeof(long));
+    sv->es = malloc(sizeof(long) * (size_t)n);
+    sv->ef = malloc(sizeof(long) * (size_t)n);
+    sv->ls = malloc(sizeof(long) * (size_t)n);
+    sv->lf = malloc(sizeof(long) * (size_t)n);
+    sv->rt = malloc(sizeof(double) * (size_t)n);
+    sv->res = malloc(sizeof(double) * (size_t)n);
+    sv->rlf = malloc(sizeof(double) * (size_t)n);
+    sv->knob = calloc((size_t)n, sizeof(int));
+    sv->mark = malloc((size_t)N + 2);
+    sv->lb = malloc(sizeof(int64_t) * (size_t)A);
+    sv->ub = malloc(sizeof(int64_t) * (size_t)A);
+    sv->bal = malloc(sizeof(int64_t) * (size_t)N * 2);
+    sv->incut = malloc((size_t)A);
+    sv->ngroups = opts->nsets;
+    sv->groups = calloc((size_t)opts->nsets, sizeof *sv->groups);
+    if (!sv->gidx || !sv->lagq || !sv->d || !sv->es || !sv->ef || !sv->ls || !sv->lf || !sv->rt || !sv->res ||
+        !sv->rlf || !sv->knob || !sv->mark || !sv->lb || !sv->ub || !sv->bal || !sv->incut || !sv->groups)
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    sv->gidx[KR_DAG_SOURCE] = sv->gidx[KR_DAG_SINK] = -1;
+    for (int v = 2; v < n; v++) {
+        const kr_dag_node *nd = &dag->node[v];
+        int gi = kr_options_index(opts, nd->stage, nd->kind, nd->chunk);
+        char lbl[48];
+        if (gi < 0 || opts->sets[gi].n == 0)
+            return kr_error_set(err, KR_EINVAL, "solver: instruction %s: expected options for stage %d %s (chunk %d), found %s",
+                                kr_dag_label(dag, v, lbl, sizeof lbl), nd->stage, kr_instr_kind_name(nd->kind), nd->chunk,
+                                gi < 0 ? "no such stage/chunk in the options" : "none");
+        sv->gidx[v] = gi;
+    }
+    for (int e = 0; e < dag->nedges; e++) {
+        if (dag->lag_s[e] > 0 && cfg->cost_model == KR_COST_LOWTIME)
+            return kr_error_set(err, KR_EINVAL,
+                                "solver: the lowtime cost model has no edge lags (lowtime models p2p as free), found a "
+                                "lag of %g s; use the exact cost model",
+                                dag->lag_s[e]);
+        sv->lagq[e] = (long)ceil(dag->lag_s[e] / cfg->unit_time_s - 1e-9);
+        if (sv->lagq[e] < 0)
+            sv->lagq[e] = 0;
+    }
+    /* Fit or hull each option set that some node uses. */
+    char *used = calloc((size_t)opts->nsets, 1);
+    if (used == NULL)
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    for (int v = 2; v < n; v++)
+        used[sv->gidx[v]] = 1;
+    int rc = KR_OK;
+    for (int g = 0; g < opts->nsets && rc == KR_OK; g++) {
+        sv->groups[g].set = &opts->sets[g];
+        if (!used[g])
+            continue;
+        rc = cfg->cost_model == KR_COST_LOWTIME ? group_lowtime(&sv->groups[g], cfg, err)
+                                                : group_exact(&sv->groups[g], cfg, err);
+    }
+    free(used);
+    return rc;
+}
+
+int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_frontier *out, kr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!(cfg->unit_time_s > 0) || !isfinite(cfg->unit_time_s))
+        return kr_error_set(err, KR_EINVAL, "solver: expected a unit time > 0 s, found %g", cfg->unit_time_s);
+    if (!(cfg->static_power_w >= 0) || !isfinite(cfg->static_power_w))
+        return kr_error_set(err, KR_EINVAL, "solver: expected a static power >= 0 W, found %g", cfg->static_power_w);
+    if (cfg->gpus_per_stage < 1)
+        return kr_error_set(err, KR_EINVAL, "solver: expected >= 1 GPU per stage, found %d", cfg->gpus_per_stage);
+    if (cfg->cost_model != KR_COST_EXACT && cfg->cost_model != KR_COST_LOWTIME)
+        return kr_error_set(err, KR_EINVAL, "solver: unknown cost model %d", (int)cfg->cost_model);
+    if (!dag->finalized)
+        return kr_error_set(err, KR_EINVAL, "solver: the DAG is not finalized (kr_dag_finalize)");
+    int rc;
+    solver sv;
+    memset(&sv, 0, sizeof sv);
+    sv.dag = dag;
+    sv.opts = opts;
+    sv.cfg = *cfg;
+    double t0 = kr__now_s();
+    if ((rc = setup(&sv, err)))
+        goto done;
+    out->cost_model = cfg->cost_model;
+    out->unit_time_s = cfg->unit_time_s;
+    out->static_power_w = cfg->static_power_w;
+    out->gpus_per_stage = cfg->gpus_per_stage;
+    out->num_stages = opts->num_stages;
+    out->nops = dag->n - 2;
+    double t1 = kr__now_s();
+    out->setup_s = t1 - t0;
+    size_t scap = 0, acap = 0;
+    for (int v = 2; v < sv.n; v++)
+        sv.d[v] = sv.groups[sv.gidx[v]].dmax;
+    long T = cpm(&sv);
+    if (cfg->cost_model == KR_COST_EXACT) {
+        ex_relax(&sv);
+        T = cpm(&sv);
+    }
+    if ((rc = push_step(out, &sv, &scap, &acap, 0.0, T, err)))
+        goto done;
+    for (;;) {
+        if (cfg->max_steps > 0 && out->nsteps > cfg->max_steps) {
+            out->stop_reason = 1;
+            break;
+        }
+        double change;
+        if (cfg->cost_model == KR_COST_LOWTIME) {
+            if (!lt_cut(&sv)) {
+                out->stop_reason = 2;
+                break;
+            }
+            change = lt_apply(&sv);
+            if (change == INFINITY || fabs(change) < LT_EPS)
+                break;
+            T = cpm(&sv);
+        } else {
+            int64_t cut = ex_cut(&sv);
+            if (cut >= EX_INF / 2)
+                break;
+            ex_apply(&sv);
+            cpm(&sv);
+            ex_relax(&sv);
+            T = cpm(&sv);
+            change = (double)cut / EX_SCALE;
+        }
+        if ((rc = push_step(out, &sv, &scap, &acap, change, T, err)))
+            goto done;
+    }
+    if (cfg->cost_model == KR_COST_EXACT && out->stop_reason == 0 && (rc = append_fastest(out, &sv, &scap, &acap, err)))
+        goto done;
+    out->solve_s = kr__now_s() - t1;
+done:
+    solver_free(&sv);
+    if (rc)
+        kr_frontier_free(out);
+    return rc;
+}
+
+void kr_frontier_free(kr_frontier *f)
+{
+    if (f == NULL)
+        return;
+    free(f->steps);
+    free(f->assign);
+    memset(f, 0, sizeof *f);
+}
+
+int kr_frontier_option(const kr_frontier *f, int step, int node)
+{
+    if (step < 0 || step >= f->nsteps || node < 2 || node - 2 >= f->nops)
+        return -1;
+    return f->assign[(size_t)step * (size_t)f->nops + (size_t)(node - 2)];
+}
+
+int kr_frontier_write_csv(const kr_frontier *f, const char *path, kr_error *err)
+{
+    kr__sb sb = {0};
+    kr__sb_puts(&sb, "step,quant_time,time_s,cost_change_j,model_cost_j,model_energy_j,knob_time_s,energy_j,eff_energy_j\n");
+    for (int i = 0; i < f->nsteps; i++) {
+        const kr_solver_step *s = &f->steps[i];
+        double v[7] = {s->time_s, s->cost_change_j, s->model_cost_j, s->model_energy_j, s->knob_time_s, s->energy_j,
+                       s->eff_energy_j};
+        kr__sb_printf(&sb, "%d,%ld", s->step, s->quant_time);
+        for (int k = 0; k < 7; k++) {
+            char buf[40];
+            kr__fmt_double(buf, sizeof buf, v[k]);
+            kr__sb_printf(&sb, ",%s", buf);
+        }
+        kr__sb_puts(&sb, "\n");
+    }
+    if (sb.oom) {
+        kr__sb_free(&sb);
+        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
+    }
+    int rc = kr__write_file_atomic(path, kr__sb_str(&sb), sb.len, err);
+    kr__sb_free(&sb);
+    return rc;
+}
