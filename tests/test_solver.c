@@ -117,7 +117,7 @@ static void check_golden(const char *u, double unit)
     kr_solver_config_default(&cfg);
     cfg.cost_model = KR_COST_LOWTIME;
     cfg.unit_time_s = unit;
-    kr_frontier f;
+    kr_solve_result f;
     assert_int_equal(kr_solve(&d, &o, &cfg, &f, &e), KR_OK);
     kr__csv t;
     snprintf(p, sizeof p, GOLDEN "/frontier_S2_M8_u%s.csv", u);
@@ -144,7 +144,7 @@ static void check_golden(const char *u, double unit)
     printf("golden u%s: %d steps, quant_time exact, largest relative deviation: cost %.3g, total %.3g\n", u,
            t.nrows, worst, worst_e);
     kr__csv_free(&t);
-    kr_frontier_free(&f);
+    kr_solve_result_free(&f);
     kr_dag_free(&d);
     kr_options_free(&o);
 }
@@ -270,7 +270,7 @@ static void exact_matches_brute_force(void **state)
             kr_solver_config_default(&cfg);
             cfg.unit_time_s = 0.01;
             cfg.static_power_w = P;
-            kr_frontier f;
+            kr_solve_result f;
             kr_error e = {0};
             assert_int_equal(kr_solve(&c.dag, &c.opts, &cfg, &f, &e), KR_OK);
             for (int k = 0; k < f.nsteps; k++) {
@@ -293,7 +293,7 @@ static void exact_matches_brute_force(void **state)
             for (int i = 0; i < nb; i++)
                 tmin = fmin(tmin, bt[i]);
             KR_ASSERT_CLOSE(f.steps[f.nsteps - 1].knob_time_s, tmin, 1e-9);
-            kr_frontier_free(&f);
+            kr_solve_result_free(&f);
         }
         free_case(&c);
     }
@@ -316,7 +316,7 @@ static void exact_not_worse_than_lowtime(void **state)
     assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, 2, 8, 1, NULL, &d, &e), KR_OK);
     kr_solver_config cfg;
     kr_solver_config_default(&cfg);
-    kr_frontier ex, lt;
+    kr_solve_result ex, lt;
     assert_int_equal(kr_solve(&d, &o, &cfg, &ex, &e), KR_OK);
     cfg.cost_model = KR_COST_LOWTIME;
     assert_int_equal(kr_solve(&d, &o, &cfg, &lt, &e), KR_OK);
@@ -335,8 +335,8 @@ static void exact_not_worse_than_lowtime(void **state)
     }
     printf("exact vs lowtime (S2 M8, 1 ms): exact energy relative to lowtime at equal time: worst %+.4f%%, mean %+.4f%%\n",
            100 * worst, 100 * mean);
-    kr_frontier_free(&ex);
-    kr_frontier_free(&lt);
+    kr_solve_result_free(&ex);
+    kr_solve_result_free(&lt);
     kr_dag_free(&d);
     kr_options_free(&o);
 }
@@ -352,13 +352,13 @@ static void frontier_energy_accounting(void **state)
     kr_solver_config cfg;
     kr_solver_config_default(&cfg);
     cfg.gpus_per_stage = 8;
-    kr_frontier f;
+    kr_solve_result f;
     assert_int_equal(kr_solve(&d, &o, &cfg, &f, &e), KR_OK);
     for (int k = 0; k < f.nsteps; k += 37) {
         double sum_e = 0, sum_t = 0;
         for (int v = 2; v < d.n; v++) {
             const kr_option_set *set = kr_options_get(&o, d.node[v].stage, d.node[v].kind, 0);
-            int opt = kr_frontier_option(&f, k, v);
+            int opt = kr_solve_result_option(&f, k, v);
             assert_true(opt >= 0 && opt < set->n);
             sum_e += set->opt[opt].energy_j;
             sum_t += set->opt[opt].time_s;
@@ -371,12 +371,12 @@ static void frontier_energy_accounting(void **state)
     char path[600];
     const char *dir = kr_test_tmpdir("solver_csv");
     snprintf(path, sizeof path, "%s/f.csv", dir);
-    assert_int_equal(kr_frontier_write_csv(&f, path, &e), KR_OK);
+    assert_int_equal(kr_solve_result_write_csv(&f, path, &e), KR_OK);
     kr__csv t;
     assert_int_equal(kr__csv_read(path, &t, &e), KR_OK);
     assert_int_equal(t.nrows, f.nsteps);
     kr__csv_free(&t);
-    kr_frontier_free(&f);
+    kr_solve_result_free(&f);
     kr_dag_free(&d);
     kr_options_free(&o);
 }
@@ -391,7 +391,7 @@ static void solver_bad_input(void **state)
     assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, 2, 4, 1, NULL, &d, &e), KR_OK);
     kr_solver_config cfg;
     kr_solver_config_default(&cfg);
-    kr_frontier f;
+    kr_solve_result f;
     cfg.unit_time_s = 0;
     KR_ASSERT_ERR(kr_solve(&d, &o, &cfg, &f, &e), KR_EINVAL, e, "expected a unit time > 0 s, found 0");
     cfg.unit_time_s = -1;
@@ -412,12 +412,12 @@ static void solver_bad_input(void **state)
     KR_ASSERT_ERR(kr_solve(&dl, &o, &cfg, &f, &e), KR_EINVAL, e, "lowtime cost model has no edge lags");
     /* The exact mode takes lags as fixed durations: the fastest plan gets slower. */
     cfg.cost_model = KR_COST_EXACT;
-    kr_frontier f0, f1;
+    kr_solve_result f0, f1;
     assert_int_equal(kr_solve(&d, &o, &cfg, &f0, &e), KR_OK);
     assert_int_equal(kr_solve(&dl, &o, &cfg, &f1, &e), KR_OK);
     assert_true(f1.steps[f1.nsteps - 1].knob_time_s > f0.steps[f0.nsteps - 1].knob_time_s + 0.002 * 2 - 1e-9);
-    kr_frontier_free(&f0);
-    kr_frontier_free(&f1);
+    kr_solve_result_free(&f0);
+    kr_solve_result_free(&f1);
     /* An empty option set. */
     kr_options empty;
     assert_int_equal(kr_options_init(&empty, 2, 1, &e), KR_OK);

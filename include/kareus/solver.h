@@ -66,7 +66,7 @@ typedef struct kr_solver_step {
 } kr_solver_step;
 
 /* The frontier and the plan of every step. */
-typedef struct kr_frontier {
+typedef struct kr_solve_result {
     kr_cost_model cost_model;
     double unit_time_s, static_power_w;
     int gpus_per_stage, num_stages;
@@ -77,25 +77,25 @@ typedef struct kr_frontier {
     double solve_s;         /* Wall time of the solve (setup excluded: fits and DAG). */
     double setup_s;         /* Wall time of the setup (lowtime fits, hulls). */
     int stop_reason;        /* 0 exhausted, 1 step limit, 2 infeasible flow (lowtime). */
-} kr_frontier;
+} kr_solve_result;
 
 /*
  * Traces the frontier of dag (finalized; nodes 2.. are instructions whose (stage, kind,
  * chunk) select their set in opts). Lags on the DAG's edges are fixed durations (rounded up
  * to whole units; the lowtime mode requires zero lags as lowtime has none).
  * Returns KR_OK, KR_EINVAL (bad config, a node without options, lags in lowtime mode),
- * KR_EINFEASIBLE (a lowtime fit failed), KR_ECYCLE or KR_ENOMEM. Free with kr_frontier_free.
+ * KR_EINFEASIBLE (a lowtime fit failed), KR_ECYCLE or KR_ENOMEM. Free with kr_solve_result_free.
  */
-int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_frontier *out,
+int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *out,
              kr_error *err);
-void kr_frontier_free(kr_frontier *f);
+void kr_solve_result_free(kr_solve_result *f);
 
 /* The option index assigned to instruction node v (>= 2) at step k. */
-int kr_frontier_option(const kr_frontier *f, int step, int node);
+int kr_solve_result_option(const kr_solve_result *f, int step, int node);
 
 /* Writes the frontier as CSV (atomic): step,quant_time,time_s,cost_change_j,model_cost_j,
  * model_energy_j,knob_time_s,energy_j,eff_energy_j. */
-int kr_frontier_write_csv(const kr_frontier *f, const char *path, kr_error *err);
+int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err);
 
 #ifdef __cplusplus
 }

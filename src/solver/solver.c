@@ -620,7 +620,7 @@ static void record(solver *sv, kr_solver_step *st, long T)
     st->time_s = cfg->cost_model == KR_COST_LOWTIME ? (double)T * cfg->unit_time_s : span;
 }
 
-static int push_step(kr_frontier *f, solver *sv, size_t *scap, size_t *acap, double change, long T, kr_error *err)
+static int push_step(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap, double change, long T, kr_error *err)
 {
     if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
         kr__grow((void **)&f->assign, acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int)))
@@ -641,7 +641,7 @@ static int push_step(kr_frontier *f, solver *sv, size_t *scap, size_t *acap, dou
  * than it could). The all-fastest plan is the frontier's true fastest point: append it when
  * it is faster than the last step.
  */
-static int append_fastest(kr_frontier *f, solver *sv, size_t *scap, size_t *acap, kr_error *err)
+static int append_fastest(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap, kr_error *err)
 {
     for (int v = 2; v < sv->n; v++) {
         const kr_option_set *set = sv->groups[sv->gidx[v]].set;
@@ -750,7 +750,7 @@ static int setup(solver *sv, kr_error *err)
     return rc;
 }
 
-int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_frontier *out, kr_error *err)
+int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *out, kr_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!(cfg->unit_time_s > 0) || !isfinite(cfg->unit_time_s))
@@ -824,11 +824,11 @@ int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *
 done:
     solver_free(&sv);
     if (rc)
-        kr_frontier_free(out);
+        kr_solve_result_free(out);
     return rc;
 }
 
-void kr_frontier_free(kr_frontier *f)
+void kr_solve_result_free(kr_solve_result *f)
 {
     if (f == NULL)
         return;
@@ -837,14 +837,14 @@ void kr_frontier_free(kr_frontier *f)
     memset(f, 0, sizeof *f);
 }
 
-int kr_frontier_option(const kr_frontier *f, int step, int node)
+int kr_solve_result_option(const kr_solve_result *f, int step, int node)
 {
     if (step < 0 || step >= f->nsteps || node < 2 || node - 2 >= f->nops)
         return -1;
     return f->assign[(size_t)step * (size_t)f->nops + (size_t)(node - 2)];
 }
 
-int kr_frontier_write_csv(const kr_frontier *f, const char *path, kr_error *err)
+int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err)
 {
     kr__sb sb = {0};
     kr__sb_puts(&sb, "step,quant_time,time_s,cost_change_j,model_cost_j,model_energy_j,knob_time_s,energy_j,eff_energy_j\n");
