@@ -131,8 +131,8 @@ static void add_rejects_bad_values(void **state)
     KR_ASSERT_ERR(kr_options_add(&o, 0, KR_INSTR_FORWARD, 0, &op, NULL, 0, &e), KR_ERANGE, e, "expected a time > 0 s");
     op.time_s = 1;
     KR_ASSERT_ERR(kr_options_add(&o, 1, KR_INSTR_FORWARD, 0, &op, NULL, 0, &e), KR_ERANGE, e, "found stage 1");
-    KR_ASSERT_ERR(kr_options_init(&o, 0, 1, &e), KR_ERANGE, e, "stages");
     kr_options_free(&o);
+    KR_ASSERT_ERR(kr_options_init(&o, 0, 1, &e), KR_ERANGE, e, "stages");
 }
 
 int main(int argc, char **argv);
