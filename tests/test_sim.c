@@ -654,6 +654,15 @@ static void device_energy_counter_and_clock_log(void **state)
     assert_int_equal(kr_backend_reset_clock(b, 0), KR_OK);
     assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
     KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * job.gpu.static_w + 2 * p900, 1e-12);
+    /* A time source stepping back adds nothing, and nothing is counted twice afterwards. */
+    double before = en;
+    clk.t = 116.0;
+    assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
+    assert_true(en == before);
+    clk.t = 118.0;
+    assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
+    KR_ASSERT_CLOSE(en, before + 1 * job.gpu.idle_w, 1e-12);
+    clk.t = 117.0;
     /* Device 1 stayed idle all along. */
     assert_int_equal(kr_backend_read_energy(b, 1, &en), KR_OK);
     KR_ASSERT_CLOSE(en, 17 * job.gpu.idle_w, 1e-12);

@@ -65,12 +65,15 @@ static double device_power(const sim_backend *s, const sim_dev *d)
     return g->static_w + d->activity * (r.power_w - g->static_w);
 }
 
-/* Integrates device d's power up to now. */
+/* Integrates device d's power up to now. A time source that steps back adds nothing (the
+ * counter never decreases and no interval is counted twice). */
 static void advance(sim_backend *s, sim_dev *d, double now)
 {
-    if (now > d->last_s)
+    (void)s;
+    if (now > d->last_s) {
         d->energy_j += d->power_w * (now - d->last_s);
-    d->last_s = now;
+        d->last_s = now;
+    }
 }
 
 static int check_dev(kr_backend *b, const sim_backend *s, int dev)
