@@ -90,6 +90,18 @@ int kr__flow_arc(kr__flow *f, int u, int v, int64_t c)
     return id;
 }
 
+void kr__flow_pop(kr__flow *f, int m_old)
+{
+    /* Arcs were pushed at the head of their tails' lists, so undoing in reverse order restores
+     * the lists exactly. */
+    while (f->m > m_old) {
+        f->m -= 2;
+        int id = f->m;
+        f->first[f->head[id + 1]] = f->next[id];
+        f->first[f->head[id]] = f->next[id + 1];
+    }
+}
+
 static int bfs(kr__flow *f, int s, int t)
 {
     for (int v = 0; v < f->n; v++)
@@ -99,6 +111,9 @@ static int bfs(kr__flow *f, int s, int t)
     f->queue[qt++] = s;
     while (qh < qt) {
         int u = f->queue[qh++];
+        /* Nodes at t's level or beyond cannot be on a shortest augmenting path. */
+        if (f->level[t] >= 0 && f->level[u] >= f->level[t])
+            break;
         for (int a = f->first[u]; a >= 0; a = f->next[a])
             if (f->cap[a] > 0 && f->level[f->head[a]] < 0) {
                 f->level[f->head[a]] = f->level[u] + 1;

@@ -79,6 +79,8 @@ typedef struct group {
     double *cost;         /* cost[d − dmin], model cost (J) for d in [dmin, dmax]. */
     int64_t *icost;       /* Exact mode: cost in nJ (rounded). */
     int *knob;            /* knob[d − dmin]: option index run at duration d. */
+    int npar;             /* Options on the (real time, effective energy) Pareto front. */
+    int *par;             /* Their indices, time ascending (effective energy descending). */
     kr__lt_spec lt;       /* lowtime mode: candidates and model. */
 } group;
 
@@ -100,6 +102,10 @@ typedef struct solver {
     int64_t *lb, *ub;     /* Per AOA arc (ops: n, edges: nedges). */
     int64_t *bal;         /* Node imbalance. */
     char *incut;          /* Arc in the cut graph. */
+    /* Exact mode: persistent flow network (warm-started across steps). */
+    int *opa, *depa, *sa, *ta; /* Arc ids: op arcs, dependency arcs, s → x, x → t. */
+    int64_t *ex;          /* Excess created by capacity cuts, per AOA node. */
+    int net_ready;        /* 1 once the network is built. */
 } solver;
 
 static void groups_free(solver *sv)
@@ -110,6 +116,7 @@ static void groups_free(solver *sv)
         free(sv->groups[g].cost);
         free(sv->groups[g].icost);
         free(sv->groups[g].knob);
+        free(sv->groups[g].par);
         kr__lt_spec_free(&sv->groups[g].lt);
     }
     free(sv->groups);
@@ -135,6 +142,11 @@ static void solver_free(solver *sv)
     free(sv->ub);
     free(sv->bal);
     free(sv->incut);
+    free(sv->opa);
+    free(sv->depa);
+    free(sv->sa);
+    free(sv->ta);
+    free(sv->ex);
     kr__flow_free(&sv->flow);
 }
 
@@ -251,7 +263,15 @@ static int group_exact(group *g, const kr_solver_config *cfg, kr_error *err)
             c = e[a] + (e[b] - e[a]) * (double)(t - q[a]) / (double)(q[b] - q[a]);
         }
         g->cost[t - g->dmin] = c;
-        g->icost[t - g->dmin] = llround(c * EX_SCALE);
+        /* Integer costs exactly linear on each hull segment (slope rounded once), so the
+         * capacities stay constant between vertices and the warm-started flow stays valid. */
+        if (t == g->dmin)
+            g->icost[0] = llround(c * EX_SCALE);
+        else {
+            int a = hull[seg], b = hull[seg + 1 < h ? seg + 1 : seg];
+            int64_t slope = b == a ? 0 : llround((e[b] - e[a]) / (double)(q[b] - q[a]) * EX_SCALE);
+            g->icost[t - g->dmin] = g->icost[t - 1 - g->dmin] + slope;
+        }
         /* Cheapest real option that fits in t units. */
         int best = -1;
         for (int i = 0; i < n; i++)
@@ -266,13 +286,50 @@ static int group_exact(group *g, const kr_solver_config *cfg, kr_error *err)
     return KR_OK;
 }
 
+/* The options on the real (time, effective energy) Pareto front, time ascending: the final
+ * pass picks the slowest of them that fits, which is the cheapest option that fits. */
+static int group_pareto(group *g, double P, kr_error *err)
+{
+    const kr_option_set *set = g->set;
+    int n = set->n;
+    g->par = malloc(sizeof(int) * (size_t)n);
+    if (g->par == NULL)
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    int *ord = g->par;
+    for (int i = 0; i < n; i++)
+        ord[i] = i;
+    /* Sort by time ascending, then effective energy ascending (insertion sort: n is small). */
+    for (int i = 1; i < n; i++) {
+        int x = ord[i], j = i - 1;
+        double tx = set->opt[x].time_s, ex = set->opt[x].energy_j - P * tx;
+        while (j >= 0) {
+            double tj = set->opt[ord[j]].time_s, ej = set->opt[ord[j]].energy_j - P * tj;
+            if (tj < tx || (tj == tx && ej <= ex))
+                break;
+            ord[j + 1] = ord[j];
+            j--;
+        }
+        ord[j + 1] = x;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        double e = set->opt[ord[i]].energy_j - P * set->opt[ord[i]].time_s;
+        if (k > 0 && !(e < set->opt[ord[k - 1]].energy_j - P * set->opt[ord[k - 1]].time_s))
+            continue;
+        ord[k++] = ord[i];
+    }
+    g->npar = k;
+    return KR_OK;
+}
+
 static double gcost(const group *g, long d)
 {
     return g->cost[d - g->dmin];
 }
 
-/* Integer CPM on the AON form: es/ef per node, ls/lf against the makespan; returns it. */
-static long cpm(solver *sv)
+/* Integer CPM on the AON form: es/ef per node, and (unless forward_only) ls/lf against the
+ * makespan; returns the makespan. */
+static long cpm_pass(solver *sv, int forward_only)
 {
     const kr_dag *dag = sv->dag;
     for (int i = 0; i < sv->n; i++)
@@ -290,6 +347,8 @@ static long cpm(solver *sv)
     long T = 0;
     for (int v = 0; v < sv->n; v++)
         T = KR_MAX(T, sv->ef[v]);
+    if (forward_only)
+        return T;
     for (int v = 0; v < sv->n; v++)
         sv->lf[v] = T;
     for (int i = sv->n - 1; i >= 0; i--) {
@@ -303,6 +362,11 @@ static long cpm(solver *sv)
         sv->ls[u] = sv->lf[u] - sv->d[u];
     }
     return T;
+}
+
+static long cpm(solver *sv)
+{
+    return cpm_pass(sv, 0);
 }
 
 static int64_t lt_q(double x)
@@ -443,51 +507,179 @@ static double lt_apply(solver *sv)
     return change;
 }
 
+/*
+ * Exact mode keeps one flow network for the whole run: AOA nodes, every operation and
+ * dependency arc, and the balance arcs s → x and x → t of every node (design comment above).
+ * Each step only changes capacities; the previous maximum flow is kept where it still fits,
+ * arcs whose capacity fell below their flow are cut back, and the excesses and deficits that
+ * leaves are repaired by two small flows through auxiliary nodes X and Y (phase A: every
+ * excess to t, back to s, or into a deficit; phase B: every remaining deficit from s or t).
+ * Then the flow is augmented to a maximum again. Only what changed costs work, which makes
+ * the long pipelines fast (the cut moves little from step to step).
+ */
+static int net_build(solver *sv)
+{
+    const kr_dag *dag = sv->dag;
+    int n = sv->n, N = 2 * n;
+    int s = LNODE(KR_DAG_SOURCE), t = RNODE(KR_DAG_SINK);
+    sv->opa = malloc(sizeof(int) * (size_t)n);
+    sv->depa = malloc(sizeof(int) * (size_t)(dag->nedges > 0 ? dag->nedges : 1));
+    sv->sa = malloc(sizeof(int) * (size_t)N);
+    sv->ta = malloc(sizeof(int) * (size_t)N);
+    sv->ex = calloc((size_t)N, sizeof(int64_t));
+    if (!sv->opa || !sv->depa || !sv->sa || !sv->ta || !sv->ex ||
+        kr__flow_reset(&sv->flow, N + 2, 2 * (n + dag->nedges + 2 * N) + 4 * N + 16))
+        return KR_ENOMEM;
+    for (int v = 0; v < n; v++)
+        sv->opa[v] = kr__flow_arc(&sv->flow, LNODE(v), RNODE(v), 0);
+    for (int e = 0; e < dag->nedges; e++)
+        sv->depa[e] = kr__flow_arc(&sv->flow, RNODE(dag->eu[e]), LNODE(dag->ev[e]), 0);
+    for (int x = 0; x < N; x++) {
+        sv->sa[x] = x == s ? -1 : kr__flow_arc(&sv->flow, s, x, 0);
+        sv->ta[x] = x == t ? -1 : kr__flow_arc(&sv->flow, x, t, 0);
+    }
+    if (sv->flow.m != 2 * (n + dag->nedges + 2 * (N - 1)))
+        return KR_ENOMEM; /* an arc could not be added */
+    sv->net_ready = 1;
+    return KR_OK;
+}
+
+/* Sets arc a's capacity to c, keeping as much of its flow as fits; the cut-back flow becomes
+ * excess at its tail and deficit at its head (s and t need no balance). */
+static void set_cap(solver *sv, int a, int64_t c)
+{
+    if (a < 0)
+        return;
+    kr__flow *f = &sv->flow;
+    int64_t flow = f->cap[a ^ 1];
+    if (flow <= c) {
+        f->cap[a] = c - flow;
+        return;
+    }
+    f->cap[a] = 0;
+    f->cap[a ^ 1] = c;
+    int64_t d = flow - c;
+    int u = f->head[a ^ 1], v = f->head[a];
+    int s = LNODE(KR_DAG_SOURCE), t = RNODE(KR_DAG_SINK);
+    if (u != s && u != t)
+        sv->ex[u] += d;
+    if (v != s && v != t)
+        sv->ex[v] -= d;
+}
+
+/* Routes the excesses and deficits in sv->ex (see above). Returns 0, or -1 if some could
+ * not be routed (then the caller rebuilds the flow from zero). */
+static int net_repair(solver *sv)
+{
+    kr__flow *f = &sv->flow;
+    int N = 2 * sv->n, X = N, Y = N + 1;
+    int s = LNODE(KR_DAG_SOURCE), t = RNODE(KR_DAG_SINK);
+    int any = 0;
+    for (int x = 0; x < N && !any; x++)
+        any = sv->ex[x] != 0;
+    if (!any)
+        return 0;
+    int base = f->m;
+    int64_t want = 0;
+    for (int x = 0; x < N; x++) {
+        if (sv->ex[x] > 0) {
+            kr__flow_arc(f, X, x, sv->ex[x]);
+            want += sv->ex[x];
+        } else if (sv->ex[x] < 0) {
+            kr__flow_arc(f, x, Y, -sv->ex[x]);
+        }
+    }
+    kr__flow_arc(f, s, Y, FLOW_BIG);
+    kr__flow_arc(f, t, Y, FLOW_BIG);
+    int64_t got = want ? kr__flow_max(f, X, Y) : 0;
+    /* Remaining deficits: the residual of each x → Y arc. */
+    for (int a = base; a < f->m; a += 2)
+        if (f->head[a] == Y && f->head[a ^ 1] != s && f->head[a ^ 1] != t)
+            sv->ex[f->head[a ^ 1]] = -f->cap[a];
+    kr__flow_pop(f, base);
+    if (got != want)
+        return -1;
+    int64_t need = 0;
+    for (int x = 0; x < N; x++)
+        if (sv->ex[x] < 0) {
+            kr__flow_arc(f, x, Y, -sv->ex[x]);
+            need += -sv->ex[x];
+        }
+    if (need) {
+        kr__flow_arc(f, X, s, FLOW_BIG);
+        kr__flow_arc(f, X, t, FLOW_BIG);
+        got = kr__flow_max(f, X, Y);
+        kr__flow_pop(f, base);
+        if (got != need)
+            return -1;
+    }
+    memset(sv->ex, 0, sizeof(int64_t) * (size_t)N);
+    return 0;
+}
+
 /* One exact-mode cut; returns the cut value in nJ (>= EX_INF/2 means no finite cut). */
 static int64_t ex_cut(solver *sv)
 {
     const kr_dag *dag = sv->dag;
     int n = sv->n, N = 2 * n;
     int s = LNODE(KR_DAG_SOURCE), t = RNODE(KR_DAG_SINK);
-    kr__flow_reset(&sv->flow, N, 2 * (n + dag->nedges) + 2 * N + 4);
     memset(sv->bal, 0, sizeof(int64_t) * (size_t)N);
-    for (int v = 0; v < n; v++) {
-        int gi = sv->gidx[v];
-        int64_t lb = 0, ub = EX_INF;
-        if (gi >= 0) {
-            const group *g = &sv->groups[gi];
-            long d = sv->d[v];
-            const int64_t *c = g->icost - g->dmin;
-            if (d > g->dmin)
-                ub = c[d - 1] - c[d];
-            if (d < g->dmax)
-                lb = c[d] - c[d + 1];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int v = 0; v < n; v++) {
+            int gi = sv->gidx[v];
+            int64_t lb = 0, ub = EX_INF;
+            if (gi >= 0) {
+                const group *g = &sv->groups[gi];
+                long d = sv->d[v];
+                const int64_t *c = g->icost - g->dmin;
+                if (d > g->dmin)
+                    ub = c[d - 1] - c[d];
+                if (d < g->dmax)
+                    lb = c[d] - c[d + 1];
+            }
+            sv->incut[v] = 1;
+            sv->lb[v] = lb;
+            sv->ub[v] = ub;
+            set_cap(sv, sv->opa[v], ub > lb ? ub - lb : 0);
+            if (pass == 0) {
+                sv->bal[RNODE(v)] += lb;
+                sv->bal[LNODE(v)] -= lb;
+            }
         }
-        sv->incut[v] = 1;
-        sv->lb[v] = lb;
-        sv->ub[v] = ub;
-        kr__flow_arc(&sv->flow, LNODE(v), RNODE(v), ub > lb ? ub - lb : 0);
-        sv->bal[RNODE(v)] += lb;
-        sv->bal[LNODE(v)] -= lb;
-    }
-    for (int e = 0; e < dag->nedges; e++) {
-        int u = dag->eu[e], v = dag->ev[e];
-        sv->incut[n + e] = sv->ef[u] + sv->lagq[e] == sv->es[v];
-        if (sv->incut[n + e])
-            kr__flow_arc(&sv->flow, RNODE(u), LNODE(v), EX_INF);
-    }
-    int64_t neg = 0;
-    for (int x = 0; x < N; x++) {
-        if (sv->bal[x] > 0)
-            kr__flow_arc(&sv->flow, s, x, sv->bal[x]);
-        else if (sv->bal[x] < 0) {
-            kr__flow_arc(&sv->flow, x, t, -sv->bal[x]);
-            neg += -sv->bal[x];
+        for (int e = 0; e < dag->nedges; e++) {
+            int u = dag->eu[e], v = dag->ev[e];
+            sv->incut[n + e] = sv->ef[u] + sv->lagq[e] == sv->es[v];
+            set_cap(sv, sv->depa[e], sv->incut[n + e] ? EX_INF : 0);
         }
+        for (int x = 0; x < N; x++) {
+            set_cap(sv, sv->sa[x], sv->bal[x] > 0 ? sv->bal[x] : 0);
+            set_cap(sv, sv->ta[x], sv->bal[x] < 0 ? -sv->bal[x] : 0);
+        }
+        if (net_repair(sv) == 0)
+            break;
+        /* Could not repair (should not happen): drop all flow and start from zero. */
+        kr__flow *f = &sv->flow;
+        for (int a = 0; a < f->m; a += 2) {
+            f->cap[a] += f->cap[a + 1];
+            f->cap[a + 1] = 0;
+        }
+        memset(sv->ex, 0, sizeof(int64_t) * (size_t)N);
     }
-    int64_t f = kr__flow_max(&sv->flow, s, t);
+    kr__flow_max(&sv->flow, s, t);
     kr__flow_reach(&sv->flow, s, 0, sv->mark);
-    return f - neg;
+    /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph. */
+    int64_t cut = 0;
+    for (int v = 0; v < n; v++) {
+        int a = sv->mark[LNODE(v)], b = sv->mark[RNODE(v)];
+        if (a && !b)
+            cut += sv->ub[v];
+        else if (!a && b)
+            cut -= sv->lb[v];
+    }
+    for (int e = 0; e < dag->nedges; e++)
+        if (sv->incut[n + e] && sv->mark[RNODE(dag->eu[e])] && !sv->mark[LNODE(dag->ev[e])])
+            cut += EX_INF;
+    return cut;
 }
 
 static void ex_apply(solver *sv)
@@ -548,9 +740,10 @@ static double knob_cpm(solver *sv)
  * start stays at its earliest (predecessors not yet revisited keep their durations); it takes
  * the cheapest option (effective energy) that fits there. The makespan never grows.
  */
-static void final_pass(solver *sv, double span)
+static int final_pass(solver *sv, double span)
 {
     const kr_dag *dag = sv->dag;
+    int changed = 0;
     double P = sv->cfg.static_power_w;
     for (int v = 0; v < sv->n; v++)
         sv->rlf[v] = span;
@@ -564,15 +757,27 @@ static void final_pass(solver *sv, double span)
                 fin = t;
         }
         if (sv->gidx[u] >= 0) {
-            const kr_option_set *set = sv->groups[sv->gidx[u]].set;
+            const group *g = &sv->groups[sv->gidx[u]];
+            const kr_option_set *set = g->set;
             double room = fin - sv->res[u];
+            /* Slowest Pareto option that fits (binary search on time). */
+            int lo = 0, hi = g->npar - 1, pick = -1;
+            while (lo <= hi) {
+                int mid = (lo + hi) / 2;
+                if (set->opt[g->par[mid]].time_s <= room) {
+                    pick = mid;
+                    lo = mid + 1;
+                } else {
+                    hi = mid - 1;
+                }
+            }
             int best = sv->knob[u];
-            double be = set->opt[best].energy_j - P * set->opt[best].time_s;
-            for (int k = 0; k < set->n; k++) {
+            if (pick >= 0) {
+                int k = g->par[pick];
                 double ek = set->opt[k].energy_j - P * set->opt[k].time_s;
-                if (set->opt[k].time_s <= room && ek < be) {
+                if (ek < set->opt[best].energy_j - P * set->opt[best].time_s) {
                     best = k;
-                    be = ek;
+                    changed++;
                 }
             }
             sv->knob[u] = best;
@@ -581,6 +786,7 @@ static void final_pass(solver *sv, double span)
         /* rlf holds this node's latest start for its predecessors. */
         sv->rlf[u] = fin - sv->rt[u];
     }
+    return changed;
 }
 
 /* Fills the step's figures from the current durations; knobs per the cost model. */
@@ -600,9 +806,12 @@ static void record(solver *sv, kr_solver_step *st, long T)
         /* The quantized plan promises T units; use all of it (real times are rounded up, so
          * span <= T·unit). */
         double budget = KR_MAX(span, (double)T * cfg->unit_time_s);
+        /* Repeat while knobs move (a move can free room for ops visited earlier), at most 3×. */
         for (int it = 0; it < 3; it++) {
-            final_pass(sv, budget);
+            int moved = final_pass(sv, budget);
             span = knob_cpm(sv);
+            if (!moved)
+                break;
         }
     }
     double e = 0, t = 0;
@@ -662,7 +871,7 @@ static int append_fastest(kr_solve_result *f, solver *sv, size_t *scap, size_t *
     const kr_solver_config *cfg = &sv->cfg;
     double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
     if (cfg->final_pass) {
-        final_pass(sv, span);
+        (void)final_pass(sv, span);
         span = knob_cpm(sv);
     }
     double e = 0, t = 0;
@@ -745,6 +954,8 @@ static int setup(solver *sv, kr_error *err)
             continue;
         rc = cfg->cost_model == KR_COST_LOWTIME ? group_lowtime(&sv->groups[g], cfg, err)
                                                 : group_exact(&sv->groups[g], cfg, err);
+        if (rc == KR_OK)
+            rc = group_pareto(&sv->groups[g], cfg->static_power_w, err);
     }
     free(used);
     return rc;
@@ -783,6 +994,10 @@ int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *
     size_t scap = 0, acap = 0;
     for (int v = 2; v < sv.n; v++)
         sv.d[v] = sv.groups[sv.gidx[v]].dmax;
+    if (cfg->cost_model == KR_COST_EXACT && net_build(&sv)) {
+        rc = kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+        goto done;
+    }
     long T = cpm(&sv);
     if (cfg->cost_model == KR_COST_EXACT) {
         ex_relax(&sv);
@@ -810,9 +1025,11 @@ int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *
             if (cut >= EX_INF / 2)
                 break;
             ex_apply(&sv);
-            cpm(&sv);
-            ex_relax(&sv);
-            T = cpm(&sv);
+            cpm_pass(&sv, 1);
+            ex_relax(&sv); /* keeps every start time; updates ef of the ops it lengthens */
+            T = 0;
+            for (int v = 0; v < sv.n; v++)
+                T = KR_MAX(T, sv.ef[v]);
             change = (double)cut / EX_SCALE;
         }
         if ((rc = push_step(out, &sv, &scap, &acap, change, T, err)))

@@ -83,6 +83,8 @@ int kr__flow_reset(kr__flow *f, int n, int m_hint);
 void kr__flow_free(kr__flow *f);
 /* Adds u → v with capacity c (and its reverse with 0); returns the arc id (even). */
 int kr__flow_arc(kr__flow *f, int u, int v, int64_t c);
+/* Removes the arcs added after the first m_old arcs (most recent first). */
+void kr__flow_pop(kr__flow *f, int m_old);
 /* Augments a maximum flow from s to t on the current residual capacities; returns its value. */
 int64_t kr__flow_max(kr__flow *f, int s, int t);
 /* Marks in mark[] (1/0) the nodes reachable from s through arcs with residual > thresh. */
