@@ -1,12 +1,214 @@
 /*
- * cmd_solve.c — `kareus solve`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_solve.c — `kareus solve`: the iteration time–energy frontier of a pipeline from
+ * instruction options (Phillips–Dessouky, exact or lowtime-compatible), written as CSV, and
+ * plan files for chosen steps.
  */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "cli.h"
+
+static const char usage_text[] =
+    "usage: kareus solve --options FILE.csv (--stages S --microbatches M | --job FILE)\n"
+    "                    --frontier-out FILE.csv [options]\n\n"
+    "  --options FILE       instruction options: stage,instruction,frequency,time,energy[,chunk][,KEY...]\n"
+    "  --job FILE           job spec or built-in name: stages, microbatches, schedule, GPUs per stage and\n"
+    "                       static power come from it, and plans carry its identity\n"
+    "  --stages S           pipeline stages (required without --job)\n"
+    "  --microbatches M     microbatches per iteration (required without --job)\n"
+    "  --schedule NAME      1f1b (default), gpipe or interleaved-1f1b\n"
+    "  --virtual-stages V   model chunks per stage (interleaved-1f1b)\n"
+    "  --unit-time SEC      time step of the solver (default 0.001)\n"
+    "  --cost-model NAME    exact (default) or lowtime (ml-energy/lowtime 0.2.0, reproduced)\n"
+    "  --static-power W     static power per GPU (default: the job's, else 85)\n"
+    "  --gpus-per-stage G   GPUs per stage for whole-cluster energy (default: the job's, else 1)\n"
+    "  --p2p-lag SEC        fixed time of each inter-stage transfer (exact model only; default 0)\n"
+    "  --max-steps N        stop after N steps\n"
+    "  --frontier-out FILE  the frontier, one row per step\n"
+    "  --plans DIR          write plan_<step>.json (and Zeus freqs_<step>.py) for the selected steps\n"
+    "  --select LIST        fastest, frugal, all, artifact10, N, deadline=S, budget=J (comma-separated;\n"
+    "                       default fastest,frugal)\n"
+    "  --quiet              no summary on stdout\n";
+
+/* mkdir -p for the plans directory (the CLI uses public headers only). */
+static int make_dirs(const char *path)
+{
+    char buf[4096];
+    if (strlen(path) >= sizeof buf)
+        return -1;
+    strcpy(buf, path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
 
 int cmd_solve(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus solve: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    if (cli_wants_help(argc, argv)) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    static const struct option lopts[] = {
+        {"options", required_argument, 0, 'o'},      {"job", required_argument, 0, 'j'},
+        {"stages", required_argument, 0, 's'},       {"microbatches", required_argument, 0, 'm'},
+        {"schedule", required_argument, 0, 'S'},     {"virtual-stages", required_argument, 0, 'V'},
+        {"unit-time", required_argument, 0, 'u'},    {"cost-model", required_argument, 0, 'c'},
+        {"static-power", required_argument, 0, 'p'}, {"gpus-per-stage", required_argument, 0, 'g'},
+        {"p2p-lag", required_argument, 0, 'l'},      {"max-steps", required_argument, 0, 'x'},
+        {"frontier-out", required_argument, 0, 'f'}, {"plans", required_argument, 0, 'P'},
+        {"select", required_argument, 0, 'L'},       {"quiet", no_argument, 0, 'q'},
+        {0, 0, 0, 0},
+    };
+    const char *optpath = NULL, *jobpath = NULL, *frontier = NULL, *plans = NULL, *select = NULL;
+    const char *schedule = NULL, *model = "exact";
+    int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, c, rc;
+    double unit = 0.001, power = -1, lag = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': optpath = optarg; break;
+        case 'j': jobpath = optarg; break;
+        case 's': if ((rc = cli_parse_int("solve", "--stages", optarg, 1, KR_MAX_STAGES, &stages))) return rc; break;
+        case 'm': if ((rc = cli_parse_int("solve", "--microbatches", optarg, 1, 1 << 16, &mbs))) return rc; break;
+        case 'S': schedule = optarg; break;
+        case 'V': if ((rc = cli_parse_int("solve", "--virtual-stages", optarg, 1, 1024, &virt))) return rc; break;
+        case 'u': if ((rc = cli_parse_double("solve", "--unit-time", optarg, 1e-9, 1e3, &unit))) return rc; break;
+        case 'c': model = optarg; break;
+        case 'p': if ((rc = cli_parse_double("solve", "--static-power", optarg, 0, 1e5, &power))) return rc; break;
+        case 'g': if ((rc = cli_parse_int("solve", "--gpus-per-stage", optarg, 1, 1 << 20, &gps))) return rc; break;
+        case 'l': if ((rc = cli_parse_double("solve", "--p2p-lag", optarg, 0, 1e3, &lag))) return rc; break;
+        case 'x': if ((rc = cli_parse_int("solve", "--max-steps", optarg, 1, 1 << 30, &max_steps))) return rc; break;
+        case 'f': frontier = optarg; break;
+        case 'P': plans = optarg; break;
+        case 'L': select = optarg; break;
+        case 'q': quiet = 1; break;
+        default: return cli_usage_error("solve", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("solve", "unexpected argument '%s'", argv[optind]);
+    if (optpath == NULL)
+        return cli_usage_error("solve", "--options FILE.csv is required");
+    if (frontier == NULL)
+        return cli_usage_error("solve", "--frontier-out FILE.csv is required");
+    if (select && !plans)
+        return cli_usage_error("solve", "--select needs --plans DIR");
+    kr_solver_config cfg;
+    kr_solver_config_default(&cfg);
+    if (kr_cost_model_parse(model, &cfg.cost_model))
+        return cli_usage_error("solve", "--cost-model: expected exact or lowtime, found '%s'", model);
+    kr_schedule sch = KR_SCHEDULE_1F1B;
+    if (schedule && kr_schedule_parse(schedule, &sch))
+        return cli_usage_error("solve", "--schedule: expected 1f1b, gpipe or interleaved-1f1b, found '%s'", schedule);
+    kr_job job, *jp = NULL;
+    if (jobpath) {
+        if ((rc = cli_load_job(jobpath, &job)))
+            return rc;
+        jp = &job;
+        if (stages && stages != job.pp)
+            return cli_usage_error("solve", "--stages %d does not match the job's %d stages", stages, job.pp);
+        if (mbs && mbs != job.num_microbatches)
+            return cli_usage_error("solve", "--microbatches %d does not match the job's %d", mbs, job.num_microbatches);
+        stages = job.pp;
+        mbs = job.num_microbatches;
+        if (!schedule)
+            sch = job.schedule;
+        if (!virt)
+            virt = job.virtual_stages;
+        if (!gps)
+            gps = kr_job_gpus_per_stage(&job);
+        if (power < 0)
+            power = job.static_power_w;
+    }
+    if (!stages || !mbs)
+        return cli_usage_error("solve", "--stages and --microbatches are required without --job");
+    cfg.unit_time_s = unit;
+    cfg.static_power_w = power < 0 ? 85.0 : power;
+    cfg.gpus_per_stage = gps ? gps : 1;
+    cfg.max_steps = max_steps;
+    if (!virt)
+        virt = sch == KR_SCHEDULE_INTERLEAVED_1F1B ? 2 : 1;
+    kr_error err = {0};
+    kr_options opts;
+    if ((rc = kr_options_read_csv(optpath, stages, virt, &opts, &err)))
+        return cli_report(rc, &err);
+    double *lags = NULL;
+    if (lag > 0) {
+        lags = malloc(sizeof(double) * (size_t)stages);
+        if (lags == NULL) {
+            kr_options_free(&opts);
+            return CLI_EXIT_FAIL;
+        }
+        for (int s = 0; s < stages; s++)
+            lags[s] = lag;
+    }
+    kr_dag dag;
+    memset(&dag, 0, sizeof dag);
+    kr_solve_result f;
+    memset(&f, 0, sizeof f);
+    int status = 0;
+    if ((rc = kr_dag_pipeline(sch, stages, mbs, virt, lags, &dag, &err)) || (rc = kr_solve(&dag, &opts, &cfg, &f, &err)) ||
+        (rc = kr_solve_result_write_csv(&f, frontier, &err))) {
+        status = cli_report(rc, &err);
+        goto done;
+    }
+    if (plans) {
+        int *steps = malloc(sizeof(int) * (size_t)f.nsteps);
+        int n = steps ? kr_solve_select(&f, select ? select : "fastest,frugal", steps, f.nsteps, &err) : KR_ENOMEM;
+        if (n < 0) {
+            free(steps);
+            status = cli_report(n, &err);
+            goto done;
+        }
+        if (make_dirs(plans)) {
+            fprintf(stderr, "kareus: %s: cannot create the plans directory: %s\n", plans, strerror(errno));
+            free(steps);
+            status = CLI_EXIT_FAIL;
+            goto done;
+        }
+        for (int i = 0; i < n && status == 0; i++) {
+            kr_plan p;
+            char path[4096];
+            if ((rc = kr_solve_plan(&f, &dag, &opts, steps[i], jp, &p, &err))) {
+                status = cli_report(rc, &err);
+                break;
+            }
+            snprintf(path, sizeof path, "%s/plan_%05d.json", plans, steps[i]);
+            if ((rc = kr_plan_write(path, &p, &err)) == KR_OK) {
+                snprintf(path, sizeof path, "%s/freqs_%05d.py", plans, steps[i]);
+                rc = kr_plan_export_zeus(&p, path, &err);
+            }
+            kr_plan_free(&p);
+            if (rc)
+                status = cli_report(rc, &err);
+        }
+        if (!quiet && status == 0)
+            printf("plans: %d written to %s\n", n, plans);
+        free(steps);
+    }
+    if (!quiet && status == 0) {
+        const kr_solver_step *a = &f.steps[0], *b = &f.steps[f.nsteps - 1];
+        printf("%s frontier: %d steps in %.3f s (setup %.3f s), %s\n", kr_cost_model_name(cfg.cost_model), f.nsteps - 1,
+               f.solve_s, f.setup_s, frontier);
+        printf("  slowest: %.6f s, %.3f J   fastest: %.6f s, %.3f J (whole cluster, %d GPU(s) per stage)\n",
+               a->time_s, a->energy_j, b->time_s, b->energy_j, cfg.gpus_per_stage);
+    }
+done:
+    kr_solve_result_free(&f);
+    kr_dag_free(&dag);
+    kr_options_free(&opts);
+    free(lags);
+    return status;
 }

@@ -5,8 +5,8 @@
  *
  * Two cost models:
  *   KR_COST_EXACT    (default) each instruction's cost is the lower convex hull of its real
- *                    options (effective energy vs time, times rounded up to whole units so a
- *                    duration of d units fits every option it claims); the min cut runs over
+ *                    options (effective energy vs time, times rounded down to whole units as
+ *                    lowtime does); the min cut runs over
  *                    every arc that is tight in the earliest-start schedule; after each step the
  *                    plan's knobs are the cheapest real options that fit their durations, then a
  *                    final pass moves each knob to the cheapest option that fits its slack, and
@@ -29,6 +29,7 @@
 
 #include "kareus/dag.h"
 #include "kareus/options.h"
+#include "kareus/plan.h"
 #include "kareus/status.h"
 
 #ifdef __cplusplus
@@ -96,6 +97,37 @@ int kr_solve_result_option(const kr_solve_result *f, int step, int node);
 /* Writes the frontier as CSV (atomic): step,quant_time,time_s,cost_change_j,model_cost_j,
  * model_energy_j,knob_time_s,energy_j,eff_energy_j. */
 int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err);
+
+/* ---- plans and selection ------------------------------------------------------------- */
+
+/*
+ * Picks steps of a frontier by a comma-separated list of rules (duplicates removed, the result
+ * sorted by step):
+ *   fastest       the step with the shortest time (the lower energy on ties)
+ *   frugal        the step with the lowest energy (whole cluster)
+ *   N             N steps spread evenly in time along the Pareto front of (time, energy)
+ *   all           every step
+ *   deadline=S    the lowest-energy step with time <= S seconds
+ *   budget=J      the fastest step with energy <= J joules
+ *   artifact10    the Kareus artifact's 10-point rule (kareus-method.md §6): with N solver plans
+ *                 (steps 1..N; step 0 is never taken), stride = ceil(N/15), samples N−1,
+ *                 N−1−stride, … (at most 15), sorted ascending, sample positions 0,2,4,6,8 dropped
+ * Writes up to cap step indices into steps; returns the count or a negative status: KR_EPARSE
+ * (unknown rule, bad number), KR_ERANGE (no step meets a deadline or budget, with the
+ * closest one in the message), KR_ERANGE (cap too small).
+ */
+int kr_solve_select(const kr_solve_result *f, const char *rules, int *steps, int cap, kr_error *err);
+
+/*
+ * Builds the plan of one step: every stage's instructions in execution order (DAG node order)
+ * with the clock, time, energy and comm settings (recompute ones included) of the option
+ * assigned, and the step's predicted figures. job may be NULL: the plan then carries no job
+ * identity (name, fingerprint, GPU, model) and takes stages, microbatches and schedule from the
+ * DAG. The method is "kareus" when options carry comm settings, "perseus" otherwise.
+ * Returns KR_OK, KR_ERANGE (bad step), KR_EMISMATCH (job and DAG differ) or KR_ENOMEM.
+ */
+int kr_solve_plan(const kr_solve_result *f, const kr_dag *dag, const kr_options *opts, int step,
+                  const kr_job *job, kr_plan *out, kr_error *err);
 
 #ifdef __cplusplus
 }

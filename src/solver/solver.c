@@ -19,7 +19,7 @@
  * lengthened op at its maximum, ends the run with +∞, without rollback); the run also stops
  * when |cost change| < 1e-6 or phase 1 is infeasible.
  *
- * exact mode: costs are the convex hull of the real options (times rounded up to units). The
+ * exact mode: costs are the convex hull of the real options (times rounded down to units). The
  * cut graph is every arc that is tight in the earliest-start schedule π = ES (dependency arcs
  * with ES(v) = EF(u) + lag, and every operation arc). This is the min-cost tension step: the
  * objective Σ c_a(min(π(head) − π(tail), dmax_a)) is L-convex in the event times π, and the
@@ -205,8 +205,11 @@ static int group_exact(group *g, const kr_solver_config *cfg, kr_error *err)
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
     }
     for (int i = 0; i < n; i++) {
-        /* Round up, forgiving representation error (0.042 s / 1 ms must be 42, not 43). */
-        q[i] = (long)ceil(set->opt[i].time_s / cfg->unit_time_s - 1e-9);
+        /* Round down as lowtime does (forgiving representation error: 0.042 s / 1 ms is 42).
+         * Measured against rounding up or to nearest, rounding down gave the best true
+         * frontiers (brute force and lowtime comparisons in tests/test_solver.c); the times
+         * reported are always the knobs' real critical path, never the quantized one. */
+        q[i] = (long)floor(set->opt[i].time_s / cfg->unit_time_s + 1e-9);
         if (q[i] < 1)
             q[i] = 1;
         e[i] = set->opt[i].energy_j - cfg->static_power_w * set->opt[i].time_s;
@@ -803,8 +806,8 @@ static void record(solver *sv, kr_solver_step *st, long T)
     }
     double span = knob_cpm(sv);
     if (cfg->cost_model == KR_COST_EXACT && cfg->final_pass) {
-        /* The quantized plan promises T units; use all of it (real times are rounded up, so
-         * span <= T·unit). */
+        /* The quantized plan promises T units; when the real critical path is shorter, let the
+         * final pass use the difference. */
         double budget = KR_MAX(span, (double)T * cfg->unit_time_s);
         /* Repeat while knobs move (a move can free room for ops visited earlier), at most 3×. */
         for (int it = 0; it < 3; it++) {
@@ -845,10 +848,10 @@ static int push_step(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap,
 }
 
 /*
- * Exact mode: times are rounded up to units, so the last step's real critical path can be
- * longer than the all-fastest plan's (an op off the quantized critical path may run slower
- * than it could). The all-fastest plan is the frontier's true fastest point: append it when
- * it is faster than the last step.
+ * Exact mode: times are quantized, so the last step's real critical path can be longer than
+ * the all-fastest plan's (an op off the quantized critical path may run slower than it
+ * could). The all-fastest plan is the frontier's true fastest point: append it when it is
+ * faster than the last step.
  */
 static int append_fastest(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap, kr_error *err)
 {

@@ -1,0 +1,66 @@
+/*
+ * bench_solver.c — solve time and steps of the frontier solver on the golden options files
+ * (shared/golden/lowtime/opts_S{2,4,8}.csv), both cost models, and the speed-up against the
+ * times lowtime 0.2.0 took on this kind of machine (golden README: 5.7 s for (2,8), 80 s for
+ * (4,16), 1,827 s for (8,32) at 1 ms; (2,8) at 0.1 ms 67.7 s). Prints figures; never fails on
+ * time. The machine is shared (2 cores): expect ±20 % noise.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kareus/kareus.h"
+
+typedef struct bench_case {
+    int stages, microbatches;
+    double unit_s;
+    double lowtime_ref_s; /* lowtime 0.2.0 solve time here, 0 if not measured */
+} bench_case;
+
+int main(void)
+{
+    static const bench_case cases[] = {
+        {2, 8, 0.001, 5.7},  {4, 16, 0.001, 80.0}, {8, 32, 0.001, 1827.0},
+        {8, 64, 0.001, 0.0}, {2, 8, 0.0001, 67.7}, {4, 16, 0.0001, 0.0},
+    };
+    printf("%-8s %-6s %-8s %8s %10s %10s %12s\n", "(S,M)", "unit", "model", "steps", "setup_s", "solve_s",
+           "vs lowtime");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const bench_case *c = &cases[i];
+        char path[512];
+        snprintf(path, sizeof path, "%s/golden/lowtime/opts_S%d.csv", KR_SHARED_DIR, c->stages);
+        kr_error e = {0};
+        kr_options o;
+        if (kr_options_read_csv(path, c->stages, 1, &o, &e)) {
+            printf("cannot read %s: %s\n", path, e.msg);
+            return 1;
+        }
+        kr_dag d;
+        if (kr_dag_pipeline(KR_SCHEDULE_1F1B, c->stages, c->microbatches, 1, NULL, &d, &e)) {
+            printf("%s\n", e.msg);
+            return 1;
+        }
+        for (int m = 0; m < 2; m++) {
+            kr_solver_config cfg;
+            kr_solver_config_default(&cfg);
+            cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+            cfg.unit_time_s = c->unit_s;
+            kr_solve_result f;
+            if (kr_solve(&d, &o, &cfg, &f, &e)) {
+                printf("solve failed: %s\n", e.msg);
+                return 1;
+            }
+            char sm[16], ratio[32] = "-";
+            snprintf(sm, sizeof sm, "(%d,%d)", c->stages, c->microbatches);
+            if (c->lowtime_ref_s > 0)
+                snprintf(ratio, sizeof ratio, "%.0fx", c->lowtime_ref_s / (f.solve_s + f.setup_s));
+            printf("%-8s %-6g %-8s %8d %10.3f %10.3f %12s\n", sm, c->unit_s * 1000, kr_cost_model_name(cfg.cost_model),
+                   f.nsteps - 1, f.setup_s, f.solve_s, ratio);
+            kr_solve_result_free(&f);
+        }
+        kr_dag_free(&d);
+        kr_options_free(&o);
+    }
+    printf("unit in ms; steps exclude step 0; 'vs lowtime' = lowtime 0.2.0 solve time / ours (setup + solve)\n");
+    printf("(lowtime 0.2.0 on (8,64) at 1 ms had not finished after 4,006 s: 3.5-4 h projected)\n");
+    return 0;
+}

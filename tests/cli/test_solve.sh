@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# test_solve.sh — `kareus solve` and `kareus plan` end to end: the golden options, both cost
+# models, plan selection and files, Zeus export, and exit status 2 with precise errors on bad
+# input (missing column, stage out of range, NaN/negative energy, non-positive time or unit,
+# an instruction with no options, unknown rules).
+. "$(dirname "$0")/lib.sh"
+G="$KR_SHARED_DIR/golden/lowtime"
+
+# Lowtime mode reproduces the golden frontier's quantized times (512 steps at 1 ms).
+expect_exit 0 "lowtime frontier: 512 steps" -- solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8 \
+  --unit-time 0.001 --cost-model lowtime --static-power 85 --frontier-out "$TMP/lt.csv"
+paste -d, <(cut -d, -f2 "$TMP/lt.csv" | tail -n +2) <(cut -d, -f2 "$G/frontier_S2_M8_u1ms.csv" | tail -n +2) |
+  awk -F, '$1 != $2 { bad++ } END { exit bad > 0 }' && echo "ok: quant_time column equals the golden one" ||
+  { echo "FAIL: quant_time differs from the golden frontier" >&2; fails=$((fails + 1)); }
+
+# Exact mode with plans: fastest, frugal, artifact10 and a deadline.
+expect_exit 0 "plans: " -- solve --options "$G/opts_S2.csv" --job default --frontier-out "$TMP/ex.csv" \
+  --plans "$TMP/plans" --select fastest,frugal,artifact10,deadline=1.5
+# artifact10 keeps 10 plans (the fastest among them); frugal and the deadline add at most 2.
+n=$(ls "$TMP/plans"/plan_*.json | wc -l)
+z=$(ls "$TMP/plans"/freqs_*.py | wc -l)
+[ "$n" -ge 10 ] && [ "$n" -le 12 ] && [ "$z" -eq "$n" ] && echo "ok: $n plan files" ||
+  { echo "FAIL: $n plan files, $z Zeus files" >&2; fails=$((fails + 1)); }
+p=$(ls "$TMP/plans"/plan_*.json | head -1)
+expect_exit 0 "fits the job" -- plan validate "$p" --job default
+expect_exit 0 "stage 1:" -- plan show "$p"
+expect_exit 0 "" -- plan export-zeus "$p" --out "$TMP/z.py"
+grep -q '("forward", ' "$TMP/z.py" && echo "ok: zeus export" || { echo "FAIL: zeus export" >&2; fails=$((fails + 1)); }
+
+# Bad input: exit 2 with what was expected and where.
+printf 'stage,instruction,frequency,time\n0,forward,1410,0.1\n' >"$TMP/nocol.csv"
+expect_exit 2 "nocol.csv:1: expected a column named 'energy'" -- solve --options "$TMP/nocol.csv" --stages 1 \
+  --microbatches 2 --frontier-out "$TMP/x.csv"
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.1,5\n0,backward,1410,0.2,9\n3,forward,1410,0.1,5\n' >"$TMP/range.csv"
+expect_exit 2 "range.csv:4: column 'stage': expected a stage in [0, 0], found 3" -- solve --options "$TMP/range.csv" \
+  --stages 1 --microbatches 2 --frontier-out "$TMP/x.csv"
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.1,nan\n' >"$TMP/nan.csv"
+expect_exit 2 "nan.csv:2: column 'energy': expected a finite number, found 'nan'" -- solve --options "$TMP/nan.csv" \
+  --stages 1 --microbatches 2 --frontier-out "$TMP/x.csv"
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.1,-1\n' >"$TMP/neg.csv"
+expect_exit 2 "neg.csv:2: column 'energy': expected an energy >= 0 J, found -1" -- solve --options "$TMP/neg.csv" \
+  --stages 1 --microbatches 2 --frontier-out "$TMP/x.csv"
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,-0.1,1\n' >"$TMP/time.csv"
+expect_exit 2 "time.csv:2: column 'time': expected a time > 0 s, found -0.1" -- solve --options "$TMP/time.csv" \
+  --stages 1 --microbatches 2 --frontier-out "$TMP/x.csv"
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.1,1\n' >"$TMP/noopt.csv"
+expect_exit 2 "stage 0 backward (chunk 0): expected at least one option, found none" -- solve \
+  --options "$TMP/noopt.csv" --stages 1 --microbatches 2 --frontier-out "$TMP/x.csv"
+expect_exit 2 "--unit-time: expected a number" -- solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8 \
+  --unit-time 0 --frontier-out "$TMP/x.csv"
+expect_exit 2 "--cost-model: expected exact or lowtime, found 'fast'" -- solve --options "$G/opts_S2.csv" \
+  --stages 2 --microbatches 8 --cost-model fast --frontier-out "$TMP/x.csv"
+expect_exit 2 "found 'soonest'" -- solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8 \
+  --frontier-out "$TMP/x.csv" --plans "$TMP/p" --select soonest
+expect_exit 2 "no plan meets the deadline 0.1 s" -- solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8 \
+  --frontier-out "$TMP/x.csv" --plans "$TMP/p" --select deadline=0.1
+expect_exit 2 "lowtime cost model has no edge lags" -- solve --options "$G/opts_S2.csv" --stages 2 \
+  --microbatches 8 --cost-model lowtime --p2p-lag 0.001 --frontier-out "$TMP/x.csv"
+expect_exit 2 "--frontier-out FILE.csv is required" -- solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8
+echo '{"schema": "kareus.plan"' >"$TMP/bad.json"
+expect_exit 2 "bad.json" -- plan show "$TMP/bad.json"
+expect_exit 2 "unknown subcommand 'print'" -- plan print "$p"
+finish
