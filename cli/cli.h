@@ -43,6 +43,12 @@ void cli_progress_done(int quiet);
 /* 1 if --help/-h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
 
+/* Composes instruction options for job from the partition frontiers in dir, non-partition work
+ * measured on the simulator (cli/cmd_compose.c; used by compose and solve --frontiers). Prints
+ * the error and returns the exit status on failure, 0 on success (*out then owned by caller). */
+int cli_compose_options(const kr_job *job, kr_variant variant, const char *dir, kr_options *out,
+                        kr_compose_stats *st);
+
 /* Subcommands (cli/cmd_<name>.c). */
 int cmd_catalog(int argc, char **argv);
 int cmd_job(int argc, char **argv);

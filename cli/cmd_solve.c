@@ -13,8 +13,12 @@
 
 static const char usage_text[] =
     "usage: kareus solve --options FILE.csv (--stages S --microbatches M | --job FILE)\n"
-    "                    --frontier-out FILE.csv [options]\n\n"
+    "                    --frontier-out FILE.csv [options]\n"
+    "       kareus solve --frontiers DIR [--job FILE] [--variant NAME] --frontier-out FILE.csv [options]\n\n"
     "  --options FILE       instruction options: stage,instruction,frequency,time,energy[,chunk][,KEY...]\n"
+    "  --frontiers DIR      compose the options from partition frontiers instead (as 'kareus compose';\n"
+    "                       the job is the built-in default without --job)\n"
+    "  --variant NAME       with --frontiers: kareus (default), sequential or default-overlap\n"
     "  --job FILE           job spec or built-in name: stages, microbatches, schedule, GPUs per stage and\n"
     "                       static power come from it, and plans carry its identity\n"
     "  --stages S           pipeline stages (required without --job)\n"
@@ -68,10 +72,11 @@ int cmd_solve(int argc, char **argv)
         {"p2p-lag", required_argument, 0, 'l'},      {"max-steps", required_argument, 0, 'x'},
         {"frontier-out", required_argument, 0, 'f'}, {"plans", required_argument, 0, 'P'},
         {"select", required_argument, 0, 'L'},       {"quiet", no_argument, 0, 'q'},
+        {"frontiers", required_argument, 0, 'F'},    {"variant", required_argument, 0, 'A'},
         {0, 0, 0, 0},
     };
     const char *optpath = NULL, *jobpath = NULL, *frontier = NULL, *plans = NULL, *select = NULL;
-    const char *schedule = NULL, *model = "exact";
+    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus";
     int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, c, rc;
     double unit = 0.001, power = -1, lag = 0;
     optind = 1;
@@ -94,13 +99,18 @@ int cmd_solve(int argc, char **argv)
         case 'P': plans = optarg; break;
         case 'L': select = optarg; break;
         case 'q': quiet = 1; break;
+        case 'F': fdir = optarg; break;
+        case 'A': var = optarg; break;
         default: return cli_usage_error("solve", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
         return cli_usage_error("solve", "unexpected argument '%s'", argv[optind]);
-    if (optpath == NULL)
-        return cli_usage_error("solve", "--options FILE.csv is required");
+    if ((optpath == NULL) == (fdir == NULL))
+        return cli_usage_error("solve", "expected exactly one of --options FILE.csv and --frontiers DIR");
+    kr_variant variant;
+    if (kr_variant_parse(var, &variant))
+        return cli_usage_error("solve", "--variant: expected kareus, sequential or default-overlap, found '%s'", var);
     if (frontier == NULL)
         return cli_usage_error("solve", "--frontier-out FILE.csv is required");
     if (select && !plans)
@@ -113,7 +123,7 @@ int cmd_solve(int argc, char **argv)
     if (schedule && kr_schedule_parse(schedule, &sch))
         return cli_usage_error("solve", "--schedule: expected 1f1b, gpipe or interleaved-1f1b, found '%s'", schedule);
     kr_job job, *jp = NULL;
-    if (jobpath) {
+    if (jobpath || fdir) {
         if ((rc = cli_load_job(jobpath, &job)))
             return rc;
         jp = &job;
@@ -142,8 +152,12 @@ int cmd_solve(int argc, char **argv)
         virt = sch == KR_SCHEDULE_INTERLEAVED_1F1B ? 2 : 1;
     kr_error err = {0};
     kr_options opts;
-    if ((rc = kr_options_read_csv(optpath, stages, virt, &opts, &err)))
+    if (fdir) {
+        if ((rc = cli_compose_options(&job, variant, fdir, &opts, NULL)))
+            return rc;
+    } else if ((rc = kr_options_read_csv(optpath, stages, virt, &opts, &err))) {
         return cli_report(rc, &err);
+    }
     double *lags = NULL;
     if (lag > 0) {
         lags = malloc(sizeof(double) * (size_t)stages);

@@ -13,6 +13,7 @@
  *   options    instruction options, CSV I/O                (options.h)
  *   dag        pipeline DAG, critical path                 (dag.h)
  *   solver     time-energy frontier (Phillips-Dessouky)    (solver.h)
+ *   compose    instruction options from partition frontiers (compose.h)
  * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
  * gpuctl, profiler) add their headers here as they land.
  */
@@ -36,6 +37,7 @@
 #include "kareus/options.h"
 #include "kareus/dag.h"
 #include "kareus/solver.h"
+#include "kareus/compose.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);
