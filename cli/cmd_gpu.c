@@ -1,12 +1,224 @@
 /*
- * cmd_gpu.c — `kareus gpu`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_gpu.c — `kareus gpu info|reset`: what the GPUs of this machine offer (SM clocks, current
+ * clock, power, energy counter) and putting their clocks back to the driver's default.
+ *
+ * Exit statuses: 0 ok; 1 a call failed (no permission, a locked GPU); 2 bad arguments, or no
+ * NVIDIA driver/library/GPU on this machine (a missing device is treated like a wrong input:
+ * the command cannot do anything here) — the message names what is missing.
  */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+
+static const char usage_text[] =
+    "usage: kareus gpu info [--device N] [--backend SPEC] [--json]\n"
+    "       kareus gpu reset [--device N|all] [--backend SPEC] [--lock-dir DIR] [--force]\n\n"
+    "  info        devices, supported SM clocks, current clocks, power and energy counter\n"
+    "  reset       remove the SM clock lock (the driver's default behaviour); refuses a GPU that a\n"
+    "              running Kareus process controls unless --force (needs root or CAP_SYS_ADMIN)\n"
+    "  --device N  one device (default: all for info, 0 for reset)\n"
+    "  --backend S nvml (default), or a fake/sim spec for tests (see docs/runtime.md)\n"
+    "  --lock-dir  directory of the per-GPU lock files (default /tmp)\n"
+    "  --json      machine-readable output\n\n"
+    "Exit status 2 when there is no NVIDIA driver, library or GPU here (the message says which).\n";
+
+/* Opens the backend; maps a missing driver/library/GPU to exit status 2. */
+static int open_backend(const char *spec, kr_backend **b)
+{
+    kr_error err = {0};
+    int rc = kr_gpuctl_open(spec, NULL, b, &err);
+    if (rc == KR_OK)
+        return 0;
+    fprintf(stderr, "kareus gpu: %s\n", err.msg);
+    return rc == KR_ENOLIB || rc == KR_ENODEV || kr_status_is_input_error(rc) ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
+}
+
+/* "1410..210 step 15 (81 clocks)" when evenly spaced, else the list. */
+static void clocks_text(const int *mhz, int n, char *buf, size_t cap)
+{
+    int step = n > 1 ? mhz[0] - mhz[1] : 0, even = n > 2;
+    for (int i = 2; i < n && even; i++)
+        even = mhz[i - 1] - mhz[i] == step;
+    if (even) {
+        snprintf(buf, cap, "%d..%d MHz step %d (%d clocks)", mhz[0], mhz[n - 1], step, n);
+        return;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && len + 8 < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? " " : "", mhz[i]);
+    if (len + 5 < cap)
+        snprintf(buf + len, cap - len, " MHz");
+}
+
+static json_t *opt_real(int ok, double v)
+{
+    return ok ? json_real(v) : json_null();
+}
+
+static int gpu_info(kr_backend *b, int only, int json)
+{
+    int n = 0;
+    kr_error err = {0};
+    if (kr_backend_device_count(b, &n))
+        return cli_report(KR_EBACKEND, &b->err);
+    if (only >= n) {
+        fprintf(stderr, "kareus gpu: --device: expected 0..%d (%d device%s), found %d\n", n - 1, n, n == 1 ? "" : "s",
+                only);
+        return CLI_EXIT_INPUT;
+    }
+    json_t *arr = json ? json_array() : NULL;
+    if (!json)
+        printf("backend %s: %d device%s\n", kr_backend_name(b), n, n == 1 ? "" : "s");
+    for (int d = only < 0 ? 0 : only; d < (only < 0 ? n : only + 1); d++) {
+        kr_gpu_device_info info;
+        int rc = kr_gpuctl_device_info(b, d, &info, &err);
+        if (rc) {
+            json_decref(arr);
+            return cli_report(rc, &err);
+        }
+        int clocks[KR_GPU_MAX_CLOCKS], nclk = 0, cur = 0, lmin = 0, lmax = 0;
+        int have_clk = kr_backend_supported_clocks(b, d, clocks, KR_GPU_MAX_CLOCKS, &nclk) == KR_OK;
+        int have_cur = kr_backend_get_clock(b, d, &cur, &lmin, &lmax) == KR_OK;
+        double power = 0, energy = 0;
+        int have_p = kr_backend_read_power(b, d, &power) == KR_OK;
+        int have_e = kr_backend_read_energy(b, d, &energy) == KR_OK;
+        if (json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "index", json_integer(d));
+            json_object_set_new(o, "name", json_string(info.name));
+            json_object_set_new(o, "uuid", json_string(info.uuid));
+            json_object_set_new(o, "mem_clock_mhz", info.mem_clock_mhz ? json_integer(info.mem_clock_mhz) : json_null());
+            json_t *cl = json_array();
+            for (int i = 0; have_clk && i < nclk; i++)
+                json_array_append_new(cl, json_integer(clocks[i]));
+            json_object_set_new(o, "sm_clocks_mhz", cl);
+            json_object_set_new(o, "sm_clock_mhz", have_cur ? json_integer(cur) : json_null());
+            json_object_set_new(o, "power_w", opt_real(have_p, power));
+            json_object_set_new(o, "energy_j", opt_real(have_e, energy));
+            json_array_append_new(arr, o);
+            continue;
+        }
+        char ctext[2048] = "not available";
+        if (have_clk)
+            clocks_text(clocks, nclk, ctext, sizeof ctext);
+        printf("\ndevice %d: %s\n", d, info.name);
+        if (info.uuid[0])
+            printf("  uuid            %s\n", info.uuid);
+        if (info.mem_clock_mhz)
+            printf("  memory clock    %d MHz (SM clocks listed for it)\n", info.mem_clock_mhz);
+        printf("  SM clocks       %s\n", ctext);
+        if (have_cur)
+            printf("  SM clock now    %d MHz%s\n", cur,
+                   kr_nvml_backend_is(b) ? " (NVML cannot report an existing clock lock)" : "");
+        if (have_cur && lmax > 0)
+            printf("  locked          [%d, %d] MHz\n", lmin, lmax);
+        if (have_p)
+            printf("  power           %.1f W%s\n", power,
+                   kr_nvml_backend_is(b) ? " (nvmlDeviceGetPowerUsage: a 1 s average after GA100)" : "");
+        if (have_e)
+            printf("  energy counter  %.3f J (cumulative%s)\n", energy,
+                   kr_nvml_backend_is(b) ? "; NVML updates it about every 100 ms" : "");
+        else
+            printf("  energy counter  not available\n");
+    }
+    if (json) {
+        json_t *root = json_object();
+        json_object_set_new(root, "backend", json_string(kr_backend_name(b)));
+        json_object_set_new(root, "devices", arr);
+        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("\n");
+        json_decref(root);
+    }
+    return 0;
+}
+
+static int gpu_reset(kr_backend *b, int only, int all, const char *lock_dir, int force)
+{
+    int n = 0;
+    kr_error err = {0};
+    if (kr_backend_device_count(b, &n))
+        return cli_report(KR_EBACKEND, &b->err);
+    if (!all && only >= n) {
+        fprintf(stderr, "kareus gpu: --device: expected 0..%d or all (%d device%s), found %d\n", n - 1, n,
+                n == 1 ? "" : "s", only);
+        return CLI_EXIT_INPUT;
+    }
+    int status = 0;
+    for (int d = all ? 0 : only; d < (all ? n : only + 1); d++) {
+        kr_gpu_device_info info;
+        int rc = kr_gpuctl_device_info(b, d, &info, &err);
+        if (rc)
+            return cli_report(rc, &err);
+        kr_gpu_lock lock = {.fd = -1};
+        if (info.uuid[0] && (rc = kr_runtime_gpu_lock(lock_dir, info.uuid, d, info.name, &lock, &err)) != KR_OK) {
+            if (!force) {
+                fprintf(stderr, "kareus gpu reset: not resetting: %s (--force resets anyway)\n", err.msg);
+                status = CLI_EXIT_FAIL;
+                continue;
+            }
+            fprintf(stderr, "kareus gpu reset: --force: %s\n", err.msg);
+        }
+        rc = kr_backend_reset_clock(b, d);
+        kr_runtime_gpu_unlock(&lock);
+        if (rc) {
+            fprintf(stderr, "kareus gpu reset: device %d: %s\n", d, kr_backend_errmsg(b));
+            status = CLI_EXIT_FAIL;
+            continue;
+        }
+        printf("device %d (%s): SM clock lock removed (driver default)\n", d, info.name);
+    }
+    return status;
+}
 
 int cmd_gpu(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus gpu: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    if (argc < 2 || cli_wants_help(argc, argv)) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_INPUT : 0;
+    }
+    const char *sub = argv[1];
+    static const struct option opts[] = {
+        {"device", required_argument, 0, 'd'}, {"backend", required_argument, 0, 'b'},
+        {"json", no_argument, 0, 'J'},         {"lock-dir", required_argument, 0, 'l'},
+        {"force", no_argument, 0, 'f'},        {0, 0, 0, 0},
+    };
+    const char *spec = "nvml", *lock_dir = NULL;
+    int device = -1, all = 0, json = 0, force = 0, c;
+    optind = 2;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            if (strcmp(optarg, "all") == 0)
+                all = 1;
+            else if (cli_parse_int("gpu", "--device", optarg, 0, 1023, &device))
+                return CLI_EXIT_INPUT;
+            break;
+        case 'b': spec = optarg; break;
+        case 'J': json = 1; break;
+        case 'l': lock_dir = optarg; break;
+        case 'f': force = 1; break;
+        default: return cli_usage_error("gpu", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("gpu", "unexpected argument '%s'", argv[optind]);
+    int is_info = strcmp(sub, "info") == 0, is_reset = strcmp(sub, "reset") == 0;
+    if (!is_info && !is_reset)
+        return cli_usage_error("gpu", "unknown subcommand '%s' (expected info or reset)", sub);
+    if (is_info && (all || force || lock_dir))
+        return cli_usage_error("gpu", "info: --device all, --force and --lock-dir belong to reset");
+    if (is_reset && json)
+        return cli_usage_error("gpu", "reset: --json belongs to info");
+    kr_backend *b;
+    int rc = open_backend(spec, &b);
+    if (rc)
+        return rc;
+    rc = is_info ? gpu_info(b, device, json) : gpu_reset(b, device < 0 ? 0 : device, all, lock_dir, force);
+    kr_backend_destroy(b);
+    return rc;
 }

@@ -1,12 +1,267 @@
 /*
- * cmd_run.c — `kareus run`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_run.c — `kareus run --plan FILE [--stage S] -- CMD …`: runs a training command with a plan
+ * exposed to it, and puts the GPU clocks back when the command ends, however it ends.
+ *
+ * The runtime inside the job restores clocks on close, exit, SIGINT and SIGTERM, but nothing in a
+ * process survives SIGKILL, an OOM kill or a segfault. This wrapper is the outer guarantee: it
+ * notes the clocks before starting the command, forwards the signals it receives to it, waits,
+ * and then — once the advisory per-GPU lock is free again, so it never fights a live Kareus
+ * process — restores them.
+ *
+ * The command finds the plan in its environment: KAREUS_PLAN (absolute path), KAREUS_STAGE (if
+ * --stage), KAREUS_DEVICE (the --device list), KAREUS_BACKEND (the backend spec), KAREUS_JOB (if
+ * --job), KAREUS_LOCK_DIR (if --lock-dir) and KAREUS_RUN_PID (the wrapper's pid). The Python
+ * binding's Runtime.from_env() reads them.
+ *
+ * Exit status: the command's (128 + N if it died of signal N); 2 for bad arguments or a plan
+ * that does not fit; 1 if the clocks could not be restored after a successful command.
  */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "cli.h"
+
+static const char usage_text[] =
+    "usage: kareus run --plan FILE [--stage S] [--device N[,N…]|all] [--backend SPEC] [--job JOB]\n"
+    "                  [--lock-dir DIR] [--restore-lock MIN,MAX] [--force] -- CMD [ARGS…]\n\n"
+    "Runs CMD with the plan in its environment (KAREUS_PLAN, KAREUS_STAGE, KAREUS_DEVICE,\n"
+    "KAREUS_BACKEND, KAREUS_JOB, KAREUS_LOCK_DIR, KAREUS_RUN_PID), forwards SIGINT, SIGTERM and\n"
+    "SIGHUP sent to this wrapper, and restores the SM clocks of the devices when CMD ends —\n"
+    "also after SIGKILL or a crash, which no in-process handler can catch.\n\n"
+    "  --plan FILE          plan to expose (checked first: exit 2 if it does not fit)\n"
+    "  --stage S            the stage of a single-rank job (multi-rank jobs pass their own)\n"
+    "  --device LIST        devices whose clocks are restored (default 0; 'all')\n"
+    "  --backend SPEC       nvml (default); sim needs no restore; fake:… for tests\n"
+    "  --job JOB            also check the plan against this job spec or built-in name\n"
+    "  --lock-dir DIR       directory of the per-GPU lock files (default /tmp)\n"
+    "  --restore-lock A,B   restore this lock instead of resetting (NVML cannot report the one\n"
+    "                       in place before the run)\n"
+    "  --force              start even if another Kareus process controls a device\n";
+
+#define MAX_DEVS 64
+
+static volatile sig_atomic_t g_child = 0;
+
+/* Forwards a signal to the command. A terminal's Ctrl-C or hang-up already reaches the whole
+ * foreground process group (si_code SI_KERNEL), the command included: forwarding it would
+ * deliver it twice. */
+static void forward_signal(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    if (si != NULL && si->si_code == SI_KERNEL)
+        return;
+    if (g_child > 0)
+        kill((pid_t)g_child, sig);
+}
+
+static int parse_devices(const char *s, int *dev, int *n, int *all)
+{
+    *n = 0;
+    *all = strcmp(s, "all") == 0;
+    if (*all)
+        return 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n >= MAX_DEVS || cli_parse_int("run", "--device", t, 0, 1023, &dev[*n]))
+            return CLI_EXIT_INPUT;
+        (*n)++;
+    }
+    return *n ? 0 : cli_usage_error("run", "--device: expected N[,N…] or all, found '%s'", s);
+}
+
+/* What was found on a device before the command ran. */
+typedef struct found {
+    int dev;
+    kr_gpu_device_info info;
+    int lmin, lmax; /* lock to restore (0, 0: reset) */
+} found;
+
+static int restore_device(kr_backend *b, const found *f, const char *lock_dir)
+{
+    kr_error err = {0};
+    kr_gpu_lock lock = {.fd = -1};
+    if (f->info.uuid[0] && kr_runtime_gpu_lock(lock_dir, f->info.uuid, f->dev, f->info.name, &lock, &err) != KR_OK) {
+        fprintf(stderr, "kareus run: device %d: not restoring its clocks: %s\n", f->dev, err.msg);
+        return CLI_EXIT_FAIL;
+    }
+    int rc = f->lmax > 0 ? kr_backend_set_clock(b, f->dev, f->lmin, f->lmax) : kr_backend_reset_clock(b, f->dev);
+    kr_runtime_gpu_unlock(&lock);
+    if (rc) {
+        fprintf(stderr, "kareus run: device %d: restoring its clocks FAILED: %s\n", f->dev, kr_backend_errmsg(b));
+        return CLI_EXIT_FAIL;
+    }
+    if (f->lmax > 0)
+        fprintf(stderr, "kareus run: device %d (%s): clocks restored to the lock [%d, %d] MHz\n", f->dev, f->info.name,
+                f->lmin, f->lmax);
+    else
+        fprintf(stderr, "kareus run: device %d (%s): clocks restored (lock removed)\n", f->dev, f->info.name);
+    return 0;
+}
+
+/* Opens the backend and notes each device's identity and clocks; checks nobody controls them. */
+static int survey(const char *spec, const int *dev, int ndev, int all, int rmin, int rmax, const char *lock_dir,
+                  int force, kr_backend **b, found *fd, int *nfound)
+{
+    kr_error err = {0};
+    int rc = kr_gpuctl_open(spec, NULL, b, &err);
+    if (rc) {
+        fprintf(stderr, "kareus run: cannot guarantee that clocks are restored: %s\n(with --backend sim nothing needs "
+                        "restoring)\n", err.msg);
+        return rc == KR_ENOLIB || rc == KR_ENODEV || kr_status_is_input_error(rc) ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
+    }
+    int n = 0;
+    if ((rc = kr_backend_device_count(*b, &n)))
+        return cli_report(rc, &(*b)->err);
+    *nfound = all ? (n < MAX_DEVS ? n : MAX_DEVS) : ndev;
+    for (int i = 0; i < *nfound; i++) {
+        found *f = &fd[i];
+        f->dev = all ? i : dev[i];
+        if (f->dev >= n) {
+            fprintf(stderr, "kareus run: --device: expected 0..%d (%d device%s), found %d\n", n - 1, n,
+                    n == 1 ? "" : "s", f->dev);
+            return CLI_EXIT_INPUT;
+        }
+        int cur;
+        if ((rc = kr_gpuctl_device_info(*b, f->dev, &f->info, &err)) ||
+            (rc = kr_backend_get_clock(*b, f->dev, &cur, &f->lmin, &f->lmax)))
+            return cli_report(rc, err.msg[0] ? &err : &(*b)->err);
+        if (rmax > 0) {
+            f->lmin = rmin;
+            f->lmax = rmax;
+        }
+        kr_gpu_lock lock = {.fd = -1};
+        if (f->info.uuid[0] && (rc = kr_runtime_gpu_lock(lock_dir, f->info.uuid, f->dev, f->info.name, &lock, &err))) {
+            if (!force) {
+                fprintf(stderr, "kareus run: %s (--force starts anyway)\n", err.msg);
+                return CLI_EXIT_FAIL;
+            }
+            fprintf(stderr, "kareus run: --force: %s\n", err.msg);
+        }
+        kr_runtime_gpu_unlock(&lock); /* the command's runtime takes it */
+    }
+    return 0;
+}
 
 int cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus run: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    if (argc < 2 || cli_wants_help(argc, argv)) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_INPUT : 0;
+    }
+    static const struct option opts[] = {
+        {"plan", required_argument, 0, 'p'},     {"stage", required_argument, 0, 's'},
+        {"device", required_argument, 0, 'd'},   {"backend", required_argument, 0, 'b'},
+        {"job", required_argument, 0, 'j'},      {"lock-dir", required_argument, 0, 'l'},
+        {"restore-lock", required_argument, 0, 'r'}, {"force", no_argument, 0, 'f'},
+        {0, 0, 0, 0},
+    };
+    const char *plan = NULL, *spec = "nvml", *job = NULL, *lock_dir = NULL, *devs = "0", *stage_s = NULL;
+    int stage = -1, rmin = 0, rmax = 0, force = 0, c;
+    optind = 1;
+    opterr = 0;
+    /* "+": stop at the first non-option, so CMD's own options are left alone. */
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': plan = optarg; break;
+        case 's':
+            stage_s = optarg;
+            if (cli_parse_int("run", "--stage", optarg, 0, KR_MAX_STAGES - 1, &stage))
+                return CLI_EXIT_INPUT;
+            break;
+        case 'd': devs = optarg; break;
+        case 'b': spec = optarg; break;
+        case 'j': job = optarg; break;
+        case 'l': lock_dir = optarg; break;
+        case 'r': {
+            int n = 0;
+            if (sscanf(optarg, "%d,%d%n", &rmin, &rmax, &n) != 2 || optarg[n] || rmin <= 0 || rmax < rmin)
+                return cli_usage_error("run", "--restore-lock: expected MIN,MAX in MHz with 0 < MIN <= MAX, found '%s'",
+                                       optarg);
+            break;
+        }
+        case 'f': force = 1; break;
+        default: return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (plan == NULL)
+        return cli_usage_error("run", "--plan FILE is required");
+    if (optind >= argc || strcmp(argv[optind - 1], "--") != 0)
+        return cli_usage_error("run", "expected '-- CMD [ARGS…]' after the options");
+    char **cmd = argv + optind;
+    int dev[MAX_DEVS], ndev = 0, all = 0;
+    if (parse_devices(devs, dev, &ndev, &all))
+        return CLI_EXIT_INPUT;
+    kr_error err = {0};
+    int rc = kr_runtime_plan_check(plan, stage, job, &err);
+    if (rc)
+        return cli_report(rc, &err);
+
+    int is_sim = strncmp(spec, "sim", 3) == 0 && (spec[3] == '\0' || spec[3] == ':');
+    kr_backend *b = NULL;
+    static found fd[MAX_DEVS];
+    int nfound = 0;
+    if (!is_sim && (rc = survey(spec, dev, ndev, all, rmin, rmax, lock_dir, force, &b, fd, &nfound))) {
+        kr_backend_destroy(b);
+        return rc;
+    }
+
+    char abs[PATH_MAX], pid[32];
+    setenv("KAREUS_PLAN", realpath(plan, abs) ? abs : plan, 1);
+    if (stage_s)
+        setenv("KAREUS_STAGE", stage_s, 1);
+    setenv("KAREUS_DEVICE", devs, 1);
+    setenv("KAREUS_BACKEND", spec, 1);
+    if (job)
+        setenv("KAREUS_JOB", job, 1);
+    if (lock_dir)
+        setenv("KAREUS_LOCK_DIR", lock_dir, 1);
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    setenv("KAREUS_RUN_PID", pid, 1);
+
+    struct sigaction sa, old[3];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, &old[i]);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        for (int i = 0; i < 3; i++)
+            sigaction(sigs[i], &old[i], NULL);
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "kareus run: cannot run %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    int status = 0, code;
+    if (child < 0) {
+        fprintf(stderr, "kareus run: fork: %s\n", strerror(errno));
+        code = CLI_EXIT_FAIL;
+    } else {
+        g_child = child;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+            ;
+        g_child = 0;
+        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (WIFSIGNALED(status))
+            fprintf(stderr, "kareus run: %s ended by signal %d (%s)\n", cmd[0], WTERMSIG(status),
+                    strsignal(WTERMSIG(status)));
+    }
+    int restore_failed = 0;
+    for (int i = 0; i < nfound; i++)
+        restore_failed |= restore_device(b, &fd[i], lock_dir) != 0;
+    kr_backend_destroy(b);
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &old[i], NULL);
+    return code == 0 && restore_failed ? CLI_EXIT_FAIL : code;
 }

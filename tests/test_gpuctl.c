@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "kareus/gpuctl.h"
+#include "kareus/sim.h"
 #include "util/util.h"
 
 static void mock_env(const char *init_rc, const char *devices, const char *no_perm)
@@ -366,7 +367,17 @@ static void spec_strings(void **state)
     KR_ASSERT_ERR(kr_gpuctl_open("fake:locked=1200-900", NULL, &b, &e), KR_EINVAL, e, "MIN-MAX");
     KR_ASSERT_ERR(kr_gpuctl_open("fake:fail_ops=set_clock+nap", NULL, &b, &e), KR_EINVAL, e, "operations joined by '+'");
     KR_ASSERT_ERR(kr_gpuctl_open("fake:devices", NULL, &b, &e), KR_EINVAL, e, "expected KEY=VALUE, found 'devices'");
-    KR_ASSERT_ERR(kr_gpuctl_open("gpu0", NULL, &b, &e), KR_EINVAL, e, "kind: expected nvml or fake, found 'gpu0'");
+    KR_ASSERT_ERR(kr_gpuctl_open("gpu0", NULL, &b, &e), KR_EINVAL, e, "kind: expected nvml, sim or fake, found 'gpu0'");
+    /* The simulator: the job from the spec, else the caller's default, else "default". */
+    assert_int_equal(kr_gpuctl_open("sim:devices=2,activity=0.5", NULL, &b, &e), KR_OK);
+    assert_true(kr_sim_backend_is(b));
+    assert_int_equal(kr_backend_device_count(b, &n), KR_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(kr_gpuctl_device_info(b, 1, &info, &e), KR_OK);
+    assert_string_equal(info.uuid, ""); /* simulated devices are never locked across processes */
+    kr_backend_destroy(b);
+    KR_ASSERT_ERR(kr_gpuctl_open("sim", "no-such-job", &b, &e), KR_ENOTFOUND, e, "the plan's job; name another with sim:job=PATH");
+    KR_ASSERT_ERR(kr_gpuctl_open("sim:activity=2", NULL, &b, &e), KR_EINVAL, e, "activity: expected a number in [0, 1]");
     KR_ASSERT_ERR(kr_gpuctl_open("nvml:lib=/no/such/libnvidia-ml.so", NULL, &b, &e), KR_ENOLIB, e,
                   "/no/such/libnvidia-ml.so");
 }

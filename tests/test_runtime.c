@@ -12,6 +12,7 @@
 
 #include "kareus/job.h"
 #include "kareus/runtime.h"
+#include "kareus/sim.h"
 #include "util/util.h"
 
 /* ---- helpers ---------------------------------------------------------------------------------- */
@@ -248,6 +249,60 @@ static void comm_configs(void **state)
     assert_int_equal(c.slot_index, KR_RUNTIME_SLOT_UNKNOWN);
     assert_int_equal(kr_runtime_close(rt, &f.e), KR_OK);
     fixture_free(&f);
+}
+
+static void runs_on_the_simulator(void **state)
+{
+    (void)state;
+    const char *dir = kr_test_tmpdir("rt_sim");
+    kr_plan plan;
+    make_plan(&plan, 2, 8, freq_varied); /* fits the default job, which the plan names */
+    kr_runtime_options o = {.backend = "sim:activity=0.8", .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT,
+                            .lock_dir = dir, .energy_poll_s = 0.005};
+    kr_runtime *rt;
+    kr_error e = {0};
+    assert_int_equal(kr_runtime_open_plan(&plan, 1, 0, &o, &rt, &e), KR_OK);
+    kr_backend *sim = kr_runtime_backend(rt);
+    assert_true(kr_sim_backend_is(sim));
+    assert_int_equal(run_step(rt, &plan, 1, NULL, 0), 0);
+    assert_int_equal(kr_runtime_sync(rt, 2.0, &e), KR_OK);
+    kr_runtime_status st;
+    kr_runtime_status_get(rt, &st);
+    assert_string_equal(st.backend, "sim");
+    assert_string_equal(st.lock_path, ""); /* simulated devices take no lock */
+    kr_runtime_energy en;
+    kr_runtime_energy_get(rt, &en, NULL, 0);
+    assert_int_equal(en.available, 1);
+    assert_int_equal(en.steps, 1);
+    assert_true(en.step_energy_j > 0);
+    assert_int_equal(kr_runtime_close(rt, &e), KR_OK);
+    kr_plan_free(&plan);
+    /* With a sync after each begin, the simulator's clock log is exactly the plan's clocks, then
+     * the reset at close. */
+    make_plan(&plan, 2, 8, freq_varied);
+    kr_backend *b;
+    assert_int_equal(kr_gpuctl_open("sim", NULL, &b, &e), KR_OK);
+    kr_runtime_options ob = {.backend_ptr = b, .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT, .energy_poll_s = -1};
+    assert_int_equal(kr_runtime_open_plan(&plan, 1, 0, &ob, &rt, &e), KR_OK);
+    for (int i = 0; i < plan.stages[1].ninstr; i++) {
+        const kr_plan_instr *in = &plan.stages[1].instr[i];
+        assert_int_equal(kr_runtime_instruction_begin(rt, in->kind, in->microbatch, 0, &e), KR_OK);
+        assert_int_equal(kr_runtime_sync(rt, 0, &e), KR_OK);
+        assert_int_equal(kr_runtime_instruction_end(rt, &e), KR_OK);
+    }
+    assert_int_equal(kr_runtime_step_end(rt, &e), KR_OK);
+    assert_int_equal(kr_runtime_close(rt, &e), KR_OK);
+    kr_sim_clock_event log[64];
+    int n;
+    assert_int_equal(kr_sim_backend_clock_log(b, log, 64, &n), KR_OK);
+    assert_int_equal(n, plan.stages[1].ninstr + 1);
+    for (int i = 0; i < plan.stages[1].ninstr; i++) {
+        assert_int_equal(log[i].min_mhz, plan.stages[1].instr[i].freq_mhz);
+        assert_int_equal(log[i].max_mhz, plan.stages[1].instr[i].freq_mhz);
+    }
+    assert_int_equal(log[n - 1].max_mhz, 0);
+    kr_backend_destroy(b);
+    kr_plan_free(&plan);
 }
 
 static void coalesces_and_latest_request_wins(void **state)
@@ -912,6 +967,7 @@ int main(int argc, char **argv);
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(applies_plan_in_order),
     cmocka_unit_test(comm_configs),
+    cmocka_unit_test(runs_on_the_simulator),
     cmocka_unit_test(coalesces_and_latest_request_wins),
     cmocka_unit_test(every_nth_call_failure_is_survived),
     cmocka_unit_test(unprivileged_user_measures_only),

@@ -14,8 +14,9 @@
  *          unprivileged user), sleeps inside calls (a slow driver), and has an energy counter
  *          driven by power × time from an injectable time source.
  *
- * Backends can also be named by a spec string ("nvml", "fake:sleep_s=0.02,log=/tmp/c.log") so
- * that the CLI, environment variables and the Python binding share one syntax: kr_gpuctl_open.
+ * Backends can also be named by a spec string ("nvml", "sim:job=default",
+ * "fake:sleep_s=0.02,log=/tmp/c.log") so that the CLI, environment variables and the Python
+ * binding share one syntax: kr_gpuctl_open.
  *
  * Limitation of NVML worth knowing: it has no call that reports an existing locked-clock range.
  * get_clock therefore reports the lock this backend instance applied, or (0, 0) — meaning
@@ -173,7 +174,9 @@ int kr_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail
  *         fail_call=N,fail_repeat=0|1,fail_code=perm|backend|nodev,fail_ops=OP+OP,
  *         perm_ops=OP+OP|writes,sleep_s=S,sleep_ops=OP+OP,power_w=W,period_s=S,
  *         no_energy=1,log=PATH]
- * default_job (may be NULL) names the job of backends that simulate one. Unknown kinds or
+ *   sim[:job=PATH|NAME,devices=N,activity=A]   the simulator backend (sim.h) of a job: job= if
+ *         given, else default_job (the runtime passes the plan's job), else "default"
+ * default_job may be NULL. Unknown kinds or
  * keys and malformed values are KR_EINVAL with a message naming the key, what was expected
  * and what was found.
  */

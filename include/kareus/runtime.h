@@ -240,6 +240,25 @@ int kr_runtime_ninstr(const kr_runtime *rt);
 int kr_runtime_close(kr_runtime *rt, kr_error *err);
 
 /*
+ * The per-GPU advisory lock the runtime takes, for tools that change clocks outside a runtime
+ * (`kareus gpu reset`, `kareus run`): flock on LOCK_DIR/kareus-gpu-UUID.lock (lock_dir NULL:
+ * "/tmp"). Returns KR_OK (the lock is held until kr_runtime_gpu_unlock), KR_EBUSY (another
+ * process holds it; the message names its pid) or KR_EIO. device and name only go into messages.
+ */
+typedef struct kr_gpu_lock {
+    int fd;          /* -1 when not held */
+    char path[512];
+} kr_gpu_lock;
+
+int kr_runtime_gpu_lock(const char *lock_dir, const char *uuid, int device, const char *name, kr_gpu_lock *out,
+                        kr_error *err);
+void kr_runtime_gpu_unlock(kr_gpu_lock *lock);
+
+/* sizeof the named public struct ("kr_runtime_status", "kr_runtime_energy", …, "kr_plan",
+ * "kr_partition_frontier"), 0 if unknown: lets the ctypes binding check its struct layouts. */
+size_t kr_runtime_abi_size(const char *type_name);
+
+/*
  * Checks a plan file for one stage without opening a device: parse, stage range, the stage's
  * schedule order; with job (path or built-in name, may be NULL) also kr_plan_validate. stage < 0
  * checks every stage. Shared by `kareus run` and the Python binding.

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "gpuctl/gpuctl_internal.h"
+#include "kareus/job.h"
+#include "kareus/sim.h"
 #include "util/util.h"
 
 int kr_gpuctl_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
@@ -196,9 +198,44 @@ static int nvml_key(const spec_kv *kv, kr_nvml_options *o, kr_error *err)
     return kr_error_set(err, KR_EINVAL, "backend spec '%s': unknown key '%s' for nvml (known: lib)", kv->spec, kv->key);
 }
 
+/* Options of the sim kind. */
+typedef struct sim_spec {
+    const char *job;
+    kr_sim_options o;
+} sim_spec;
+
+static int sim_key(const spec_kv *kv, sim_spec *o, kr_error *err)
+{
+    if (strcmp(kv->key, "job") == 0) {
+        o->job = kv->val;
+        return KR_OK;
+    }
+    if (strcmp(kv->key, "devices") == 0)
+        return parse_int(kv, 1, 64, &o->o.device_count, err);
+    if (strcmp(kv->key, "activity") == 0)
+        return parse_double(kv, 0, 1, &o->o.activity, err);
+    return kr_error_set(err, KR_EINVAL, "backend spec '%s': unknown key '%s' for sim (known: job, devices, activity)",
+                        kv->spec, kv->key);
+}
+
+static int open_sim(const char *spec, sim_spec *ss, const char *default_job, kr_backend **out, kr_error *err)
+{
+    const char *name = ss->job ? ss->job : default_job && *default_job ? default_job : "default";
+    kr_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        return kr_error_set(err, KR_ENOMEM, "backend spec '%s': out of memory", spec);
+    int rc = kr_job_load(name, job, err);
+    if (rc)
+        kr_error_prefix(err, "backend spec '%s': the simulated job%s", spec,
+                        ss->job ? "" : " (the plan's job; name another with sim:job=PATH)");
+    else
+        rc = kr_sim_backend_create(job, &ss->o, out, err);
+    free(job);
+    return rc;
+}
+
 int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, kr_error *err)
 {
-    (void)default_job; /* used by simulating backends */
     *out = NULL;
     if (spec == NULL || *spec == '\0')
         spec = "nvml";
@@ -210,11 +247,13 @@ int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, 
     if (args)
         *args++ = '\0';
     const char *kind = buf;
-    int is_fake = strcmp(kind, "fake") == 0, is_nvml = strcmp(kind, "nvml") == 0;
-    if (!is_fake && !is_nvml)
-        return kr_error_set(err, KR_EINVAL, "backend spec '%s': kind: expected nvml or fake, found '%s'", spec, kind);
+    int is_fake = strcmp(kind, "fake") == 0, is_nvml = strcmp(kind, "nvml") == 0, is_sim = strcmp(kind, "sim") == 0;
+    if (!is_fake && !is_nvml && !is_sim)
+        return kr_error_set(err, KR_EINVAL, "backend spec '%s': kind: expected nvml, sim or fake, found '%s'", spec,
+                            kind);
     kr_fake_options fo = {0};
     kr_nvml_options no = {0};
+    sim_spec ss = {0};
     char *save = NULL;
     for (char *t = args ? strtok_r(args, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(t, '=');
@@ -222,9 +261,11 @@ int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, 
             return kr_error_set(err, KR_EINVAL, "backend spec '%s': expected KEY=VALUE, found '%s'", spec, t);
         *eq = '\0';
         spec_kv kv = {spec, t, eq + 1};
-        int rc = is_fake ? fake_key(&kv, &fo, err) : nvml_key(&kv, &no, err);
+        int rc = is_fake ? fake_key(&kv, &fo, err) : is_sim ? sim_key(&kv, &ss, err) : nvml_key(&kv, &no, err);
         if (rc)
             return rc;
     }
+    if (is_sim)
+        return open_sim(spec, &ss, default_job, out, err);
     return is_fake ? kr_fake_backend_create(&fo, out, err) : kr_nvml_backend_create(&no, out, err);
 }

@@ -17,8 +17,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "kareus/frontier.h"
 #include "kareus/job.h"
 #include "kareus/partition.h"
+#include "kareus/sim.h"
 #include "runtime/runtime_internal.h"
 
 /* ---- plan checks ------------------------------------------------------------------------------ */
@@ -238,7 +240,7 @@ static int attach_backend(kr_runtime *rt, const kr_plan *plan, const kr_runtime_
         rt->backend = o->backend_ptr;
         rt->own_backend = (o->flags & KR_RUNTIME_OWN_BACKEND) != 0;
     } else {
-        if ((rc = kr_gpuctl_open(o->backend, plan->job_name, &rt->backend, err)))
+        if ((rc = kr_gpuctl_open(o->backend, o->job ? o->job : plan->job_name, &rt->backend, err)))
             return rc;
         rt->own_backend = 1;
     }
@@ -659,4 +661,23 @@ kr_backend *kr_runtime_backend(kr_runtime *rt)
 int kr_runtime_ninstr(const kr_runtime *rt)
 {
     return rt->ninstr;
+}
+
+size_t kr_runtime_abi_size(const char *type_name)
+{
+#define KR_ABI_(t) {#t, sizeof(t)}
+    static const struct {
+        const char *name;
+        size_t size;
+    } sizes[] = {
+        KR_ABI_(kr_error),          KR_ABI_(kr_runtime_options),      KR_ABI_(kr_runtime_status),
+        KR_ABI_(kr_runtime_energy), KR_ABI_(kr_runtime_instr_energy), KR_ABI_(kr_runtime_comm),
+        KR_ABI_(kr_fake_call),      KR_ABI_(kr_sim_clock_event),      KR_ABI_(kr_gpu_device_info),
+        KR_ABI_(kr_gpu_lock),       KR_ABI_(kr_plan),                 KR_ABI_(kr_partition_frontier),
+    };
+#undef KR_ABI_
+    for (size_t i = 0; i < KR_ARRAY_LEN(sizes); i++)
+        if (strcmp(sizes[i].name, type_name) == 0)
+            return sizes[i].size;
+    return 0;
 }

@@ -38,24 +38,23 @@
 
 /* ---- the advisory lock ---------------------------------------------------------------------- */
 
-int kr__rt_lock(kr_runtime *rt, const char *dir, kr_error *err)
+int kr_runtime_gpu_lock(const char *lock_dir, const char *uuid, int device, const char *name, kr_gpu_lock *out,
+                        kr_error *err)
 {
-    char name[KR_GPU_UUID_MAX];
-    kr__strlcpy(name, rt->info.uuid, sizeof name);
-    for (char *c = name; *c; c++)
+    out->fd = -1;
+    char safe[KR_GPU_UUID_MAX];
+    kr__strlcpy(safe, uuid, sizeof safe);
+    for (char *c = safe; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
             *c = '_';
-    snprintf(rt->lock_path, sizeof rt->lock_path, "%s/kareus-gpu-%s.lock", dir ? dir : "/tmp", name);
-    int fd = open(rt->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    snprintf(out->path, sizeof out->path, "%s/kareus-gpu-%s.lock", lock_dir ? lock_dir : "/tmp", safe);
+    int fd = open(out->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     int writable = fd >= 0;
     if (fd < 0 && errno == EACCES) /* made by another user: locking needs no write access */
-        fd = open(rt->lock_path, O_RDONLY | O_CLOEXEC);
+        fd = open(out->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        kr_error_set(err, KR_EIO, "lock file %s: %s (choose another directory with the lock_dir option)", rt->lock_path,
-                     strerror(e));
-        rt->lock_path[0] = '\0';
-        return KR_EIO;
+        return kr_error_set(err, KR_EIO, "lock file %s: %s (choose another lock directory)", out->path, strerror(e));
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
@@ -64,14 +63,10 @@ int kr__rt_lock(kr_runtime *rt, const char *dir, kr_error *err)
         pid[n > 0 ? n : 0] = '\0';
         pid[strcspn(pid, "\n")] = '\0';
         close(fd);
-        int code = e == EWOULDBLOCK ? KR_EBUSY : KR_EIO;
-        kr_error_set(err, code,
-                     "GPU %s (device %d, %s) is controlled by another Kareus process%s%s%s (lock %s): one process per "
-                     "GPU may change its clocks; open read-only to measure only",
-                     rt->info.uuid, rt->device, rt->info.name, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "",
-                     rt->lock_path);
-        rt->lock_path[0] = '\0';
-        return code;
+        return kr_error_set(err, e == EWOULDBLOCK ? KR_EBUSY : KR_EIO,
+                            "GPU %s (device %d, %s) is controlled by another Kareus process%s%s%s (lock %s): one process "
+                            "per GPU may change its clocks; open read-only to measure only",
+                            uuid, device, name ? name : "?", pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "", out->path);
     }
     if (writable) {
         char pid[32];
@@ -80,16 +75,37 @@ int kr__rt_lock(kr_runtime *rt, const char *dir, kr_error *err)
             /* The pid only improves the next process's message; the lock itself is held. */
         }
     }
-    rt->lock_fd = fd;
+    out->fd = fd;
     return KR_OK;
+}
+
+void kr_runtime_gpu_unlock(kr_gpu_lock *lock)
+{
+    if (lock->fd >= 0) {
+        if (ftruncate(lock->fd, 0) != 0) {
+            /* Read-only lock file (another user's): the stale pid only affects a message. */
+        }
+        close(lock->fd); /* releases the flock */
+        lock->fd = -1;
+    }
+}
+
+int kr__rt_lock(kr_runtime *rt, const char *dir, kr_error *err)
+{
+    kr_gpu_lock l;
+    int rc = kr_runtime_gpu_lock(dir, rt->info.uuid, rt->device, rt->info.name, &l, err);
+    if (rc == KR_OK) {
+        rt->lock_fd = l.fd;
+        kr__strlcpy(rt->lock_path, l.path, sizeof rt->lock_path);
+    }
+    return rc;
 }
 
 void kr__rt_unlock(kr_runtime *rt)
 {
-    if (rt->lock_fd >= 0) {
-        close(rt->lock_fd); /* releases the flock */
-        rt->lock_fd = -1;
-    }
+    kr_gpu_lock l = {.fd = rt->lock_fd};
+    kr_runtime_gpu_unlock(&l);
+    rt->lock_fd = -1;
 }
 
 /* ---- the registry, signal handlers and atexit ------------------------------------------------ */
