@@ -12,10 +12,10 @@ By default the GPUs are the Kareus simulator's (backend "sim"), so this runs any
 `--backend fake:…` uses the test fake (stage s on its device s).
 
 Without --plan, a demo plan is written first: hand-picked clocks for the built-in default job
-(2 stages, 8 microbatches, 1F1B) — an illustration, not an optimised plan; `kareus optimize`
-makes real ones. The tiny MLP here stands in for the model: its "comm configs" are looked up and
-printed as a Megatron layer would use them, but it has no tensor-parallel collective to apply
-them to.
+(2 stages, 8 microbatches, 1F1B) — an illustration, not an optimised plan; `kareus solve` (from
+instruction options) and `kareus optimize` make real ones, which --plan takes. The tiny MLP
+here stands in for the model: its "comm configs" are looked up and printed as a Megatron layer
+would use them, but it has no tensor-parallel collective to apply them to.
 
 At the end the example checks what the backend recorded: the instruction order it ran equals
 the plan's, and the clocks the backend applied are the plan's clocks (exactly, with --verify,

@@ -147,4 +147,31 @@ if grep -q "set_clock 0 900 900 0" "$TMP/run.log"; then echo "ok: kareus run res
   echo "FAIL: kareus run did not restore the lock" >&2
   fails=$((fails + 1))
 fi
+
+# 5. A plan made by the solver (from a synthetic instruction-options table) drives the example.
+"$PY" - "$TMP/options.csv" <<'EOF'
+import sys
+rows = ["stage,instruction,frequency,time,energy"]
+for s in range(2):
+    for inst, base in (("forward", 0.010), ("backward", 0.020)):
+        for f in range(1410, 1004, -45):
+            t = base * (0.4 + 0.6 * 1410 / f)
+            rows.append("%d,%s,%d,%.6f,%.6f" % (s, inst, f, t, t * (80 + 250 * (f / 1410) ** 2.5)))
+open(sys.argv[1], "w").write("\n".join(rows) + "\n")
+EOF
+check "kareus solve writes plans" "$KAREUS" solve --options "$TMP/options.csv" --job default \
+  --frontier-out "$TMP/frontier.csv" --plans "$TMP/plans" --select 3 --quiet
+mid=$(find "$TMP/plans" -name 'plan_*.json' 2>/dev/null | sort | sed -n 2p)
+if [ -n "$mid" ]; then
+  check "example --verify with the solver's plan $(basename "$mid")" "$PY" "$KR_SOURCE_DIR/examples/train_pipeline.py" \
+    --plan "$mid" --verify --steps 2 --json "$TMP/solver.json" --lock-dir "$TMP"
+  check "solver plan has several clocks per stage" "$PY" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert all(len(set(s["plan_clocks"])) > 1 for s in r["stages"]), [set(s["plan_clocks"]) for s in r["stages"]]
+' "$TMP/solver.json"
+else
+  echo "FAIL: kareus solve wrote no plans" >&2
+  fails=$((fails + 1))
+fi
 finish
