@@ -1,0 +1,409 @@
+/*
+ * profiler.h — the hardware profiler: measures a partition's time and energy on a real GPU,
+ * as a kr_backend, so the search and everything above it run on measured data unchanged.
+ *
+ * Three layers, so that everything but the kernels is plain C tested on the CPU:
+ *   1. the kernel plan (kr_profiler_plan): a partition at a config turned into the list of
+ *      kernels the GPU runs — GEMMs, flash-style attention, memory-bound kernels with their
+ *      shapes, FLOPs and HBM bytes — and the collective carried, with its CTAs and the step
+ *      before which it launches;
+ *   2. the measurement protocol (kr_profiler_measure): lock the clock, settle, warm up,
+ *      calibrate the iteration count to a window, time with CUDA events, energy from the
+ *      counter aligned on its update edges, repeat, report mean and spread, cool down. It
+ *      drives any kr_profiler_runner (the CUDA one, or a fake in tests) and any kr_backend for
+ *      clocks and energy (NVML, or a fake);
+ *   3. the CUDA runner, in libkareus_cuda.so (cuda/), loaded with dlopen so that libkareus and
+ *      the CLI have no CUDA link dependency; without it (or without a driver, a GPU, NVML or
+ *      permission) the calls below fail with a status that names what is missing.
+ * docs/profiler.md describes the protocol, the attention kernel, the single-GPU proxy and how
+ * to run all of it on a GPU machine.
+ */
+#ifndef KAREUS_PROFILER_H
+#define KAREUS_PROFILER_H
+
+#include <stdint.h>
+
+#include "kareus/backend.h"
+#include "kareus/catalog.h"
+#include "kareus/job.h"
+#include "kareus/partition.h"
+#include "kareus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- kernel plan ------------------------------------------------------------------------ */
+
+#define KR_PROFILER_MAX_STEPS 64
+#define KR_PROFILER_MAX_BUFS 64
+#define KR_PROFILER_MAX_RANKS 8
+#define KR_PROFILER_MAX_REPEATS 16
+
+/* Kernels the CUDA runner implements (cuda/). */
+typedef enum kr_profiler_kernel {
+    KR_PK_GEMM_FPROP = 0,   /* cuBLASLt bf16 Y[T,n] = X[T,k]·W[n,k]ᵀ, fp32 accumulate ("TN") */
+    KR_PK_GEMM_DGRAD,       /* dX[T,k] = dY[T,n]·W[n,k] ("NN") */
+    KR_PK_GEMM_WGRAD,       /* dW[n,k] += dY[T,n]ᵀ·X[T,k] into fp32 ("NT", beta = 1) */
+    KR_PK_ATTN_FWD,         /* flash-style causal GQA attention forward (O, log-sum-exp) */
+    KR_PK_ATTN_BWD_PRE,     /* D = rowsum(dO∘O); zeroes the fp32 dQ accumulator */
+    KR_PK_ATTN_BWD,         /* flash-style backward: dK, dV; dQ accumulated in fp32 */
+    KR_PK_ATTN_BWD_DQ,      /* dQ fp32 → bf16 */
+    KR_PK_RMSNORM_FWD,
+    KR_PK_RMSNORM_BWD,
+    KR_PK_BDA_FWD,          /* bias-dropout-add (residual + dropout(x)), 1-byte mask */
+    KR_PK_BDA_BWD,
+    KR_PK_QKV_SPLIT,        /* fused QKV → head-major q, k, v */
+    KR_PK_QKV_MERGE,        /* dq, dk, dv → fused dQKV */
+    KR_PK_QKNORM_FWD,       /* per-head RMSNorm of q and k (Qwen3), in place */
+    KR_PK_QKNORM_BWD,
+    KR_PK_ROPE_FWD,         /* rotary embedding of q and k, in place */
+    KR_PK_ROPE_BWD,
+    KR_PK_SWIGLU_FWD,
+    KR_PK_SWIGLU_BWD,
+    KR_PK_EMBED_FWD,        /* vocabulary-parallel lookup */
+    KR_PK_EMBED_BWD,        /* scatter-add into the fp32 gradient of the local shard */
+    KR_PK_XENT_MAX,         /* cross-entropy pass 1: row max and target logit */
+    KR_PK_XENT_SUM,         /* pass 2: Σ exp, loss */
+    KR_PK_XENT_BWD,
+    KR_PK_STREAM,           /* calibration: HBM copy */
+    KR_PK_SPIN,             /* calibration: `ctas` CTAs busy-wait `ns` nanoseconds */
+    KR_PK_COUNT
+} kr_profiler_kernel;
+
+/* Name of a kernel ("gemm_fprop", "attn_fwd", …). */
+const char *kr_profiler_kernel_name(kr_profiler_kernel k);
+
+/* How the collective is executed. */
+typedef enum kr_profiler_comm {
+    KR_PROFILER_COMM_AUTO = 0,      /* NCCL with two or more GPUs, else the link-capped proxy */
+    KR_PROFILER_COMM_NCCL = 1,      /* real NCCL collective across ranks (one thread per GPU) */
+    KR_PROFILER_COMM_PROXY = 2,     /* one GPU: SM-limited copy/reduce kernel moving the same
+                                       bytes, paced so it is never faster than the GPU's
+                                       published link bus bandwidth */
+    KR_PROFILER_COMM_PROXY_UNPACED = 3, /* the same kernel, as fast as its SMs go */
+    KR_PROFILER_COMM_NONE = 4       /* partition without a collective */
+} kr_profiler_comm;
+
+const char *kr_profiler_comm_name(kr_profiler_comm c); /* "auto", "nccl", "proxy", "proxy-unpaced", "none" */
+int kr_profiler_comm_parse(const char *name, kr_profiler_comm *out);
+
+/* A device buffer of the plan. */
+typedef struct kr_profiler_buffer {
+    char name[32];      /* e.g. "q", "linear_qkv.w", "coll" */
+    long long elems;    /* Elements. */
+    int elem_bytes;     /* 2 (bf16), 4 (fp32), 8 (int64 ids) or 1 (dropout mask). */
+} kr_profiler_buffer;
+
+/* One kernel launch (a GEMM is one cuBLASLt call). Unused buffer slots are -1. */
+typedef struct kr_profiler_step {
+    kr_profiler_kernel kernel;
+    int op;             /* Index of the partition op it belongs to (-1: calibration). */
+    long long m, n, k;  /* GEMM: the forward shape T×n×k; elementwise: rows m, columns n. */
+    long long b, s, S;  /* Attention/QKV/rotary: sequences, local query length, key length. */
+    int nh, nkv, d, cp; /* Heads, KV heads, head dimension, context-parallel degree. */
+    long long vstart;   /* Embedding / cross-entropy: first vocabulary id of the shard. */
+    long long ns;       /* KR_PK_SPIN: busy time per launch. */
+    int ctas;           /* KR_PK_SPIN: CTAs; 0 elsewhere (the kernel chooses). */
+    int in[6];          /* Buffers read (meaning per kernel, see cuda/runner.c). */
+    int out[3];         /* Buffers written. */
+    double flops;       /* Useful floating-point operations (causal attention: unmasked). */
+    double bytes;       /* HBM bytes the kernel reads and writes, from its own accesses. */
+} kr_profiler_step;
+
+/* Everything the runner needs to execute one partition at one config, and nothing else. */
+typedef struct kr_profiler_plan {
+    char key[KR_KEY_MAX];       /* Partition key (or "calib:gemm" …). */
+    int nops;                   /* Partition ops. */
+    int op_step[KR_MAX_OPS + 1];/* First step of op i; op_step[nops] = nsteps. */
+    int nsteps;
+    kr_profiler_step steps[KR_PROFILER_MAX_STEPS];
+    int nbufs;
+    kr_profiler_buffer bufs[KR_PROFILER_MAX_BUFS];
+    /* The collective (carried for the other nanobatch). */
+    kr_coll_kind coll;          /* KR_COLL_NONE if none. */
+    kr_profiler_comm comm;      /* NCCL, PROXY, PROXY_UNPACED or NONE (never AUTO). */
+    int ranks;                  /* GPUs running the plan (NCCL ranks; 1 for the proxy). */
+    int group_size;             /* The job's group size n (the proxy's step count uses it). */
+    double coll_bytes;          /* nccl-tests size S (AR buffer, AG output, RS input). */
+    int ctas;                   /* CTAs of the comm kernel (= the config's SMs). */
+    int slot;                   /* Config slot (KR_SLOT_NONE: after all compute). */
+    int launch_step;            /* The comm launches before this step (nsteps: after all). */
+    int coll_send, coll_recv;   /* Buffers: NCCL send/recv (same for in-place AR); proxy src/dst. */
+    long long proxy_chunk;      /* Proxy: elements per step. */
+    int proxy_reduce_steps;     /* Proxy: steps that add (AR first half, RS). */
+    int proxy_copy_steps;       /* Proxy: steps that copy (AR second half, AG). */
+    double proxy_bus_bytes;     /* Proxy: bytes read from the stand-in for peers (= k·S). */
+    double proxy_hbm_bytes;     /* Proxy: HBM bytes read + written. */
+    double proxy_floor_s;       /* Proxy: pacing floor α + k·S / busbw (0 when unpaced). */
+    double comm_bw_Bps;         /* Proxy: the bus bandwidth of the floor (0 when unpaced). */
+    /* Workload parameters. */
+    int freq_mhz;               /* Clock of the config (0 for "leave as is"). */
+    uint64_t seed;              /* Buffer initialisation and dropout. */
+    float dropout_p;            /* Hidden dropout probability. */
+    float rope_log_base;        /* ln(rotary base). */
+    float norm_eps;             /* RMSNorm epsilon. */
+    double flops, bytes;        /* Totals over the compute steps. */
+} kr_profiler_plan;
+
+/* Workload knobs of a plan (defaults from kr_profiler_plan_params_default). */
+typedef struct kr_profiler_plan_params {
+    kr_profiler_comm comm;  /* Requested execution of the collective (AUTO resolves). */
+    int devices;            /* GPUs available to the runner (AUTO uses NCCL when >= 2). */
+    uint64_t seed;          /* Default 1. */
+    float dropout_p;        /* Default 0.0 (Llama/Qwen pre-training recipes use no hidden dropout;
+                               the mask is still written, as Megatron's fused kernel does). */
+    float rope_base;        /* Default 500000 (Llama 3). */
+    float norm_eps;         /* Default 1e-5. */
+} kr_profiler_plan_params;
+
+void kr_profiler_plan_params_default(kr_profiler_plan_params *pp);
+
+/*
+ * Builds the kernel plan of partition p of job at config c. Every op of the partition becomes
+ * its kernels (forward GEMM: fprop; backward GEMM: dgrad + wgrad; attention: the flash-style
+ * kernels; memory-bound ops: their kernels with chained buffers); the collective becomes an
+ * NCCL call or the proxy per pp->comm and pp->devices. c is validated against the job first.
+ * Returns KR_OK; KR_ERANGE/KR_ENOTFOUND for a bad config (message from kr_config_validate),
+ * KR_EUNSUPPORTED for shapes the kernels do not handle (head dimension other than 64 or 128,
+ * query heads not a multiple of KV heads), KR_EINVAL for NCCL requested with one device.
+ */
+int kr_profiler_plan_build(const kr_job *job, const kr_partition *p, const kr_config *c,
+                           const kr_profiler_plan_params *pp, kr_profiler_plan *plan, kr_error *err);
+
+/* Calibration plans (no partition): one GEMM m×n×k (fprop); an HBM copy of `bytes`; the proxy
+ * collective alone (all-reduce of `bytes` over `group` ranks with `ctas` CTAs, unpaced); a
+ * KR_PK_SPIN of `ctas` CTAs for `ns` ns repeated `launches` times per iteration. */
+int kr_profiler_plan_gemm(long long m, long long n, long long k, kr_profiler_plan *plan, kr_error *err);
+int kr_profiler_plan_stream(double bytes, kr_profiler_plan *plan, kr_error *err);
+int kr_profiler_plan_proxy(double bytes, int group, int ctas, kr_profiler_plan *plan, kr_error *err);
+int kr_profiler_plan_spin(int ctas, long long ns, int launches, kr_profiler_plan *plan, kr_error *err);
+
+/* Bytes of device memory the plan allocates. */
+double kr_profiler_plan_memory(const kr_profiler_plan *plan);
+
+/* Human-readable listing of the plan (one line per step), into buf (truncated to cap). */
+void kr_profiler_plan_format(const kr_profiler_plan *plan, char *buf, size_t cap);
+
+/* One-line label of how the collective runs, e.g. "nccl x2 ranks (group 8), 6 CTAs",
+ * "proxy (link-capped 475 GB/s), 6 CTAs", "none". */
+void kr_profiler_comm_label(const kr_profiler_plan *plan, char *buf, size_t cap);
+
+/* ---- runner: executes plans on devices -------------------------------------------------- */
+
+/* Per-rank timing of one run. */
+typedef struct kr_profiler_run {
+    int nranks;
+    double time_s[KR_PROFILER_MAX_RANKS]; /* CUDA-event time of the whole run on each rank. */
+} kr_profiler_run;
+
+/*
+ * A runner: prepares a plan (allocates and initialises buffers, picks GEMM algorithms, sets up
+ * communicators) and runs it `iters` times back to back, asynchronously, so the caller can
+ * watch the energy counter meanwhile. Every entry returns KR_OK or a KR_E… code with a message.
+ */
+typedef struct kr_profiler_runner_ops {
+    const char *name;
+    int (*prepare)(void *impl, const kr_profiler_plan *plan, kr_error *err);
+    /* Enqueues iters executions of the prepared plan on every rank and returns at once. */
+    int (*start)(void *impl, long long iters, kr_error *err);
+    /* *done = 1 when every rank has finished the started run. */
+    int (*poll)(void *impl, int *done, kr_error *err);
+    /* Waits for the started run and returns its timing. */
+    int (*finish)(void *impl, kr_profiler_run *out, kr_error *err);
+    void (*destroy)(void *impl);
+    /* Optional (NULL in fakes): runs every kernel on small shapes and compares it with the CPU
+     * reference (see kr_profiler_selftest). */
+    int (*selftest)(void *impl, char *report, size_t cap, kr_error *err);
+    /* Optional: samples (globaltimer ns, SM cycle counter) on device[0] from a one-CTA kernel
+     * for duration_s, calling request(ud) once, request_at_s after the kernel started; returns
+     * the samples and the index of the first one taken after the request. */
+    int (*clock_trace)(void *impl, double duration_s, double request_at_s, int (*request)(void *ud), void *ud,
+                       double *t_ns, double *clk, int cap, int *n, int *req_index, kr_error *err);
+} kr_profiler_runner_ops;
+
+typedef struct kr_profiler_runner {
+    const kr_profiler_runner_ops *ops;
+    void *impl;
+    int ndevices;                          /* Devices the runner may use. */
+    int device[KR_PROFILER_MAX_RANKS];     /* Their indices (NVML index = CUDA index). */
+    char device_name[64];                  /* Name of device[0] as the driver reports it. */
+    int sm_count;                          /* SMs of device[0]. */
+} kr_profiler_runner;
+
+/* ---- measurement protocol -------------------------------------------------------------- */
+
+/* Time source, injectable so the protocol runs on a virtual clock in tests. NULL members:
+ * CLOCK_MONOTONIC and nanosleep. */
+typedef struct kr_profiler_clock {
+    double (*now_s)(void *ud);
+    void (*sleep_s)(void *ud, double s);
+    void *ud;
+} kr_profiler_clock;
+
+/* Protocol parameters; kr_profiler_options_default gives the documented defaults. */
+typedef struct kr_profiler_options {
+    double window_s;        /* Energy window between counter edges, >= 1 s (default 1). */
+    int repeats;            /* Windows per measurement, 3..KR_PROFILER_MAX_REPEATS (default 3). */
+    double warmup_s;        /* Warm-up at the new config (default 0.3 s) ... */
+    int warmup_iters;       /* ... and at least this many executions (default 10). */
+    double calib_min_s;     /* Calibration run at least this long (default 0.1 s). */
+    long long min_iters;    /* Iterations per window, at least (default 10) ... */
+    long long max_iters;    /* ... and at most (default 100000000). */
+    double settle_s;        /* After a clock change, wait until the clock reads back (at most
+                               this long, default 1 s) ... */
+    double settle_min_s;    /* ... and at least this long (default 0.1 s). */
+    double cooldown_ratio;  /* Idle after a measurement: ratio × its busy time (default 0.5) ... */
+    double cooldown_min_s;  /* ... clamped to [min, max] (default 0.5 s, 5 s). */
+    double cooldown_max_s;
+    double energy_period_s; /* Longest expected counter update period (default 0.1 s). */
+    double poll_s;          /* Energy-counter polling interval (default 0.002 s). */
+    double edge_timeout_s;  /* Give up when the counter does not change for this long (2 s). */
+    int lock_clock;         /* 1: lock the config's clock through the control backend (default). */
+} kr_profiler_options;
+
+void kr_profiler_options_default(kr_profiler_options *o);
+/* KR_EINVAL with the field, the allowed range and the value when an option is out of range. */
+int kr_profiler_options_validate(const kr_profiler_options *o, kr_error *err);
+
+/* Iterations that fill a window: ceil(window_s / iter_time_s) clamped to [min_iters, max_iters].
+ * KR_EINVAL for a non-positive or non-finite iter_time_s or window_s. */
+int kr_profiler_iters_for_window(double iter_time_s, double window_s, long long min_iters, long long max_iters,
+                                 long long *iters, kr_error *err);
+
+/* Mean and sample standard deviation (n − 1; 0 for n = 1) of x[0..n). KR_EINVAL for n < 1. */
+int kr_profiler_stats(const double *x, int n, double *mean, double *sd);
+
+/* Cooldown after a measurement that kept the GPU busy for busy_s seconds. */
+double kr_profiler_cooldown_s(const kr_profiler_options *o, double busy_s);
+
+/* Everything a measurement saw (kr_profiler_measure fills it). */
+typedef struct kr_profiler_result {
+    kr_measurement m;               /* Means, spreads, repeats; eff_energy_j from static_w. */
+    int freq_mhz;                   /* Clock locked (0 if left alone). */
+    int clock_read_mhz;             /* Clock read back after the measurement (0 if unknown). */
+    long long iters;                /* Executions per window. */
+    double calib_iter_s;            /* Iteration time from the calibration run. */
+    double window_s;                /* Mean energy window (between counter edges). */
+    double settle_s;                /* Time spent settling after a clock change. */
+    double cooldown_s;              /* Cooldown slept after the measurement. */
+    double busy_s;                  /* Wall time of the measurement without the cooldown. */
+    int retries;                    /* Windows redone (run ended before the closing edge). */
+    int nranks;                     /* GPUs measured. */
+    double time_s[KR_PROFILER_MAX_REPEATS];   /* Per-repeat time of one execution. */
+    double energy_j[KR_PROFILER_MAX_REPEATS]; /* Per-repeat energy of one execution, per GPU. */
+    char comm[64];                  /* kr_profiler_comm_label of the plan. */
+} kr_profiler_result;
+
+/*
+ * Measures a prepared plan (runner->ops->prepare already called with plan) at plan->freq_mhz:
+ *   1. lock the clock through ctl on every device of the runner unless it is already locked
+ *      there (*locked_mhz tracks it across calls; 0 = unknown) and settle;
+ *   2. warm up; calibrate the iteration time; size the window;
+ *   3. per repeat: start a run long enough to span the window plus margins; wait for an update
+ *      edge of each device's energy counter, then for the first edge at least window_s later,
+ *      while the run is still going (else redo with more iterations); the mean power between
+ *      the two edges times the CUDA-event iteration time is the energy of one execution — no
+ *      quantisation error from the counter's ~100 ms update;
+ *   4. mean and sample spread over repeats; energy is per GPU (mean over ranks), time the max
+ *      over ranks; eff_energy_j = energy_j − static_power_w·time_s;
+ *   5. cool down.
+ * Returns KR_OK, or the runner's / ctl's error (KR_EPERM when the clock may not be locked,
+ * KR_EUNSUPPORTED when ctl has no energy counter, KR_ETIMEDOUT when the counter never moves).
+ */
+int kr_profiler_measure(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_options *o,
+                        const kr_profiler_clock *clk, const kr_profiler_plan *plan, double static_power_w,
+                        int *locked_mhz, kr_profiler_result *out, kr_error *err);
+
+/* ---- the CUDA library ------------------------------------------------------------------- */
+
+/* What kr_profiler_probe found. */
+typedef struct kr_profiler_probe_info {
+    char lib_path[512];         /* libkareus_cuda.so loaded ("" if none). */
+    char build[160];            /* Versions it was built with (CUDA, cuBLASLt, NCCL). */
+    int driver_version;         /* CUDA driver API version (e.g. 13000), 0 if none. */
+    int ndevices;               /* CUDA devices. */
+    char name[KR_PROFILER_MAX_RANKS][64];
+    int sm_count[KR_PROFILER_MAX_RANKS];
+    int cc_major[KR_PROFILER_MAX_RANKS], cc_minor[KR_PROFILER_MAX_RANKS];
+    double mem_bytes[KR_PROFILER_MAX_RANKS];
+} kr_profiler_probe_info;
+
+/*
+ * Loads libkareus_cuda.so and asks the CUDA driver what is there. The library is looked for
+ * at $KAREUS_CUDA_LIB, beside the running executable or libkareus, in ../lib from the
+ * executable, then by the dynamic loader's search path. Returns KR_OK with at least one
+ * usable GPU; KR_ENOLIB "no libkareus_cuda …" (with every place tried) or "no CUDA driver …";
+ * KR_ENODEV "no GPU …". info may be NULL.
+ */
+int kr_profiler_probe(kr_profiler_probe_info *info, kr_error *err);
+
+/* Opens the CUDA runner on `devices` GPUs starting at CUDA device `first` (devices <= 0: all
+ * from first on, at most KR_PROFILER_MAX_RANKS). Errors as kr_profiler_probe, plus KR_EINVAL
+ * when CUDA_VISIBLE_DEVICES reorders devices (NVML would then index different GPUs). Free
+ * with kr_profiler_runner_destroy. */
+int kr_profiler_runner_open(int first, int devices, kr_profiler_runner **out, kr_error *err);
+void kr_profiler_runner_destroy(kr_profiler_runner *r);
+
+/* Runs every kernel on small shapes on device[0] and compares it with the CPU reference
+ * (refkern.h). report receives one line per kernel (max error, tolerance, PASS/FAIL).
+ * Returns KR_OK if all pass, KR_EMISMATCH otherwise. */
+int kr_profiler_selftest(kr_profiler_runner *r, char *report, size_t cap, kr_error *err);
+
+/* ---- the GPU backend --------------------------------------------------------------------- */
+
+/* Called after every measurement the GPU backend takes (e.g. to log it). */
+typedef void (*kr_profiler_observer)(void *ud, const kr_partition *p, const kr_config *c,
+                                     const kr_profiler_result *r);
+
+/*
+ * A kr_backend whose measure runs the partition on the GPU: builds the plan (pp), prepares it
+ * on the runner, measures it with the protocol (o, clk) and returns the means and spreads.
+ * Clock and energy entries forward to ctl (the NVML backend of gpuctl.h). On success takes
+ * ownership of runner (destroyed with the backend; on failure the caller still owns it); ctl
+ * stays the caller's and must outlive the backend.
+ * The backend resets the clocks it locked when destroyed. observer may be NULL.
+ */
+int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr_backend *ctl,
+                               const kr_profiler_options *o, const kr_profiler_plan_params *pp,
+                               const kr_profiler_clock *clk, kr_profiler_observer observer, void *observer_ud,
+                               kr_backend **out, kr_error *err);
+
+/* The result behind the backend's last successful measure (KR_ESTATE if none). */
+int kr_profiler_backend_last(kr_backend *b, kr_profiler_result *out);
+
+/* ---- calibration (kareus profile --calibrate) -------------------------------------------- */
+
+/* One point of a sweep against the clock: what was measured at freq_mhz. */
+typedef struct kr_profiler_point {
+    int freq_mhz;
+    double x;        /* Throughput (FLOP/s or B/s) — or CTAs for the proxy sweep. */
+    double power_w;  /* Mean power over the windows. */
+    double y;        /* Second quantity where needed (proxy: B/s). */
+} kr_profiler_point;
+
+/*
+ * Fits the dynamic-power model of the simulator, P(f) = P0 + c·f·V(f)², V(f) = v_min up to
+ * v_floor_mhz then linear to v_max at clock_max_mhz (the catalog's form), to GEMM power
+ * points: P0 and c by least squares for each v_max on a grid, keeping the best. base supplies
+ * v_min, v_floor_mhz and clock_max_mhz. Needs >= 3 distinct clocks (KR_EINVAL otherwise).
+ */
+int kr_profiler_fit_power(const kr_profiler_point *pts, int n, const kr_gpu *base, double *p0_w, double *c_w,
+                          double *v_max, double *rms_w, kr_error *err);
+
+/*
+ * Clock-switch latency from a sampled run: t_ns[i] (globaltimer) and clk[i] (SM cycle
+ * counter) of n samples, the index of the first sample after the switch request, and the
+ * target clock. Latency = time from the request to the first sample from which the measured
+ * clock stays within tol (relative) of the target. KR_ENOTFOUND if it never settles.
+ */
+int kr_profiler_switch_latency(const double *t_ns, const double *clk, int n, int req_index, int target_mhz,
+                               double tol, double *latency_s, kr_error *err);
+
+/* Clock of an interval of samples: Δclk / Δt in MHz. */
+double kr_profiler_sample_mhz(const double *t_ns, const double *clk, int i, int j);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
