@@ -99,13 +99,14 @@ typedef struct kr_profiler_buffer {
 typedef struct kr_profiler_step {
     kr_profiler_kernel kernel;
     int op;             /* Index of the partition op it belongs to (-1: calibration). */
-    long long m, n, k;  /* GEMM: the forward shape T×n×k; elementwise: rows m, columns n. */
+    long long m, n, k;  /* GEMM: the forward shape T×n×k; elementwise: rows m, columns n;
+                           embedding / cross-entropy: k = the whole vocabulary (ids drawn from it). */
     long long b, s, S;  /* Attention/QKV/rotary: sequences, local query length, key length. */
     int nh, nkv, d, cp; /* Heads, KV heads, head dimension, context-parallel degree. */
     long long vstart;   /* Embedding / cross-entropy: first vocabulary id of the shard. */
     long long ns;       /* KR_PK_SPIN: busy time per launch. */
     int ctas;           /* KR_PK_SPIN: CTAs; 0 elsewhere (the kernel chooses). */
-    int in[6];          /* Buffers read (meaning per kernel, see cuda/runner.c). */
+    int in[8];          /* Buffers read (meaning per kernel, see cuda/runner.c). */
     int out[3];         /* Buffers written. */
     double flops;       /* Useful floating-point operations (causal attention: unmasked). */
     double bytes;       /* HBM bytes the kernel reads and writes, from its own accesses. */

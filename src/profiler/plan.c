@@ -151,7 +151,7 @@ static kr_profiler_step *step(builder *bd, kr_profiler_kernel kind, int op)
     memset(s, 0, sizeof *s);
     s->kernel = kind;
     s->op = op;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 8; i++)
         s->in[i] = -1;
     for (int i = 0; i < 3; i++)
         s->out[i] = -1;
@@ -162,7 +162,7 @@ static kr_profiler_step *step(builder *bd, kr_profiler_kernel kind, int op)
 static void stream_bytes(const kr_profiler_plan *pl, kr_profiler_step *s)
 {
     s->bytes = 0;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 8; i++)
         s->bytes += bufbytes(pl, s->in[i]);
     for (int i = 0; i < 3; i++)
         s->bytes += bufbytes(pl, s->out[i]);
@@ -359,6 +359,9 @@ static void op_qkv_post(builder *bd, const kr_op *op, int oi, const geom *g)
     }
     int dq = buf(bd, "dq", qe, 2), dk = buf(bd, "dk", kve, 2), dv = buf(bd, "dv", kve, 2);
     if (g->qk_norm) {
+        /* Out of place (dq → dq_pre_norm): the profiling loop runs it thousands of times, and
+         * iterating the backward map in place would blow the values up. */
+        int dxq = opbuf(bd, op, "dq_pre_norm", qe, 2), dxk = opbuf(bd, op, "dk_pre_norm", kve, 2);
         int xq = opbuf(bd, op, "q_in", qe, 2), xk = opbuf(bd, op, "k_in", kve, 2);
         int gq = opbuf(bd, op, "q_gamma", g->d, 2), gk = opbuf(bd, op, "k_gamma", g->d, 2);
         int rq = opbuf(bd, op, "q_rstd", T * g->nh, 4), rk = opbuf(bd, op, "k_rstd", T * g->nkv, 4);
@@ -366,9 +369,10 @@ static void op_qkv_post(builder *bd, const kr_op *op, int oi, const geom *g)
             return;
         s->b = g->b, s->s = g->s, s->nh = g->nh, s->nkv = g->nkv, s->d = g->d;
         s->in[0] = xq, s->in[1] = xk, s->in[2] = gq, s->in[3] = gk, s->in[4] = rq, s->in[5] = rk;
-        s->out[0] = dq, s->out[1] = dk; /* in place: read dy, write dx */
+        s->in[6] = dq, s->in[7] = dk, s->out[0] = dxq, s->out[1] = dxk;
         s->flops = 8.0 * (qe + kve);
         s->bytes = 3.0 * (qe + kve) * 2.0 + bufbytes(pl, rq) + bufbytes(pl, rk) + 4.0 * g->d;
+        dq = dxq, dk = dxk;
     }
     int dqkv = opbuf(bd, op, "dqkv", T * row, 2);
     if (!(s = step(bd, KR_PK_QKV_MERGE, oi)))
@@ -443,11 +447,11 @@ static void op_embed(builder *bd, const kr_op *op, int oi, const kr_job *job)
         s->flops = T * h / job->tp;
         bd->last_out = -1;
     }
-    s->m = op->m, s->n = op->n;
+    s->m = op->m, s->n = op->n, s->k = job->model.vocab; /* ids are drawn from the whole vocabulary */
     s->vstart = 0;
 }
 
-static void op_loss(builder *bd, const kr_op *op, int oi)
+static void op_loss(builder *bd, const kr_op *op, int oi, const kr_job *job)
 {
     kr_profiler_plan *pl = bd->plan;
     double T = (double)op->m, V = (double)op->n;
@@ -458,7 +462,7 @@ static void op_loss(builder *bd, const kr_op *op, int oi)
     if (!op->backward) {
         if (!(s = step(bd, KR_PK_XENT_MAX, oi)))
             return;
-        s->m = op->m, s->n = op->n;
+        s->m = op->m, s->n = op->n, s->k = job->model.vocab;
         s->in[0] = logits, s->in[1] = target, s->out[0] = mx, s->out[1] = tl;
         s->flops = T * V;
         stream_bytes(pl, s);
@@ -474,7 +478,7 @@ static void op_loss(builder *bd, const kr_op *op, int oi)
     int dloss = opbuf(bd, op, "dloss", T, 4), grad = opbuf(bd, op, "grad", T * V, 2);
     if (!(s = step(bd, KR_PK_XENT_BWD, oi)))
         return;
-    s->m = op->m, s->n = op->n;
+    s->m = op->m, s->n = op->n, s->k = job->model.vocab;
     s->in[0] = logits, s->in[1] = target, s->in[2] = mx, s->in[3] = sum, s->in[4] = dloss, s->out[0] = grad;
     s->flops = 5.0 * T * V;
     stream_bytes(pl, s);
@@ -648,7 +652,7 @@ int kr_profiler_plan_build(const kr_job *job, const kr_partition *p, const kr_co
             break;
         case KR_OP_ACT: op_swiglu(&bd, op, i); break;
         case KR_OP_EMBED: op_embed(&bd, op, i, job); break;
-        case KR_OP_LOSS: op_loss(&bd, op, i); break;
+        case KR_OP_LOSS: op_loss(&bd, op, i, job); break;
         default:
             return kr_error_set(err, KR_EUNSUPPORTED, "partition %s: op %s: kind %d has no kernel", p->key,
                                 op->name, (int)op->kind);
