@@ -8,6 +8,7 @@
 
 #include "kareus/kareus.h"
 #include "kareus/profiler.h"
+#include "kareus/sim.h"
 #include "profiler/device.h"
 #include "profiler/refkern.h"
 #include "util/util.h"
@@ -672,15 +673,25 @@ static void plan_format_and_calibration_plans(void **state)
     assert_int_equal(plan->comm, KR_PROFILER_COMM_NONE);
     assert_int_equal(kr_profiler_plan_stream(1 << 30, plan, &e), KR_OK);
     KR_ASSERT_CLOSE(plan->bytes, (double)(1 << 30), 1e-9);
-    assert_int_equal(kr_profiler_plan_proxy(64e6, 8, 6, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_plan_collective(KR_COLL_ALLREDUCE, 64e6, 8, 6, KR_PROFILER_COMM_PROXY_UNPACED, 1,
+                                                 plan, &e),
+                     KR_OK);
     assert_int_equal(plan->comm, KR_PROFILER_COMM_PROXY_UNPACED);
     assert_int_equal(plan->ctas, 6);
     assert_int_equal(plan->nsteps, 0);
+    KR_ASSERT_CLOSE(plan->proxy_bus_bytes, 2.0 * 7 / 8 * 64e6, 1e-6);
+    assert_int_equal(kr_profiler_plan_collective(KR_COLL_ALLGATHER, 64e6, 8, 4, KR_PROFILER_COMM_NCCL, 2, plan, &e),
+                     KR_OK);
+    assert_int_equal(plan->ranks, 2);
+    assert_int_equal(plan->comm, KR_PROFILER_COMM_NCCL);
     assert_int_equal(kr_profiler_plan_spin(1, 1000000, 1, plan, &e), KR_OK);
     assert_int_equal(plan->steps[0].ctas, 1);
     KR_ASSERT_ERR(kr_profiler_plan_gemm(0, 1, 1, plan, &e), KR_EINVAL, e, "positive");
     KR_ASSERT_ERR(kr_profiler_plan_spin(1, 1, 0, plan, &e), KR_EINVAL, e, "launches");
-    KR_ASSERT_ERR(kr_profiler_plan_proxy(64e6, 1, 6, plan, &e), KR_EINVAL, e, "group >= 2");
+    KR_ASSERT_ERR(kr_profiler_plan_collective(KR_COLL_ALLREDUCE, 64e6, 1, 6, KR_PROFILER_COMM_NCCL, 2, plan, &e),
+                  KR_EINVAL, e, "group >= 2");
+    KR_ASSERT_ERR(kr_profiler_plan_collective(KR_COLL_ALLREDUCE, 64e6, 8, 6, KR_PROFILER_COMM_NCCL, 1, plan, &e),
+                  KR_EINVAL, e, "needs two or more GPUs");
     kr_profiler_comm comm;
     assert_int_equal(kr_profiler_comm_parse("proxy-unpaced", &comm), KR_OK);
     assert_int_equal(comm, KR_PROFILER_COMM_PROXY_UNPACED);
@@ -758,6 +769,8 @@ typedef struct vgpu {
     int fail_start_at;        /* start fails on this run (0: never) */
     int prepared;
     kr_profiler_plan last_plan;
+    /* Optional: sets iter_s and busy_w of device d from the prepared plan and its clock. */
+    void (*model)(struct vgpu *g, int d);
 } vgpu;
 
 static double run_end_of(const vgpu *g, int d)
@@ -818,6 +831,9 @@ static int vr_start(void *impl, long long iters, kr_error *err)
     if (g->fail_start_at && g->runs + 1 == g->fail_start_at)
         return kr_error_set(err, KR_EBACKEND, "fake runner: launch failed");
     g->runs++;
+    if (g->model)
+        for (int d = 0; d < VDEV; d++)
+            g->model(g, d);
     double scale = g->runs > g->calib_runs ? g->window_scale : 1.0;
     g->running = 1;
     g->iters = iters;
@@ -1137,6 +1153,204 @@ static void backend_measures_through_the_vtable(void **state)
     free(set);
 }
 
+/* ---- calibration ------------------------------------------------------------------------------ */
+
+static void h200(kr_gpu *g)
+{
+    kr_error e = {0};
+    assert_int_equal(kr_catalog_gpu_find("h200", g, &e), KR_OK);
+}
+
+static void calib_power_fit_recovers_the_model(void **state)
+{
+    (void)state;
+    kr_gpu g;
+    h200(&g);
+    kr_gpu truth = g;
+    truth.v_max = g.v_min + 0.6 * (g.v_max - g.v_min) + 0.05;
+    kr_profiler_point pts[6];
+    int f[6] = {1980, 1800, 1620, 1440, 1260, 1080};
+    for (int i = 0; i < 6; i++) {
+        double v = kr_sim_voltage(&truth, f[i]);
+        pts[i] = (kr_profiler_point){f[i], 0, 123.0 + 640.0 * f[i] / 1000.0 * v * v, 0};
+    }
+    double p0, c, vmax, rms;
+    kr_error e = {0};
+    assert_int_equal(kr_profiler_fit_power(pts, 6, &g, &p0, &c, &vmax, &rms, &e), KR_OK);
+    KR_ASSERT_CLOSE(c, 640.0, 0.02);
+    KR_ASSERT_CLOSE(p0, 123.0, 0.02);
+    KR_ASSERT_CLOSE(vmax, truth.v_max, 0.01);
+    assert_true(rms < 1.0);
+    KR_ASSERT_ERR(kr_profiler_fit_power(pts, 2, &g, &p0, &c, &vmax, &rms, &e), KR_EINVAL, e, "3 distinct clocks");
+    for (int i = 0; i < 6; i++) /* power rising as the clock falls: no physical fit */
+        pts[i].power_w = 200 + 10.0 * i;
+    KR_ASSERT_ERR(kr_profiler_fit_power(pts, 6, &g, &p0, &c, &vmax, &rms, &e), KR_EINVAL, e, "does not rise");
+}
+
+static void calib_switch_latency_from_a_trace(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    double t[N], k[N];
+    /* 20 µs samples at 1980 MHz; request at sample 200; the clock changes 3 ms later to 1200. */
+    double clk = 0;
+    for (int i = 0; i < N; i++) {
+        t[i] = i * 20000.0;
+        if (i > 0)
+            clk += 20000.0 * (i <= 350 ? 1.980 : 1.200);
+        k[i] = clk;
+    }
+    double lat;
+    kr_error e = {0};
+    assert_int_equal(kr_profiler_switch_latency(t, k, N, 200, 1200, 0.02, &lat, &e), KR_OK);
+    KR_ASSERT_CLOSE(lat, 0.003, 0.01);
+    KR_ASSERT_CLOSE(kr_profiler_sample_mhz(t, k, 0, 100), 1980.0, 1e-12);
+    KR_ASSERT_ERR(kr_profiler_switch_latency(t, k, N, 200, 1500, 0.02, &lat, &e), KR_ENOTFOUND, e, "never settled");
+    KR_ASSERT_ERR(kr_profiler_switch_latency(t, k, N, 0, 1200, 0.02, &lat, &e), KR_EINVAL, e, "request");
+}
+
+static void calib_entry_sets_measured_parameters_with_sources(void **state)
+{
+    (void)state;
+    kr_gpu base;
+    h200(&base);
+    kr_profiler_calib c;
+    memset(&c, 0, sizeof c);
+    kr__strlcpy(c.device, "NVIDIA H200", sizeof c.device);
+    kr__strlcpy(c.date, "2026-01-02", sizeof c.date);
+    c.idle_w = 77;
+    c.blocked_w = 105;
+    c.launch_s = 2.5e-6;
+    double peak = base.sm_count * base.flops_per_sm_clk * 1e6;
+    int f[4] = {1980, 1740, 1500, 1260};
+    for (int i = 0; i < 4; i++) {
+        double fr = i == 0 ? 1700 : f[i]; /* the top clock is power-throttled */
+        double v = kr_sim_voltage(&base, fr);
+        c.gemm[c.ngemm++] = (kr_profiler_point){f[i], 0.8 * peak * fr, 100 + 600 * fr / 1000 * v * v, fr};
+    }
+    c.stream[c.nstream++] = (kr_profiler_point){1980, 4.0e12, 400, 1980};
+    c.stream[c.nstream++] = (kr_profiler_point){1020, 3.0e12, 300, 1020};
+    kr__strlcpy(c.coll_label, "nccl allreduce x8 ranks (group 8), 1 CTAs", sizeof c.coll_label);
+    c.coll[c.ncoll++] = (kr_profiler_point){1980, 1, 150, 20e9};
+    c.coll[c.ncoll++] = (kr_profiler_point){1980, 16, 250, 400e9};
+    c.switch_down_s = 0.004, c.switch_up_s = 0.006;
+    kr_error e = {0};
+    assert_int_equal(kr_profiler_calib_entry(&base, &c, &e), KR_OK);
+    KR_ASSERT_CLOSE(c.gpu.idle_w, 77, 1e-12);
+    KR_ASSERT_CLOSE(c.gpu.static_w, 105, 1e-12);
+    KR_ASSERT_CLOSE(c.gpu.gemm_eff, 0.8, 1e-9); /* the throttled point uses its real clock */
+    KR_ASSERT_CLOSE(c.gpu.dyn_coeff_w, 600, 0.02);
+    KR_ASSERT_CLOSE(c.gpu.mem_eff, 4.0e12 / base.hbm_bw_Bps, 1e-12);
+    KR_ASSERT_CLOSE(c.gpu.mem_knee_frac, (1020.0 / base.clock_max_mhz) / 0.75, 1e-9);
+    KR_ASSERT_CLOSE(c.gpu.busbw_ar_Bps, 400e9, 1e-12);
+    KR_ASSERT_CLOSE(c.gpu.busbw_per_cta_Bps, 20e9, 1e-12);
+    KR_ASSERT_CLOSE(c.gpu.clock_switch_s, 0.006, 1e-12);
+    assert_string_equal(c.gpu.display, "NVIDIA H200");
+    assert_true(c.measured[KR_GPU_P_gemm_eff] && !c.measured[KR_GPU_P_tdp_w]);
+    assert_non_null(strstr(c.gpu.source[KR_GPU_P_gemm_eff], "measured by kareus profile --calibrate on NVIDIA H200 2026-01-02"));
+    assert_string_equal(c.gpu.source[KR_GPU_P_tdp_w], base.source[KR_GPU_P_tdp_w]);
+    /* The entry is a catalog entry the simulator can load. */
+    const char *dir = kr_test_tmpdir("calib_entry");
+    char path[1200], raw[1200];
+    snprintf(path, sizeof path, "%s/gpu.json", dir);
+    snprintf(raw, sizeof raw, "%s/raw.json", dir);
+    assert_int_equal(kr_gpu_write_json(path, &c.gpu, &e), KR_OK);
+    kr_gpu back;
+    assert_int_equal(kr_gpu_read_json(path, &back, &e), KR_OK);
+    KR_ASSERT_CLOSE(back.dyn_coeff_w, c.gpu.dyn_coeff_w, 1e-15);
+    assert_string_equal(back.source[KR_GPU_P_idle_w], c.gpu.source[KR_GPU_P_idle_w]);
+    assert_int_equal(kr_profiler_calib_write_raw(raw, &c, &e), KR_OK);
+    json_t *root;
+    assert_int_equal(kr__json_load_file(raw, &root, &e), KR_OK);
+    assert_int_equal(json_array_size(json_object_get(root, "gemm")), 4);
+    assert_true(json_array_size(json_object_get(root, "measured_parameters")) >= 10);
+    json_decref(root);
+    /* Fewer than 8 NCCL ranks or a proxy: no link parameters. */
+    kr__strlcpy(c.coll_label, "PROXY allreduce (1 GPU, unpaced, group 8), 1 CTAs", sizeof c.coll_label);
+    assert_int_equal(kr_profiler_calib_entry(&base, &c, &e), KR_OK);
+    assert_false(c.measured[KR_GPU_P_busbw_ar_Bps]);
+    KR_ASSERT_CLOSE(c.gpu.busbw_ar_Bps, base.busbw_ar_Bps, 1e-15);
+}
+
+/* The virtual GPU's physics for the calibration test: time and power from the plan and clock. */
+static void calib_model(vgpu *g, int d)
+{
+    const kr_profiler_plan *p = &g->last_plan;
+    double f = g->locked[d] > 0 ? g->locked[d] : 1980.0;
+    kr_gpu h;
+    h200(&h);
+    double v = kr_sim_voltage(&h, f);
+    if (p->nsteps > 0 && p->steps[0].kernel == KR_PK_GEMM_FPROP) {
+        g->iter_s[d] = p->flops / (132.0 * 4096.0 * f * 1e6 * 0.7);
+        g->busy_w[d] = 95.0 + 610.0 * f / 1000.0 * v * v;
+    } else if (p->nsteps > 0 && p->steps[0].kernel == KR_PK_STREAM) {
+        g->iter_s[d] = p->bytes / 4.2e12;
+        g->busy_w[d] = 350;
+    } else if (p->nsteps > 0 && p->steps[0].kernel == KR_PK_SPIN) {
+        g->iter_s[d] = p->nsteps * (p->steps[0].ns > 0 ? p->steps[0].ns * 1e-9 : 3e-6);
+        g->busy_w[d] = 112;
+    } else {
+        g->iter_s[d] = p->proxy_bus_bytes / (p->ctas * 40e9);
+        g->busy_w[d] = 150 + 3.0 * p->ctas;
+    }
+}
+
+static void calib_progress(void *ud, const char *what)
+{
+    (*(int *)ud)++;
+    (void)what;
+}
+
+static void calib_runs_the_protocol_on_a_virtual_gpu(void **state)
+{
+    (void)state;
+    vgpu g;
+    vgpu_init(&g);
+    g.model = calib_model;
+    g.idle_w = 74;
+    kr_profiler_runner r;
+    vrunner_init(&r, &g);
+    r.ndevices = 1;
+    kr__strlcpy(r.device_name, "NVIDIA H200", sizeof r.device_name);
+    kr_backend ctl = {&vctl_ops, &g, {0}};
+    kr_profiler_clock clk = {v_now, v_sleep, &g};
+    kr_profiler_options o;
+    kr_profiler_options_default(&o);
+    kr_profiler_calib_options co;
+    kr_profiler_calib_options_default(&co);
+    int steps = 0;
+    co.progress = calib_progress;
+    co.progress_ud = &steps;
+    kr_gpu base;
+    h200(&base);
+    kr_profiler_calib *c = malloc(sizeof *c);
+    kr_error e = {0};
+    assert_int_equal(kr_profiler_calibrate(&r, &ctl, &base, &co, &o, &clk, c, &e), KR_OK);
+    assert_int_equal(steps, 3 + 5 + 3 + 6); /* no clock trace on this runner */
+    KR_ASSERT_CLOSE(c->idle_w, 74, 0.005);
+    KR_ASSERT_CLOSE(c->blocked_w, 112, 0.005);
+    KR_ASSERT_CLOSE(c->launch_s, 3e-6, 0.005);
+    KR_ASSERT_CLOSE(c->gpu.gemm_eff, 0.7, 0.005);
+    KR_ASSERT_CLOSE(c->gpu.dyn_coeff_w, 610, 0.03);
+    KR_ASSERT_CLOSE(c->fit_p0_w, 95, 0.05);
+    KR_ASSERT_CLOSE(c->gpu.mem_eff, 4.2e12 / base.hbm_bw_Bps, 0.005);
+    assert_int_equal(c->ngemm, 5);
+    assert_int_equal(c->gemm[0].freq_mhz, (int)base.plan_max_mhz);
+    assert_int_equal(c->gemm[4].freq_mhz, (int)base.plan_min_mhz);
+    assert_int_equal(c->ncoll, 6);
+    KR_ASSERT_CLOSE(c->coll[3].y, 8 * 40e9, 0.005); /* 8 CTAs × 40 GB/s of wire bytes */
+    assert_non_null(strstr(c->coll_label, "PROXY"));
+    assert_false(c->measured[KR_GPU_P_busbw_ar_Bps]);
+    assert_true(c->switch_down_s == 0 && !c->measured[KR_GPU_P_clock_switch_s]);
+    assert_int_equal(g.locked[0], 0); /* clocks reset at the end */
+    /* A failure mid-way still resets the clocks. */
+    g.fail_energy = KR_EBACKEND;
+    g.locked[0] = 1500;
+    assert_int_equal(kr_profiler_calibrate(&r, &ctl, &base, &co, &o, &clk, c, &e), KR_EBACKEND);
+    assert_int_equal(g.locked[0], 0);
+    free(c);
+}
+
 /* ---- the loader and the environment --------------------------------------------------------- */
 
 static void env_check_for_nvml_numbering(void **state)
@@ -1234,6 +1448,10 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(protocol_retries_when_the_run_ends_early),
     cmocka_unit_test(protocol_reports_missing_permission_and_counter),
     cmocka_unit_test(backend_measures_through_the_vtable),
+    cmocka_unit_test(calib_power_fit_recovers_the_model),
+    cmocka_unit_test(calib_switch_latency_from_a_trace),
+    cmocka_unit_test(calib_entry_sets_measured_parameters_with_sources),
+    cmocka_unit_test(calib_runs_the_protocol_on_a_virtual_gpu),
     cmocka_unit_test(env_check_for_nvml_numbering),
     cmocka_unit_test(probe_names_a_missing_library),
     cmocka_unit_test(probe_without_a_gpu_names_what_is_missing),

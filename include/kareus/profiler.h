@@ -172,12 +172,14 @@ void kr_profiler_plan_params_default(kr_profiler_plan_params *pp);
 int kr_profiler_plan_build(const kr_job *job, const kr_partition *p, const kr_config *c,
                            const kr_profiler_plan_params *pp, kr_profiler_plan *plan, kr_error *err);
 
-/* Calibration plans (no partition): one GEMM m×n×k (fprop); an HBM copy of `bytes`; the proxy
- * collective alone (all-reduce of `bytes` over `group` ranks with `ctas` CTAs, unpaced); a
- * KR_PK_SPIN of `ctas` CTAs for `ns` ns repeated `launches` times per iteration. */
+/* Calibration plans (no partition): one GEMM m×n×k (fprop); an HBM copy of `bytes`; a
+ * collective alone (kind, nccl-tests size `bytes`, `group` ranks, `ctas` CTAs; comm NCCL over
+ * min(devices, group) GPUs, or the unpaced proxy); a KR_PK_SPIN of `ctas` CTAs for `ns` ns
+ * repeated `launches` times per iteration. KR_EINVAL for sizes out of range. */
 int kr_profiler_plan_gemm(long long m, long long n, long long k, kr_profiler_plan *plan, kr_error *err);
 int kr_profiler_plan_stream(double bytes, kr_profiler_plan *plan, kr_error *err);
-int kr_profiler_plan_proxy(double bytes, int group, int ctas, kr_profiler_plan *plan, kr_error *err);
+int kr_profiler_plan_collective(kr_coll_kind kind, double bytes, int group, int ctas, kr_profiler_comm comm,
+                                int devices, kr_profiler_plan *plan, kr_error *err);
 int kr_profiler_plan_spin(int ctas, long long ns, int launches, kr_profiler_plan *plan, kr_error *err);
 
 /* Bytes of device memory the plan allocates. */
@@ -403,6 +405,71 @@ int kr_profiler_switch_latency(const double *t_ns, const double *clk, int n, int
 
 /* Clock of an interval of samples: Δclk / Δt in MHz. */
 double kr_profiler_sample_mhz(const double *t_ns, const double *clk, int i, int j);
+
+#define KR_PROFILER_CALIB_POINTS 16
+
+/* What the calibration measures and how long it may take. */
+typedef struct kr_profiler_calib_options {
+    int gemm_clocks;        /* Clocks of the GEMM sweep, spread over the base GPU's planning range
+                               (default 5; at least 3 for the power fit). */
+    long long gemm_size;    /* m = n = k of the GEMM (default 8192, as the published MAMF runs). */
+    int stream_clocks;      /* Clocks of the HBM sweep (default 3). */
+    double stream_bytes;    /* Bytes one copy reads + writes (default 2 GiB). */
+    double coll_bytes;      /* nccl-tests size of the collective sweep (default 256 MB). */
+    int coll_ctas[8];       /* CTA counts of the collective sweep (default 1, 2, 4, 8, 16, 32). */
+    int ncoll_ctas;
+    int switch_trace;       /* 1: measure the clock-switch latency (default 1; needs the runner's
+                               clock_trace). */
+    void (*progress)(void *ud, const char *what); /* Called before each measurement (may be NULL). */
+    void *progress_ud;
+} kr_profiler_calib_options;
+
+void kr_profiler_calib_options_default(kr_profiler_calib_options *co);
+
+/* Everything the calibration saw, and the GPU entry made from it. */
+typedef struct kr_profiler_calib {
+    kr_gpu gpu;                        /* base with every measured parameter replaced; sources say
+                                          "measured by kareus profile --calibrate on <GPU> <date>" */
+    int measured[KR_GPU_NPARAMS];      /* 1 for the parameters replaced */
+    char device[64];                   /* device name */
+    char date[16];                     /* YYYY-MM-DD (UTC) */
+    double idle_w;                     /* idle power, clocks unlocked */
+    double blocked_w;                  /* one CTA spinning (a rank blocked on a collective), clocks
+                                          unlocked */
+    double launch_s;                   /* per-kernel time of back-to-back empty kernels */
+    int ngemm;
+    kr_profiler_point gemm[KR_PROFILER_CALIB_POINTS];   /* x FLOP/s, power_w, y clock read (MHz) */
+    double fit_p0_w, fit_c_w, fit_v_max, fit_rms_w;     /* kr_profiler_fit_power on the GEMM points */
+    int nstream;
+    kr_profiler_point stream[KR_PROFILER_CALIB_POINTS]; /* x B/s, power_w, y clock read */
+    int ncoll;
+    kr_profiler_point coll[KR_PROFILER_CALIB_POINTS];   /* x CTAs, power_w, y bus B/s */
+    char coll_label[64];               /* how the collective ran (nccl xN / PROXY) */
+    double switch_down_s, switch_up_s; /* clock-switch latency, high→low and low→high (0: not
+                                          measured) */
+    double set_clock_call_s;           /* duration of the lock call itself */
+} kr_profiler_calib;
+
+/*
+ * Measures the GPU's own constants on runner's device 0 (and its peers for NCCL) with the
+ * measurement protocol (o, clk): idle and blocked power; launch overhead; bf16 GEMM throughput
+ * and power against the clock (→ gemm_eff, dyn_coeff_w, v_max, v_floor unchanged); HBM copy
+ * bandwidth against the clock (→ mem_eff, mem_knee_frac); the collective's bus bandwidth against
+ * its CTAs (NCCL with 8 GPUs → busbw_ar_Bps, busbw_per_cta_Bps; otherwise reported only, the
+ * single-GPU proxy's bandwidth is not a link's); the clock-switch latency (→ clock_switch_s).
+ * base supplies every parameter not measured. Clocks are reset at the end. Returns KR_OK or the
+ * first failure (clocks reset as well).
+ */
+int kr_profiler_calibrate(kr_profiler_runner *runner, kr_backend *ctl, const kr_gpu *base,
+                          const kr_profiler_calib_options *co, const kr_profiler_options *o,
+                          const kr_profiler_clock *clk, kr_profiler_calib *out, kr_error *err);
+
+/* Builds out->gpu from base and the measurements in out (called by kr_profiler_calibrate; public
+ * so the fits can be checked on synthetic data). */
+int kr_profiler_calib_entry(const kr_gpu *base, kr_profiler_calib *c, kr_error *err);
+
+/* Writes every raw point of c as JSON (atomically). */
+int kr_profiler_calib_write_raw(const char *path, const kr_profiler_calib *c, kr_error *err);
 
 #ifdef __cplusplus
 }

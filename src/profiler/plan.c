@@ -31,32 +31,6 @@
 #include "refkern.h"
 #include "util/util.h"
 
-const char *kr_profiler_kernel_name(kr_profiler_kernel k)
-{
-    static const char *const names[KR_PK_COUNT] = {
-        "gemm_fprop", "gemm_dgrad", "gemm_wgrad", "attn_fwd", "attn_bwd_pre", "attn_bwd", "attn_bwd_dq",
-        "rmsnorm_fwd", "rmsnorm_bwd", "bda_fwd", "bda_bwd", "qkv_split", "qkv_merge", "qknorm_fwd",
-        "qknorm_bwd", "rope_fwd", "rope_bwd", "swiglu_fwd", "swiglu_bwd", "embed_fwd", "embed_bwd",
-        "xent_max", "xent_sum", "xent_bwd", "stream", "spin"};
-    return (unsigned)k < KR_PK_COUNT ? names[k] : "?";
-}
-
-const char *kr_profiler_comm_name(kr_profiler_comm c)
-{
-    static const char *const names[] = {"auto", "nccl", "proxy", "proxy-unpaced", "none"};
-    return (unsigned)c < KR_ARRAY_LEN(names) ? names[c] : "?";
-}
-
-int kr_profiler_comm_parse(const char *name, kr_profiler_comm *out)
-{
-    for (int c = 0; c <= KR_PROFILER_COMM_NONE; c++)
-        if (strcmp(name, kr_profiler_comm_name((kr_profiler_comm)c)) == 0) {
-            *out = (kr_profiler_comm)c;
-            return KR_OK;
-        }
-    return KR_EINVAL;
-}
-
 void kr_profiler_plan_params_default(kr_profiler_plan_params *pp)
 {
     memset(pp, 0, sizeof *pp);
@@ -721,25 +695,29 @@ int kr_profiler_plan_stream(double bytes, kr_profiler_plan *plan, kr_error *err)
     return calib_finish(&bd);
 }
 
-int kr_profiler_plan_proxy(double bytes, int group, int ctas, kr_profiler_plan *plan, kr_error *err)
+int kr_profiler_plan_collective(kr_coll_kind kind, double bytes, int group, int ctas, kr_profiler_comm comm,
+                                int devices, kr_profiler_plan *plan, kr_error *err)
 {
-    if (group < 2 || ctas < 1 || !(bytes >= 1024))
+    if (kind == KR_COLL_NONE || group < 2 || ctas < 1 || !(bytes >= 1024) || comm == KR_PROFILER_COMM_AUTO ||
+        comm == KR_PROFILER_COMM_PROXY || comm == KR_PROFILER_COMM_NONE)
         return kr_error_set(err, KR_EINVAL,
-                            "calibration proxy: expected group >= 2, ctas >= 1, bytes >= 1024; found %d, %d, %g", group,
-                            ctas, bytes);
-    plan_init(plan, "calib:proxy");
+                            "calibration collective: expected a collective, group >= 2, ctas >= 1, bytes >= 1024 and "
+                            "comm nccl or proxy-unpaced; found %s, %d, %d, %g, %s",
+                            kr_coll_kind_name(kind), group, ctas, bytes, kr_profiler_comm_name(comm));
+    plan_init(plan, "calib:collective");
     builder bd = {plan, err, KR_OK, -1};
     kr_partition p;
     memset(&p, 0, sizeof p);
-    kr__strlcpy(p.key, "calib:proxy", sizeof p.key);
-    p.coll.kind = KR_COLL_ALLREDUCE;
+    kr__strlcpy(p.key, "calib:collective", sizeof p.key);
+    p.coll.kind = kind;
     p.coll.group_size = group;
     p.coll.bytes = bytes;
-    kr__strlcpy(p.coll.group, "tp", sizeof p.coll.group);
+    kr__strlcpy(p.coll.group, kind == KR_COLL_ALLREDUCE ? "tp" : "cp", sizeof p.coll.group);
     kr_config c = {0, ctas, KR_SLOT_NONE};
     kr_profiler_plan_params pp;
     kr_profiler_plan_params_default(&pp);
-    pp.comm = KR_PROFILER_COMM_PROXY_UNPACED;
+    pp.comm = comm;
+    pp.devices = devices;
     int rc = plan_collective(&bd, NULL, &p, &c, &pp);
     if (rc)
         return rc;

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "internal.h"
 #include "util/util.h"
 
 void kr_profiler_options_default(kr_profiler_options *o)
@@ -215,20 +216,40 @@ static int lock_and_settle(proto *P, int *locked_mhz, kr_profiler_result *out)
     return KR_OK;
 }
 
-/* Edge tracking of one device's energy counter during a window. */
-typedef struct edges {
-    double last_e, last_t; /* previous reading and its time */
-    double a_e, a_t;       /* opening edge (a_t < 0: not yet) */
-    double b_e, b_t;       /* closing edge (b_t < 0: not yet) */
-    double changed_t;      /* time of the last change (for the timeout) */
-} edges;
+/*
+ * Edge tracking of one energy counter: feed every reading; the first change is the opening
+ * edge, the first change at least window_s later the closing one. An edge is placed halfway
+ * between the reading before it and the reading that shows it (error <= half the polling
+ * interval). Returns 1 when the closing edge was just found.
+ */
+int kr__profiler_edge_feed(kr__profiler_edges *E, double e, double now, double window_s)
+{
+    int closed = 0;
+    if (e != E->last_e) {
+        double edge_t = 0.5 * (E->last_t + now);
+        E->changed_t = now;
+        if (E->a_t < 0) {
+            E->a_e = e, E->a_t = edge_t;
+        } else if (E->b_t < 0 && edge_t - E->a_t >= window_s) {
+            E->b_e = e, E->b_t = edge_t;
+            closed = 1;
+        }
+    }
+    E->last_e = e, E->last_t = now;
+    return closed;
+}
+
+void kr__profiler_edge_init(kr__profiler_edges *E, double e, double now)
+{
+    *E = (kr__profiler_edges){e, now, 0, -1, 0, -1, now};
+}
 
 /* One window: start a run, find the edges on every device, finish. *short_run = 1 when the run
  * ended before every closing edge (the caller retries with more iterations). */
 static int window(proto *P, long long iters, double *power_w, double *iter_s, double *win_s, int *short_run,
                   int *clock_read)
 {
-    edges ed[KR_PROFILER_MAX_RANKS];
+    kr__profiler_edges ed[KR_PROFILER_MAX_RANKS];
     int rc = P->r->ops->start(P->r->impl, iters, P->err);
     if (rc)
         return rc;
@@ -241,7 +262,7 @@ static int window(proto *P, long long iters, double *power_w, double *iter_s, do
             P->r->ops->finish(P->r->impl, &dummy, NULL);
             return ctl_fail(P, rc, "read the energy counter", P->r->device[i]);
         }
-        ed[i] = (edges){e, t, 0, -1, 0, -1, t};
+        kr__profiler_edge_init(&ed[i], e, t);
     }
     int pending = P->nr;
     while (pending > 0) {
@@ -250,7 +271,7 @@ static int window(proto *P, long long iters, double *power_w, double *iter_s, do
         if ((rc = P->r->ops->poll(P->r->impl, &done, P->err)))
             break;
         for (int i = 0; i < P->nr; i++) {
-            edges *E = &ed[i];
+            kr__profiler_edges *E = &ed[i];
             if (E->b_t >= 0)
                 continue;
             double e;
@@ -259,19 +280,12 @@ static int window(proto *P, long long iters, double *power_w, double *iter_s, do
                 break;
             }
             double now = clk_now(P->clk);
-            if (e != E->last_e) {
-                double edge_t = 0.5 * (E->last_t + now); /* the update happened between two reads */
-                E->changed_t = now;
-                if (E->a_t < 0) {
-                    E->a_e = e, E->a_t = edge_t;
-                } else if (edge_t - E->a_t >= P->o->window_s) {
-                    E->b_e = e, E->b_t = edge_t;
-                    pending--;
-                    if (i == 0 && *clock_read == 0) {
-                        int cur = 0, lo, hi;
-                        if (kr_backend_get_clock(P->ctl, P->r->device[0], &cur, &lo, &hi) == KR_OK)
-                            *clock_read = cur;
-                    }
+            if (kr__profiler_edge_feed(E, e, now, P->o->window_s)) {
+                pending--;
+                if (i == 0 && *clock_read == 0) {
+                    int cur = 0, lo, hi;
+                    if (kr_backend_get_clock(P->ctl, P->r->device[0], &cur, &lo, &hi) == KR_OK)
+                        *clock_read = cur;
                 }
             } else if (now - E->changed_t > P->o->edge_timeout_s) {
                 rc = kr_error_set(P->err, KR_ETIMEDOUT,
@@ -280,7 +294,6 @@ static int window(proto *P, long long iters, double *power_w, double *iter_s, do
                                   P->r->device[i], now - E->changed_t);
                 break;
             }
-            E->last_e = e, E->last_t = now;
         }
         if (rc)
             break;
@@ -311,6 +324,40 @@ static int window(proto *P, long long iters, double *power_w, double *iter_s, do
     if (!(*power_w > 0) || !(*iter_s > 0))
         return kr_error_set(P->err, KR_EBACKEND, "window gave power %g W and iteration time %g s", *power_w, *iter_s);
     return KR_OK;
+}
+
+int kr__profiler_idle_power(kr_backend *ctl, int dev, const kr_profiler_options *o, const kr_profiler_clock *clk,
+                            double *power_w, kr_error *err)
+{
+    double e;
+    int rc = kr_backend_read_energy(ctl, dev, &e);
+    if (rc)
+        return kr_error_set(err, rc, "reading the energy counter of GPU %d: %s", dev, kr_backend_errmsg(ctl));
+    kr__profiler_edges E;
+    kr__profiler_edge_init(&E, e, clk_now(clk));
+    for (;;) {
+        clk_sleep(clk, o->poll_s);
+        if ((rc = kr_backend_read_energy(ctl, dev, &e)))
+            return kr_error_set(err, rc, "reading the energy counter of GPU %d: %s", dev, kr_backend_errmsg(ctl));
+        double now = clk_now(clk);
+        if (kr__profiler_edge_feed(&E, e, now, o->window_s))
+            break;
+        if (now - E.changed_t > o->edge_timeout_s)
+            return kr_error_set(err, KR_ETIMEDOUT, "the energy counter of GPU %d did not change for %.1f s", dev,
+                                now - E.changed_t);
+    }
+    *power_w = (E.b_e - E.a_e) / (E.b_t - E.a_t);
+    return KR_OK;
+}
+
+void kr__profiler_sleep(const kr_profiler_clock *clk, double s)
+{
+    clk_sleep(clk, s);
+}
+
+double kr__profiler_now(const kr_profiler_clock *clk)
+{
+    return clk_now(clk);
 }
 
 int kr_profiler_measure(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_options *o,

@@ -1,0 +1,36 @@
+/*
+ * names.c — names of the profiler's kernels and collective modes. A file of its own because
+ * libkareus_cuda.so compiles it in as well (for its messages) without the rest of the planner.
+ */
+#include <string.h>
+
+#include "kareus/profiler.h"
+
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *kr_profiler_kernel_name(kr_profiler_kernel k)
+{
+    static const char *const names[KR_PK_COUNT] = {
+        "gemm_fprop", "gemm_dgrad", "gemm_wgrad", "attn_fwd", "attn_bwd_pre", "attn_bwd", "attn_bwd_dq",
+        "rmsnorm_fwd", "rmsnorm_bwd", "bda_fwd", "bda_bwd", "qkv_split", "qkv_merge", "qknorm_fwd",
+        "qknorm_bwd", "rope_fwd", "rope_bwd", "swiglu_fwd", "swiglu_bwd", "embed_fwd", "embed_bwd",
+        "xent_max", "xent_sum", "xent_bwd", "stream", "spin"};
+    return (unsigned)k < KR_PK_COUNT ? names[k] : "?";
+}
+
+const char *kr_profiler_comm_name(kr_profiler_comm c)
+{
+    static const char *const names[] = {"auto", "nccl", "proxy", "proxy-unpaced", "none"};
+    return (unsigned)c < LEN(names) ? names[c] : "?";
+}
+
+int kr_profiler_comm_parse(const char *name, kr_profiler_comm *out)
+{
+    for (int c = 0; c <= KR_PROFILER_COMM_NONE; c++)
+        if (strcmp(name, kr_profiler_comm_name((kr_profiler_comm)c)) == 0) {
+            *out = (kr_profiler_comm)c;
+            return KR_OK;
+        }
+    return KR_EINVAL;
+}
+
