@@ -1,12 +1,628 @@
 /*
- * cmd_profile.c — `kareus profile`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_profile.c — `kareus profile`: measure partitions on a real GPU (CUDA kernels, cuBLASLt,
+ * NCCL or the single-GPU proxy, NVML clocks and energy) with the profiler backend
+ * (profiler.h), show a partition's kernel plan, self-test the kernels, and calibrate the
+ * GPU's own constants into a catalog entry for the simulator.
+ *
+ * Without what a measurement needs (libkareus_cuda, a CUDA driver, a GPU, NVML, permission to
+ * lock clocks) it exits 2 and says which is missing; --plan works anywhere.
  */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
 #include "cli.h"
+
+static const char usage_text[] =
+    "usage: kareus profile [--job FILE] --partition KEY --config MHZ[,SMS,SLOT] [--config ...]\n"
+    "       kareus profile [--job FILE] [--partition KEY|all] --log FILE [--strategy bo|exhaustive]\n"
+    "       kareus profile [--job FILE] --partition KEY --plan [--config MHZ[,SMS,SLOT]]\n"
+    "       kareus profile --calibrate [--base GPU] [--name NAME] [--out gpu.json] [--raw FILE] [--quick]\n"
+    "       kareus profile --check\n\n"
+    "Measures partitions on this machine's GPU: one nanobatch's compute (cuBLASLt GEMMs,\n"
+    "flash-style attention, memory-bound kernels) on the compute stream and the other\n"
+    "nanobatch's collective on a comm stream launched at the slot with SMS CTAs (NCCL with two\n"
+    "or more GPUs; with one, a labelled PROXY kernel moving the same bytes), at a locked clock;\n"
+    "time from CUDA events, energy from the NVML counter between its update edges, >= 3 repeats.\n\n"
+    "modes:\n"
+    "  --config MHZ,SMS,SLOT  measure these configurations (repeatable; MHZ alone for work\n"
+    "                   without a collective and for the baseline variants)\n"
+    "  --log FILE       search the partition(s) with the GPU backend (--strategy, default bo),\n"
+    "                   every measurement appended to the search's JSONL log as it is taken\n"
+    "  --plan           print the kernel plan (no GPU needed)\n"
+    "  --calibrate      measure the GPU's constants and write a catalog entry (docs/profiler.md)\n"
+    "  --check          what is present, and the kernels checked against CPU references\n"
+    "options:\n"
+    "  --job FILE       job spec (JSON or built-in name; default: the default job)\n"
+    "  --partition KEY  a partition key, non-partition work (embed_fwd, ...), or all\n"
+    "  --variant V      kareus (default), sequential or default-overlap\n"
+    "  --strategy S     bo (default) or exhaustive (search mode)\n"
+    "  --seed N         search seed (default 1)\n"
+    "  --out PATH       search: directory for frontier files; --calibrate: the entry (gpu.json)\n"
+    "  --details FILE   append one JSON line per measurement with everything behind it\n"
+    "  --json           machine-readable output (--config mode)\n"
+    "  --device N       first CUDA device (default 0)\n"
+    "  --devices N      GPUs to use (default: all from --device on, for NCCL)\n"
+    "  --comm MODE      auto (default), nccl, proxy (link-capped) or proxy-unpaced\n"
+    "  --control SPEC   clock/energy backend (default nvml; see `kareus gpu --help`)\n"
+    "  --window S       energy window per repeat, >= 1 s (default 1)\n"
+    "  --repeats N      repeats, 3..16 (default 3)\n"
+    "  --cooldown-ratio X  idle time after a measurement, x its busy time (default 0.5)\n"
+    "  --quiet          no progress lines\n"
+    "calibration:\n"
+    "  --base GPU       catalog entry filling what is not measured (default: matched by name)\n"
+    "  --name NAME      name of the new entry (default: <base>-calibrated)\n"
+    "  --raw FILE       every raw point as JSON (default: <out>.raw.json)\n"
+    "  --quick          fewer points (3 GEMM clocks, 2 copy clocks, 3 CTA counts)\n";
+
+#define MAX_CONFIGS 64
+
+typedef struct args {
+    const char *job, *partition, *variant, *strategy, *out, *details, *control, *base, *name, *raw, *log;
+    const char *configs[MAX_CONFIGS];
+    int nconfigs;
+    int plan, calibrate, check, json, quick, quiet;
+    int device, devices;
+    unsigned long long seed;
+    kr_profiler_comm comm;
+    kr_profiler_options o;
+} args;
+
+/* ---- what is missing ------------------------------------------------------------------------ */
+
+static int is_missing(int rc)
+{
+    return rc == KR_ENOLIB || rc == KR_ENODEV || rc == KR_EPERM || rc == KR_EUNSUPPORTED;
+}
+
+/* Opens the CUDA runner and the control backend; on failure prints every missing piece and
+ * returns the exit status (2 when something is missing, 1 otherwise). */
+static int open_hardware(const args *a, kr_profiler_runner **runner, kr_backend **ctl)
+{
+    *runner = NULL;
+    *ctl = NULL;
+    /* CUDA and NVML must number the GPUs alike (the control backend takes NVML indices). */
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+    kr_error e1 = {0}, e2 = {0};
+    int rc1 = kr_profiler_runner_open(a->device, a->devices, runner, &e1);
+    int rc2 = kr_gpuctl_open(a->control, NULL, ctl, &e2);
+    if (rc1 == KR_OK && rc2 == KR_OK)
+        return 0;
+    int input = (rc1 && (is_missing(rc1) || kr_status_is_input_error(rc1))) ||
+                (rc2 && (is_missing(rc2) || kr_status_is_input_error(rc2)));
+    fprintf(stderr, "kareus profile: cannot measure on this machine:\n");
+    if (rc1)
+        fprintf(stderr, "  - %s\n", e1.msg[0] ? e1.msg : kr_strerror(rc1));
+    if (rc2) {
+        const char *m = e2.msg[0] ? e2.msg : kr_strerror(rc2);
+        if (strncmp(m, "NVML: ", 6) == 0)
+            m += 6;
+        fprintf(stderr, "  - %s%s\n", rc2 == KR_ENOLIB || rc2 == KR_ENODEV ? "no NVML: " : "", m);
+    }
+    fprintf(stderr, "  (measuring needs libkareus_cuda.so, the NVIDIA driver with a GPU of compute capability "
+                    "8.0+, NVML, and root to lock clocks; `kareus profile --plan` works without them)\n");
+    kr_profiler_runner_destroy(*runner);
+    kr_backend_destroy(*ctl);
+    *runner = NULL;
+    *ctl = NULL;
+    return input ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
+}
+
+/* Exit status of a failed measurement: 2 when a permission or capability is missing. */
+static int report_failure(int rc, const char *msg)
+{
+    fprintf(stderr, "kareus profile: %s\n", msg[0] ? msg : kr_strerror(rc));
+    return is_missing(rc) || kr_status_is_input_error(rc) ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
+}
+
+/* ---- partitions and configs -------------------------------------------------------------------- */
+
+/* The partitions named by key ("all": every layer partition of the variant and every piece of
+ * non-partition work) into set. Returns 0 or an exit status. */
+static int select_partitions(const kr_job *job, kr_variant var, const char *key, kr_partition_set *set)
+{
+    kr_error err = {0};
+    kr_partition_set *all = malloc(sizeof *all);
+    if (all == NULL)
+        return CLI_EXIT_FAIL;
+    int rc = kr_partition_catalog(job, var, all, &err);
+    if (rc) {
+        free(all);
+        return cli_report(rc, &err);
+    }
+    memset(set, 0, sizeof *set);
+    char known[1024] = "";
+    size_t kn = 0;
+    for (int i = 0; i < all->n; i++) {
+        kn += (size_t)snprintf(known + kn, kn < sizeof known ? sizeof known - kn : 0, "%s%s", i ? ", " : "",
+                               all->p[i].key);
+        if (strcmp(key, "all") == 0 || strcmp(key, all->p[i].key) == 0)
+            set->p[set->n++] = all->p[i];
+    }
+    for (int st = 0; st < job->pp; st++)
+        for (int bwd = 0; bwd <= 1; bwd++) {
+            kr_partition_set np;
+            if (kr_partition_nonpartition(job, st, bwd, &np, &err) != KR_OK)
+                continue;
+            for (int i = 0; i < np.n; i++) {
+                int dup = 0;
+                for (int j = 0; j < set->n; j++)
+                    dup |= strcmp(set->p[j].key, np.p[i].key) == 0;
+                if (!dup && (strcmp(key, "all") == 0 || strcmp(key, np.p[i].key) == 0) && set->n < KR_MAX_PARTITIONS)
+                    set->p[set->n++] = np.p[i];
+                if (strstr(known, np.p[i].key) == NULL && kn < sizeof known)
+                    kn += (size_t)snprintf(known + kn, sizeof known - kn, ", %s", np.p[i].key);
+            }
+        }
+    free(all);
+    if (set->n == 0) {
+        fprintf(stderr, "kareus profile: --partition: expected all or a partition of job '%s' (variant %s): %s; found '%s'\n",
+                job->name, kr_variant_name(var), known, key);
+        return CLI_EXIT_INPUT;
+    }
+    return 0;
+}
+
+/* Parses "MHZ[,SMS,SLOT]" for partition p. Returns 0 or an exit status. */
+static int parse_config(const kr_job *job, const kr_partition *p, const char *text, kr_config *c)
+{
+    char buf[128];
+    if (strlen(text) >= sizeof buf)
+        return cli_usage_error("profile", "--config: too long: '%s'", text);
+    strcpy(buf, text);
+    char *sms = strchr(buf, ','), *slot = NULL;
+    if (sms) {
+        *sms++ = '\0';
+        slot = strchr(sms, ',');
+        if (slot == NULL)
+            return cli_usage_error("profile", "--config: expected MHZ or MHZ,SMS,SLOT, found '%s'", text);
+        *slot++ = '\0';
+    }
+    int fixed = p->variant != KR_VARIANT_KAREUS || p->per_stage > 0;
+    c->freq_mhz = 0;
+    c->sms = fixed ? p->fixed_sms : 0;
+    c->slot = fixed ? p->fixed_slot : KR_SLOT_NONE;
+    int rc = cli_parse_int("profile", "--config (clock)", buf, 1, 100000, &c->freq_mhz);
+    if (rc)
+        return rc;
+    if (p->coll.kind == KR_COLL_NONE && sms)
+        return cli_usage_error("profile", "--config '%s': partition %s carries no collective; give the clock only",
+                               text, p->key);
+    if (!fixed && p->coll.kind != KR_COLL_NONE && sms == NULL)
+        return cli_usage_error("profile", "--config '%s': partition %s searches comm SMs and slot: give MHZ,SMS,SLOT",
+                               text, p->key);
+    if (sms) {
+        if ((rc = cli_parse_int("profile", "--config (SMs)", sms, 1, 100000, &c->sms)))
+            return rc;
+        kr_error err = {0};
+        if ((rc = kr_partition_slot_index(p, slot, &c->slot, &err)))
+            return cli_report(rc, &err);
+    }
+    kr_error err = {0};
+    if ((rc = kr_config_validate(job, p, c, &err)))
+        return cli_report(rc, &err);
+    return 0;
+}
+
+/* ---- modes ------------------------------------------------------------------------------------- */
+
+static int mode_plan(const args *a, const kr_job *job, const kr_partition_set *set)
+{
+    kr_profiler_plan *plan = malloc(sizeof *plan);
+    char *text = malloc(65536);
+    if (plan == NULL || text == NULL) {
+        free(plan), free(text);
+        return CLI_EXIT_FAIL;
+    }
+    kr_profiler_plan_params pp;
+    kr_profiler_plan_params_default(&pp);
+    pp.comm = a->comm;
+    pp.devices = a->devices > 0 ? a->devices : 1;
+    int status = 0;
+    for (int i = 0; i < set->n && status == 0; i++) {
+        const kr_partition *p = &set->p[i];
+        kr_config c = {(int)job->gpu.plan_max_mhz, p->fixed_sms, p->fixed_slot};
+        if (p->variant == KR_VARIANT_KAREUS && p->per_stage == 0 && p->coll.kind != KR_COLL_NONE) {
+            c.sms = p->coll.kind == KR_COLL_ALLREDUCE ? job->sms_allreduce.v[0] : job->sms_gather.v[0];
+            c.slot = 0;
+        }
+        if (p->coll.kind == KR_COLL_NONE)
+            c.sms = 0, c.slot = KR_SLOT_NONE;
+        if (a->nconfigs > 0 && (status = parse_config(job, p, a->configs[0], &c)))
+            break;
+        kr_error err = {0};
+        int rc = kr_profiler_plan_build(job, p, &c, &pp, plan, &err);
+        if (rc) {
+            status = report_failure(rc, err.msg);
+            break;
+        }
+        kr_profiler_plan_format(plan, text, 65536);
+        printf("%s%s", i ? "\n" : "", text);
+    }
+    free(plan), free(text);
+    return status;
+}
+
+static void print_measurement(const kr_partition *p, const kr_config *c, const kr_profiler_result *r, int json,
+                              json_t *arr)
+{
+    if (json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "partition", json_string(p->key));
+        json_object_set_new(o, "variant", json_string(kr_variant_name(p->variant)));
+        json_object_set_new(o, "freq_mhz", json_integer(c->freq_mhz));
+        json_object_set_new(o, "sms", json_integer(p->coll.kind != KR_COLL_NONE ? c->sms : 0));
+        json_object_set_new(o, "slot", json_string(kr_partition_slot_name(p, c->slot)));
+        json_object_set_new(o, "time_s", json_real(r->m.time_s));
+        json_object_set_new(o, "time_sd_s", json_real(r->m.time_sd_s));
+        json_object_set_new(o, "energy_j", json_real(r->m.energy_j));
+        json_object_set_new(o, "energy_sd_j", json_real(r->m.energy_sd_j));
+        json_object_set_new(o, "eff_energy_j", json_real(r->m.eff_energy_j));
+        json_object_set_new(o, "repeats", json_integer(r->m.repeats));
+        json_object_set_new(o, "iters", json_integer(r->iters));
+        json_object_set_new(o, "window_s", json_real(r->window_s));
+        json_object_set_new(o, "clock_read_mhz", json_integer(r->clock_read_mhz));
+        json_object_set_new(o, "comm", json_string(r->comm));
+        json_array_append_new(arr, o);
+        return;
+    }
+    printf("%-12s %5d %4d %-13s %10.4f %6.2f%% %10.5f %6.2f%% %10.5f %6d  %s\n", p->key, c->freq_mhz,
+           p->coll.kind != KR_COLL_NONE ? c->sms : 0, kr_partition_slot_name(p, c->slot), r->m.time_s * 1e3,
+           r->m.time_s > 0 ? 100 * r->m.time_sd_s / r->m.time_s : 0, r->m.energy_j,
+           r->m.energy_j > 0 ? 100 * r->m.energy_sd_j / r->m.energy_j : 0, r->m.eff_energy_j, r->clock_read_mhz,
+           r->comm);
+    fflush(stdout);
+}
+
+typedef struct observer_ctx {
+    const args *a;
+    const kr_job *job;
+    const char *device;
+    int failed;
+    kr_error err;
+} observer_ctx;
+
+static void observe(void *ud, const kr_partition *p, const kr_config *c, const kr_profiler_result *r)
+{
+    observer_ctx *oc = ud;
+    if (oc->a->details && !oc->failed &&
+        kr_profiler_details_append(oc->a->details, oc->job, p, c, r, oc->device, &oc->err) != KR_OK) {
+        oc->failed = 1;
+        fprintf(stderr, "kareus profile: warning: %s (details are no longer written)\n", oc->err.msg);
+    }
+    if (!oc->a->quiet)
+        fprintf(stderr, "kareus profile: %s %d MHz %d SMs %s: %.4f ms, %.5f J (%lld iterations, %s)\n", p->key,
+                c->freq_mhz, c->sms, kr_partition_slot_name(p, c->slot), r->m.time_s * 1e3, r->m.energy_j, r->iters,
+                r->comm);
+}
+
+/* Warns when the job's GPU is not the one measured (the shapes are the job's; the clocks must
+ * be ones this GPU supports). */
+static void warn_gpu(const kr_job *job, const kr_profiler_runner *r)
+{
+    if (strcasecmp(r->device_name, job->gpu.display) != 0)
+        fprintf(stderr, "kareus profile: warning: job '%s' is for a %s; measuring its partitions on %s\n", job->name,
+                job->gpu.display, r->device_name);
+}
+
+static int make_backend(const args *a, const kr_job *job, kr_profiler_runner **runner, kr_backend **ctl,
+                        observer_ctx *oc, kr_backend **gpu)
+{
+    int status = open_hardware(a, runner, ctl);
+    if (status)
+        return status;
+    warn_gpu(job, *runner);
+    kr_profiler_plan_params pp;
+    kr_profiler_plan_params_default(&pp);
+    pp.comm = a->comm;
+    oc->device = (*runner)->device_name;
+    kr_error err = {0};
+    int rc = kr_profiler_backend_create(job, *runner, *ctl, &a->o, &pp, NULL, observe, oc, gpu, &err);
+    if (rc) {
+        kr_profiler_runner_destroy(*runner);
+        *runner = NULL;
+        return report_failure(rc, err.msg);
+    }
+    *runner = NULL; /* owned by the backend now */
+    return 0;
+}
+
+static int mode_configs(const args *a, const kr_job *job, const kr_partition_set *set)
+{
+    if (set->n != 1)
+        return cli_usage_error("profile", "--config: name one partition with --partition (found %d)", set->n);
+    const kr_partition *p = &set->p[0];
+    kr_config cfg[MAX_CONFIGS];
+    for (int i = 0; i < a->nconfigs; i++) {
+        int st = parse_config(job, p, a->configs[i], &cfg[i]);
+        if (st)
+            return st;
+    }
+    kr_profiler_runner *runner;
+    kr_backend *ctl, *gpu = NULL;
+    observer_ctx oc = {a, job, NULL, 0, {0}};
+    int status = make_backend(a, job, &runner, &ctl, &oc, &gpu);
+    if (status)
+        return status;
+    json_t *arr = json_array();
+    if (!a->json)
+        printf("%-12s %5s %4s %-13s %10s %7s %10s %7s %10s %6s  %s\n", "partition", "MHz", "SMs", "slot", "time_ms",
+               "sd", "energy_J", "sd", "eff_J", "clock", "collective");
+    for (int i = 0; i < a->nconfigs && status == 0; i++) {
+        kr_measurement m;
+        int rc = kr_backend_measure(gpu, p, &cfg[i], &m);
+        if (rc) {
+            status = report_failure(rc, kr_backend_errmsg(gpu));
+            break;
+        }
+        kr_profiler_result r;
+        kr_profiler_backend_last(gpu, &r);
+        print_measurement(p, &cfg[i], &r, a->json, arr);
+    }
+    if (a->json && status == 0) {
+        json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        printf("\n");
+    }
+    json_decref(arr);
+    kr_backend_destroy(gpu); /* resets the clocks it locked */
+    kr_backend_destroy(ctl);
+    return status;
+}
+
+static int mode_check(const args *a)
+{
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+    kr_profiler_probe_info info;
+    kr_error err = {0};
+    int rc = kr_profiler_probe(&info, &err);
+    if (info.lib_path[0])
+        printf("library   %s (%s)\n", info.lib_path, info.build);
+    if (info.driver_version)
+        printf("driver    CUDA %d.%d\n", info.driver_version / 1000, (info.driver_version % 1000) / 10);
+    for (int i = 0; i < info.ndevices && i < KR_PROFILER_MAX_RANKS; i++)
+        printf("GPU %d     %s, %d SMs, compute capability %d.%d, %.1f GB\n", i, info.name[i], info.sm_count[i],
+               info.cc_major[i], info.cc_minor[i], info.mem_bytes[i] / 1e9);
+    kr_profiler_runner *runner;
+    kr_backend *ctl;
+    int status = open_hardware(a, &runner, &ctl);
+    if (status)
+        return status;
+    (void)rc;
+    printf("control   %s\n", kr_backend_name(ctl));
+    static char report[32768];
+    rc = kr_profiler_selftest(runner, report, sizeof report, &err);
+    fputs(report, stdout);
+    kr_profiler_runner_destroy(runner);
+    kr_backend_destroy(ctl);
+    if (rc)
+        return report_failure(rc, err.msg);
+    return 0;
+}
+
+static void calib_progress(void *ud, const char *what)
+{
+    cli_progress(*(const int *)ud, "kareus profile --calibrate: %s", what);
+}
+
+static int mode_calibrate(const args *a)
+{
+    kr_profiler_runner *runner;
+    kr_backend *ctl;
+    int status = open_hardware(a, &runner, &ctl);
+    if (status)
+        return status;
+    kr_gpu base;
+    kr_error err = {0};
+    int rc = KR_ENOTFOUND;
+    if (a->base)
+        rc = kr_catalog_gpu_find(a->base, &base, &err);
+    else
+        for (int i = 0; i < kr_catalog_gpu_count() && rc; i++) {
+            kr_catalog_gpu_at(i, &base);
+            if (strcasecmp(base.display, runner->device_name) == 0)
+                rc = KR_OK;
+        }
+    if (rc) {
+        if (!a->base)
+            fprintf(stderr, "kareus profile: --base: the GPU '%s' is not in the catalog by name; give the closest "
+                            "entry (see `kareus catalog`)\n", runner->device_name);
+        else
+            fprintf(stderr, "kareus profile: --base: %s\n", err.msg);
+        kr_profiler_runner_destroy(runner);
+        kr_backend_destroy(ctl);
+        return CLI_EXIT_INPUT;
+    }
+    kr_profiler_calib_options co;
+    kr_profiler_calib_options_default(&co);
+    if (a->quick) {
+        co.gemm_clocks = 3;
+        co.stream_clocks = 2;
+        co.ncoll_ctas = 3;
+        co.coll_ctas[0] = 1, co.coll_ctas[1] = 4, co.coll_ctas[2] = 16;
+    }
+    int quiet = a->quiet;
+    co.progress = calib_progress;
+    co.progress_ud = &quiet;
+    kr_profiler_calib *c = malloc(sizeof *c);
+    if (c == NULL)
+        return CLI_EXIT_FAIL;
+    rc = kr_profiler_calibrate(runner, ctl, &base, &co, &a->o, NULL, c, &err);
+    cli_progress_done(a->quiet);
+    kr_profiler_runner_destroy(runner);
+    kr_backend_destroy(ctl);
+    if (rc) {
+        free(c);
+        return report_failure(rc, err.msg);
+    }
+    snprintf(c->gpu.name, sizeof c->gpu.name, "%s", a->name ? a->name : base.name);
+    if (a->name == NULL)
+        snprintf(c->gpu.name + strlen(c->gpu.name), sizeof c->gpu.name - strlen(c->gpu.name), "-calibrated");
+    const char *out = a->out ? a->out : "gpu-calibrated.json";
+    char raw[4096];
+    if (a->raw)
+        snprintf(raw, sizeof raw, "%s", a->raw);
+    else {
+        snprintf(raw, sizeof raw, "%s", out);
+        char *dot = strrchr(raw, '.');
+        if (dot && strcmp(dot, ".json") == 0)
+            *dot = '\0';
+        strncat(raw, ".raw.json", sizeof raw - strlen(raw) - 1);
+    }
+    if ((rc = kr_gpu_write_json(out, &c->gpu, &err)) || (rc = kr_profiler_calib_write_raw(raw, c, &err))) {
+        free(c);
+        return cli_report(rc, &err);
+    }
+    printf("calibrated %s (base %s) on %s, %s\n", c->gpu.name, base.name, c->device, c->date);
+    for (int i = 0; i < KR_GPU_NPARAMS; i++)
+        if (c->measured[i])
+            printf("  %-18s %-12.6g (base %.6g) %s\n", kr_gpu_param(i)->field, kr_gpu_param_value(&c->gpu, i),
+                   kr_gpu_param_value(&base, i), kr_gpu_param(i)->unit);
+    printf("wrote %s and %s\n", out, raw);
+    free(c);
+    return 0;
+}
+
+static int mode_search(const args *a, const kr_job *job, const kr_partition_set *set)
+{
+    (void)set;
+    (void)job;
+    return cli_usage_error("profile",
+                           "--log: searching with the GPU backend needs the search module (search.h), which this build "
+                           "does not have yet; measure chosen configurations with --config");
+    (void)a;
+}
+
+/* ---- arguments ----------------------------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, args *a)
+{
+    enum {
+        O_JOB = 256, O_PART, O_VARIANT, O_STRATEGY, O_SEED, O_OUT, O_DETAILS, O_JSON, O_DEVICE, O_DEVICES, O_COMM,
+        O_CONTROL, O_WINDOW, O_REPEATS, O_COOL, O_QUIET, O_BASE, O_NAME, O_RAW, O_QUICK, O_CONFIG, O_PLAN,
+        O_CALIB, O_CHECK, O_LOG
+    };
+    static const struct option opts[] = {
+        {"job", required_argument, 0, O_JOB},         {"partition", required_argument, 0, O_PART},
+        {"variant", required_argument, 0, O_VARIANT}, {"strategy", required_argument, 0, O_STRATEGY},
+        {"seed", required_argument, 0, O_SEED},       {"out", required_argument, 0, O_OUT},
+        {"details", required_argument, 0, O_DETAILS}, {"json", no_argument, 0, O_JSON},
+        {"device", required_argument, 0, O_DEVICE},   {"devices", required_argument, 0, O_DEVICES},
+        {"comm", required_argument, 0, O_COMM},       {"control", required_argument, 0, O_CONTROL},
+        {"window", required_argument, 0, O_WINDOW},   {"repeats", required_argument, 0, O_REPEATS},
+        {"cooldown-ratio", required_argument, 0, O_COOL}, {"quiet", no_argument, 0, O_QUIET},
+        {"base", required_argument, 0, O_BASE},       {"name", required_argument, 0, O_NAME},
+        {"raw", required_argument, 0, O_RAW},         {"quick", no_argument, 0, O_QUICK},
+        {"config", required_argument, 0, O_CONFIG},   {"plan", no_argument, 0, O_PLAN},
+        {"calibrate", no_argument, 0, O_CALIB},       {"check", no_argument, 0, O_CHECK},
+        {"log", required_argument, 0, O_LOG},         {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    memset(a, 0, sizeof *a);
+    a->control = "nvml";
+    a->seed = 1;
+    a->comm = KR_PROFILER_COMM_AUTO;
+    kr_profiler_options_default(&a->o);
+    optind = 1;
+    opterr = 0;
+    int c, rc;
+    long l;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_JOB: a->job = optarg; break;
+        case O_PART: a->partition = optarg; break;
+        case O_VARIANT: a->variant = optarg; break;
+        case O_STRATEGY: a->strategy = optarg; break;
+        case O_SEED:
+            if ((rc = cli_parse_long("profile", "--seed", optarg, 0, 2147483647L, &l)))
+                return rc;
+            a->seed = (unsigned long long)l;
+            break;
+        case O_OUT: a->out = optarg; break;
+        case O_DETAILS: a->details = optarg; break;
+        case O_JSON: a->json = 1; break;
+        case O_DEVICE:
+            if ((rc = cli_parse_int("profile", "--device", optarg, 0, 1023, &a->device)))
+                return rc;
+            break;
+        case O_DEVICES:
+            if ((rc = cli_parse_int("profile", "--devices", optarg, 1, KR_PROFILER_MAX_RANKS, &a->devices)))
+                return rc;
+            break;
+        case O_COMM:
+            if (kr_profiler_comm_parse(optarg, &a->comm) || a->comm == KR_PROFILER_COMM_NONE)
+                return cli_usage_error("profile", "--comm: expected auto, nccl, proxy or proxy-unpaced, found '%s'",
+                                       optarg);
+            break;
+        case O_CONTROL: a->control = optarg; break;
+        case O_WINDOW:
+            if ((rc = cli_parse_double("profile", "--window", optarg, 1.0, 600.0, &a->o.window_s)))
+                return rc;
+            break;
+        case O_REPEATS:
+            if ((rc = cli_parse_int("profile", "--repeats", optarg, 3, KR_PROFILER_MAX_REPEATS, &a->o.repeats)))
+                return rc;
+            break;
+        case O_COOL:
+            if ((rc = cli_parse_double("profile", "--cooldown-ratio", optarg, 0.0, 100.0, &a->o.cooldown_ratio)))
+                return rc;
+            break;
+        case O_QUIET: a->quiet = 1; break;
+        case O_BASE: a->base = optarg; break;
+        case O_NAME: a->name = optarg; break;
+        case O_RAW: a->raw = optarg; break;
+        case O_QUICK: a->quick = 1; break;
+        case O_CONFIG:
+            if (a->nconfigs == MAX_CONFIGS)
+                return cli_usage_error("profile", "--config: at most %d configurations", MAX_CONFIGS);
+            a->configs[a->nconfigs++] = optarg;
+            break;
+        case O_PLAN: a->plan = 1; break;
+        case O_CALIB: a->calibrate = 1; break;
+        case O_CHECK: a->check = 1; break;
+        case O_LOG: a->log = optarg; break;
+        case 'h': fputs(usage_text, stdout); return -1;
+        default: return cli_usage_error("profile", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("profile", "unexpected argument '%s'", argv[optind]);
+    int modes = a->plan + a->calibrate + a->check + (a->nconfigs > 0 && !a->plan) + (a->log != NULL);
+    if (modes == 0)
+        return cli_usage_error("profile", "expected a mode: --config, --log (search), --plan, --calibrate or --check");
+    if (modes > 1)
+        return cli_usage_error("profile", "give one mode: --config, --log, --plan, --calibrate or --check");
+    if ((a->plan || a->nconfigs > 0) && a->partition == NULL)
+        return cli_usage_error("profile", "--partition: missing (which partition to %s)", a->plan ? "show" : "measure");
+    if (a->plan && a->nconfigs > 1)
+        return cli_usage_error("profile", "--plan shows one configuration; found %d --config", a->nconfigs);
+    return 0;
+}
 
 int cmd_profile(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus profile: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (a.check)
+        return mode_check(&a);
+    if (a.calibrate)
+        return mode_calibrate(&a);
+    kr_variant var = KR_VARIANT_KAREUS;
+    if (a.variant && kr_variant_parse(a.variant, &var))
+        return cli_usage_error("profile", "--variant: expected kareus, sequential or default-overlap, found '%s'",
+                               a.variant);
+    kr_job job;
+    if ((rc = cli_load_job(a.job, &job)))
+        return rc;
+    kr_partition_set *set = malloc(sizeof *set);
+    if (set == NULL)
+        return CLI_EXIT_FAIL;
+    rc = select_partitions(&job, var, a.partition ? a.partition : "all", set);
+    if (rc == 0)
+        rc = a.plan ? mode_plan(&a, &job, set) : a.nconfigs > 0 ? mode_configs(&a, &job, set) : mode_search(&a, &job, set);
+    free(set);
+    return rc;
 }

@@ -1351,6 +1351,49 @@ static void calib_runs_the_protocol_on_a_virtual_gpu(void **state)
     free(c);
 }
 
+static void details_log_appends_one_line_per_measurement(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_partition_set *set = malloc(sizeof *set);
+    const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_attn", set);
+    kr_profiler_result r;
+    memset(&r, 0, sizeof r);
+    r.m.time_s = 0.0012345678901234567, r.m.energy_j = 0.5, r.m.repeats = 3;
+    r.time_s[0] = 1, r.time_s[1] = 2, r.time_s[2] = 3;
+    r.iters = 812;
+    snprintf(r.comm, sizeof r.comm, "PROXY allreduce");
+    kr_config c = {1410, 9, 3};
+    const char *dir = kr_test_tmpdir("details");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/d.jsonl", dir);
+    kr_error e = {0};
+    assert_int_equal(kr_profiler_details_append(path, &job, p, &c, &r, "NVIDIA H200", &e), KR_OK);
+    c.slot = KR_SLOT_NONE;
+    assert_int_equal(kr_profiler_details_append(path, &job, p, &c, &r, "NVIDIA H200", &e), KR_OK);
+    char *text;
+    size_t len;
+    assert_int_equal(kr__read_file(path, &text, &len, &e), KR_OK);
+    char *nl = strchr(text, '\n');
+    assert_non_null(nl);
+    assert_true(text[len - 1] == '\n' && strchr(nl + 1, '\n') == text + len - 1); /* two lines */
+    *nl = '\0';
+    json_t *o;
+    assert_int_equal(kr__json_load_text(text, "line", &o, &e), KR_OK);
+    assert_string_equal(json_string_value(json_object_get(o, "overlap_start")), "attn_0");
+    assert_int_equal(json_integer_value(json_object_get(o, "sm")), 9);
+    assert_true(json_real_value(json_object_get(o, "time_s")) == r.m.time_s); /* round trip */
+    assert_int_equal(json_array_size(json_object_get(o, "time_s_each")), 3);
+    assert_string_equal(json_string_value(json_object_get(o, "comm")), "PROXY allreduce");
+    json_decref(o);
+    assert_non_null(strstr(nl + 1, "\"overlap_start\":\"none\""));
+    free(text);
+    KR_ASSERT_ERR(kr_profiler_details_append("/nonexistent/dir/d.jsonl", &job, p, &c, &r, "x", &e), KR_EIO, e,
+                  "/nonexistent/dir/d.jsonl: cannot open");
+    free(set);
+}
+
 /* ---- the loader and the environment --------------------------------------------------------- */
 
 static void env_check_for_nvml_numbering(void **state)
@@ -1452,6 +1495,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(calib_switch_latency_from_a_trace),
     cmocka_unit_test(calib_entry_sets_measured_parameters_with_sources),
     cmocka_unit_test(calib_runs_the_protocol_on_a_virtual_gpu),
+    cmocka_unit_test(details_log_appends_one_line_per_measurement),
     cmocka_unit_test(env_check_for_nvml_numbering),
     cmocka_unit_test(probe_names_a_missing_library),
     cmocka_unit_test(probe_without_a_gpu_names_what_is_missing),

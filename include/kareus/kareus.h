@@ -14,6 +14,7 @@
  *   dag        pipeline DAG, critical path                 (dag.h)
  *   solver     time-energy frontier (Phillips-Dessouky)    (solver.h)
  *   compose    instruction options from partition frontiers (compose.h)
+ *   profiler   partitions measured on a real GPU           (profiler.h)
  * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
  * gpuctl, profiler) add their headers here as they land.
  */
@@ -38,6 +39,7 @@
 #include "kareus/dag.h"
 #include "kareus/solver.h"
 #include "kareus/compose.h"
+#include "kareus/profiler.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);

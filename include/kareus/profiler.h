@@ -375,6 +375,16 @@ int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr
 /* The result behind the backend's last successful measure (KR_ESTATE if none). */
 int kr_profiler_backend_last(kr_backend *b, kr_profiler_result *out);
 
+/*
+ * Appends one measurement with everything the protocol saw (config, means, spreads, per-repeat
+ * samples, iterations, window, settle, cooldown, clock read back, how the collective ran, the
+ * device, the job's fingerprint) as one JSON line to path: opened O_APPEND, written in one
+ * call, fsync'd. The search's measurement log (search.h) keeps the means; this file keeps the
+ * detail behind them. Returns KR_OK or KR_EIO naming the path.
+ */
+int kr_profiler_details_append(const char *path, const kr_job *job, const kr_partition *p, const kr_config *c,
+                               const kr_profiler_result *r, const char *device, kr_error *err);
+
 /* ---- calibration (kareus profile --calibrate) -------------------------------------------- */
 
 /* One point of a sweep against the clock: what was measured at freq_mhz. */

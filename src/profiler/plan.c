@@ -223,7 +223,7 @@ static void op_attn(builder *bd, const kr_op *op, int oi, int cp)
     kr_profiler_step *st = step(bd, KR_PK_ATTN_BWD_PRE, oi);
     if (!st)
         return;
-    st->b = op->m, st->s = op->seq_q, st->nh = op->heads, st->d = op->head_dim;
+    st->b = op->m, st->s = op->seq_q, st->nh = op->heads, st->nkv = op->kv_heads, st->d = op->head_dim;
     st->in[0] = o, st->in[1] = dO, st->out[0] = D, st->out[1] = dqacc; /* zero-fills dq_accum */
     st->flops = 2.0 * b * nh * s * d;
     stream_bytes(pl, st);
@@ -240,7 +240,7 @@ static void op_attn(builder *bd, const kr_op *op, int oi, int cp)
     st = step(bd, KR_PK_ATTN_BWD_DQ, oi);
     if (!st)
         return;
-    st->b = op->m, st->s = op->seq_q, st->nh = op->heads, st->d = op->head_dim;
+    st->b = op->m, st->s = op->seq_q, st->nh = op->heads, st->nkv = op->kv_heads, st->d = op->head_dim;
     st->m = (long long)(b * nh * s), st->n = op->head_dim;
     st->in[0] = dqacc, st->out[0] = dq;
     stream_bytes(pl, st);
@@ -773,6 +773,8 @@ void kr_profiler_plan_format(const kr_profiler_plan *plan, char *out, size_t cap
                           s->cp);
         else if (s->kernel == KR_PK_SPIN)
             kr__sb_printf(&sb, " ctas=%d ns=%lld", s->ctas, s->ns);
+        else if (s->b > 0)
+            kr__sb_printf(&sb, " b=%lld s=%lld heads=%d/%d d=%d", s->b, s->s, s->nh, s->nkv, s->d);
         else if (s->m > 0)
             kr__sb_printf(&sb, " %lldx%lld", s->m, s->n);
         kr__sb_printf(&sb, "  %.3f GFLOP %.2f MB\n", s->flops / 1e9, s->bytes / 1e6);

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# test_profile.sh — `kareus profile` on a machine without a GPU (CI, this build machine): every
+# measuring mode exits 2 naming what is missing; the kernel plan works anywhere; bad input is
+# exit 2 with the reason. On a machine with a GPU the no-GPU cases are skipped (exit 77).
+source "$(dirname "$0")/lib.sh"
+
+lib="${KR_BINARY_DIR:-.}/libkareus_cuda.so"
+
+# Does this machine have what a measurement needs? Then the no-GPU expectations do not hold.
+if "$KAREUS" profile --check >/dev/null 2>&1; then
+  echo "SKIPPED: a GPU with the CUDA driver and NVML is present; the no-GPU cases cannot run here"
+  exit 77
+fi
+
+# Whatever is missing is named, with exit 2, for every measuring mode.
+missing_re='no libkareus_cuda|no CUDA driver|no GPU|no NVML|no permission'
+for args in "--check" "--calibrate" "--partition fwd_attn --config 1410,9,linear_0" \
+            "--job default --partition fwd_mlp --config 1200,6,norm_0 --config 1410,6,norm_0"; do
+  out=$("$KAREUS" profile $args 2>&1); rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -qE "$missing_re" <<<"$out" || ! grep -qF "cannot measure on this machine" <<<"$out"; then
+    echo "FAIL: kareus profile $args -> exit $rc; output:" >&2; echo "$out" | head -10 >&2; fails=$((fails + 1))
+  else
+    echo "ok: kareus profile $args -> 2 ($(grep -oE "$missing_re" <<<"$out" | sort -u | tr '\n' ' '))"
+  fi
+done
+
+# Without the library: named, with where it was looked for.
+KAREUS_CUDA_LIB=/nonexistent/libkareus_cuda.so expect_exit 2 "no libkareus_cuda: \$KAREUS_CUDA_LIB does not load" -- \
+  profile --partition fwd_attn --config 1410,9,linear_0
+export KAREUS_CUDA_LIB=/nonexistent/libkareus_cuda.so
+expect_exit 2 "/nonexistent/libkareus_cuda.so" -- profile --check
+unset KAREUS_CUDA_LIB
+
+# With the library built but no driver (this machine): the driver is what is missing.
+if [ -f "$lib" ] && [ ! -e /dev/nvidiactl ]; then
+  expect_exit 2 "no CUDA driver" -- profile --check
+  # Only the entry point is exported from the CUDA library.
+  syms=$(nm -D --defined-only "$lib" | awk '$2 == "T" {print $3}' | grep -v '^_' | tr '\n' ' ')
+  if [ "$syms" != "kr_cuda_profiler_api " ]; then
+    echo "FAIL: libkareus_cuda.so exports more than its entry point: $syms" >&2; fails=$((fails + 1))
+  else
+    echo "ok: libkareus_cuda.so exports only kr_cuda_profiler_api"
+  fi
+  # libkareus itself has no CUDA link dependency.
+  if [ -n "${KR_LIBKAREUS:-}" ] && ldd "$KR_LIBKAREUS" | grep -qE 'libcuda|libcudart|libcublas|libnccl'; then
+    echo "FAIL: libkareus links CUDA libraries" >&2; fails=$((fails + 1))
+  else
+    echo "ok: libkareus has no CUDA link dependency"
+  fi
+fi
+
+# The kernel plan needs no GPU.
+expect_exit 0 "plan fwd_attn: 7 steps" -- profile --partition fwd_attn --plan
+expect_exit 0 "attn_fwd" -- profile --partition fwd_attn --plan --config 1200,12,attn_0
+expect_exit 0 "-- launch allreduce" -- profile --partition fwd_attn --plan --config 1200,12,attn_0
+expect_exit 0 "PROXY allreduce (1 GPU, link-capped" -- profile --partition fwd_mlp --plan
+expect_exit 0 "nccl allreduce x4 ranks (group 8)" -- profile --partition fwd_mlp --plan --comm nccl --devices 4
+expect_exit 0 "qknorm_bwd" -- profile --job qwen3-1.7b-cp2tp4-mbs8-s4096 --partition bwd_qkv_rs --plan --config 1200,4,rope_0
+expect_exit 0 "plan embed_fwd" -- profile --partition embed_fwd --plan
+expect_exit 0 "xent_bwd" -- profile --partition loss_bwd --plan
+expect_exit 0 "plan bwd_attn" -- profile --partition all --plan
+expect_exit 0 "usage: kareus profile" -- profile --help
+
+# Bad input: exit 2 with what was expected and what was found.
+expect_exit 2 "expected a mode" -- profile
+expect_exit 2 "give one mode" -- profile --plan --check --partition fwd_attn
+expect_exit 2 "--partition: missing" -- profile --plan
+expect_exit 2 "expected all or a partition of job 'default'" -- profile --partition fwd_nope --plan
+expect_exit 2 "give MHZ,SMS,SLOT" -- profile --partition fwd_attn --plan --config 1410
+expect_exit 2 "carries no collective" -- profile --partition loss_fwd --plan --config 1410,4,norm_0
+expect_exit 2 "expected a slot among {norm_0, linear_0, rope_0, attn_0}, found 'attn_9'" -- \
+  profile --partition fwd_attn --plan --config 1410,9,attn_9
+expect_exit 2 "comm SMs: expected 1..107" -- profile --partition fwd_attn --plan --config 1410,200,attn_0
+expect_exit 2 "clock: expected a clock the a100-sxm4-40gb supports" -- profile --partition fwd_attn --plan --config 1411,9,attn_0
+expect_exit 2 "--config (clock): expected an integer, found 'fast'" -- profile --partition fwd_attn --plan --config fast,9,attn_0
+expect_exit 2 "--comm: expected auto, nccl, proxy or proxy-unpaced, found 'mpi'" -- profile --partition fwd_attn --plan --comm mpi
+expect_exit 2 "needs two or more GPUs" -- profile --partition fwd_attn --plan --comm nccl
+expect_exit 2 "--window: expected a number in [1, 600], found 0.5" -- profile --check --window 0.5
+expect_exit 2 "--repeats: expected an integer in [3, 16], found 2" -- profile --check --repeats 2
+expect_exit 2 "--variant: expected kareus" -- profile --partition fwd_attn --plan --variant fast
+expect_exit 2 "unknown or incomplete option '--frobnicate'" -- profile --frobnicate
+# A model whose heads the attention kernel does not handle (d = 96): refused when planning.
+cat >"$TMP/hd96.json" <<'JSON'
+{"schema": "kareus.job", "version": 1, "name": "hd96", "gpu": "h200",
+ "model": {"base": "llama3.2-3b", "name": "llama-hd96", "heads": 32, "head_dim": 96},
+ "parallelism": {"tp": 8, "cp": 1, "pp": 2, "dp": 1}}
+JSON
+expect_exit 2 "head dimension: the attention kernel handles 64 or 128, found 96" -- \
+  profile --job "$TMP/hd96.json" --partition fwd_attn --plan
+expect_exit 0 "plan fwd_mlp" -- profile --job "$TMP/hd96.json" --partition fwd_mlp --plan
+
+finish
