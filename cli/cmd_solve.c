@@ -31,6 +31,8 @@ static const char usage_text[] =
     "  --gpus-per-stage G   GPUs per stage for whole-cluster energy (default: the job's, else 1)\n"
     "  --p2p-lag SEC        fixed time of each inter-stage transfer (exact model only; default 0)\n"
     "  --max-steps N        stop after N steps\n"
+    "  --exchange MODE      exact model: pairwise knob exchanges after each step: auto (default: up to\n"
+    "                       256 instructions), on or off (better plans on small pipelines, slower)\n"
     "  --frontier-out FILE  the frontier, one row per step\n"
     "  --plans DIR          write plan_<step>.json (and Zeus freqs_<step>.py) for the selected steps\n"
     "  --select LIST        fastest, frugal, all, artifact10, N, deadline=S, budget=J (comma-separated;\n"
@@ -73,10 +75,11 @@ int cmd_solve(int argc, char **argv)
         {"frontier-out", required_argument, 0, 'f'}, {"plans", required_argument, 0, 'P'},
         {"select", required_argument, 0, 'L'},       {"quiet", no_argument, 0, 'q'},
         {"frontiers", required_argument, 0, 'F'},    {"variant", required_argument, 0, 'A'},
+        {"exchange", required_argument, 0, 'X'},
         {0, 0, 0, 0},
     };
     const char *optpath = NULL, *jobpath = NULL, *frontier = NULL, *plans = NULL, *select = NULL;
-    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus";
+    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus", *exch = "auto";
     int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, c, rc;
     double unit = 0.001, power = -1, lag = 0;
     optind = 1;
@@ -101,6 +104,7 @@ int cmd_solve(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'F': fdir = optarg; break;
         case 'A': var = optarg; break;
+        case 'X': exch = optarg; break;
         default: return cli_usage_error("solve", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -119,6 +123,14 @@ int cmd_solve(int argc, char **argv)
     kr_solver_config_default(&cfg);
     if (kr_cost_model_parse(model, &cfg.cost_model))
         return cli_usage_error("solve", "--cost-model: expected exact or lowtime, found '%s'", model);
+    if (strcmp(exch, "auto") == 0)
+        cfg.exchange = 0;
+    else if (strcmp(exch, "on") == 0)
+        cfg.exchange = 1;
+    else if (strcmp(exch, "off") == 0)
+        cfg.exchange = -1;
+    else
+        return cli_usage_error("solve", "--exchange: expected auto, on or off, found '%s'", exch);
     kr_schedule sch = KR_SCHEDULE_1F1B;
     if (schedule && kr_schedule_parse(schedule, &sch))
         return cli_usage_error("solve", "--schedule: expected 1f1b, gpipe or interleaved-1f1b, found '%s'", schedule);

@@ -281,7 +281,13 @@ static void exact_matches_brute_force(void **state)
                 assert_true(isfinite(opt));
                 /* A solver point can never beat the optimum at its own time. */
                 assert_true(s->energy_j >= opt * (1 - 1e-12));
-                double gap = s->energy_j / opt - 1;
+                /* The frontier at this time: its cheapest plan no slower, charged static power
+                 * for the whole time (plans are picked from the Pareto set of the steps). */
+                double env = s->energy_j;
+                for (int j = 0; j < f.nsteps; j++)
+                    if (f.steps[j].knob_time_s <= s->knob_time_s + 1e-12)
+                        env = fmin(env, f.steps[j].energy_j + P * c.nodes * (s->knob_time_s - f.steps[j].knob_time_s));
+                double gap = env / opt - 1;
                 if (pass)
                     worst[fam] = fmax(worst[fam], gap);
                 else
@@ -300,9 +306,10 @@ static void exact_matches_brute_force(void **state)
     printf("exact vs brute force: %d points; largest gap, GPU-like options: %.4f%% (20 W static), %.4f%% (no "
            "static); arbitrary 2-4 options: %.4f%%, %.4f%%\n",
            points, 100 * worst[1], 100 * worst_dyn[1], 100 * worst[0], 100 * worst_dyn[0]);
-    /* The brief targets 0.5 %; the convex relaxation plus greedy knob rounding reaches ~1.7 % on
-     * these small random cases (docs/solver.md). Guard against regressions. */
-    assert_true(worst[1] <= 0.025 && worst_dyn[1] <= 0.025 && worst[0] <= 0.03 && worst_dyn[0] <= 0.03);
+    /* The brief targets 0.5 %. Measured (docs/solver.md): about 0.6 % on GPU-like options, up to
+     * 2.3 % on arbitrary 2-4 options (gains that need three ops to move at once). Guard against
+     * regressions. */
+    assert_true(worst[1] <= 0.01 && worst_dyn[1] <= 0.01 && worst[0] <= 0.03 && worst_dyn[0] <= 0.03);
 }
 
 /* Exact is never worse than lowtime in true energy at equal (or better) iteration time. */
@@ -331,14 +338,13 @@ static void exact_not_worse_than_lowtime(void **state)
         worst = fmax(worst, rel);
         mean += rel / lt.nsteps;
         if (rel > 1e-9)
-            printf("lowtime step %d (%.4f s, %.3f J): exact best %.3f J\n", k, lt.steps[k].knob_time_s, lt.steps[k].energy_j, best);
+            printf("lowtime step %d (%.4f s, %.3f J): exact best %.3f J\n", k, lt.steps[k].knob_time_s,
+                   lt.steps[k].energy_j, best);
     }
     printf("exact vs lowtime (S2 M8, 1 ms): exact energy relative to lowtime at equal time: worst %+.4f%%, mean %+.4f%%\n",
            100 * worst, 100 * mean);
-    /* The brief asks for "never worse"; measured: better on average, worse by up to 0.1 % at a
-     * few points of the fast end (rounding of the convex relaxation, docs/solver.md). Guard
-     * that and the average gain. */
-    assert_true(worst <= 0.002);
+    /* Never worse (within rounding), and better on average. */
+    assert_true(worst <= 1e-9);
     assert_true(mean <= -0.003);
     kr_solve_result_free(&ex);
     kr_solve_result_free(&lt);
