@@ -607,6 +607,62 @@ static void plans_round_trip_and_zeus(void **state)
     kr_options_free(&o);
 }
 
+
+/* GPipe and interleaved 1F1B DAGs solve too; plans follow each schedule's order. */
+static void other_schedules(void **state)
+{
+    (void)state;
+    kr_options base;
+    load_opts(2, &base);
+    kr_error e = {0};
+    for (int sch = 1; sch <= 2; sch++) {
+        int V = sch == KR_SCHEDULE_INTERLEAVED_1F1B ? 2 : 1, S = 2, M = 4;
+        /* Each chunk runs half the layers: half the stage's time and energy per option. */
+        kr_options o;
+        assert_int_equal(kr_options_init(&o, S, V, &e), KR_OK);
+        for (int s = 0; s < S; s++)
+            for (int k = 0; k < 2; k++)
+                for (int c = 0; c < V; c++) {
+                    const kr_option_set *src = kr_options_get(&base, s, (kr_instr_kind)k, 0);
+                    for (int j = 0; j < src->n; j++) {
+                        kr_option op = src->opt[j];
+                        op.time_s /= V;
+                        op.energy_j /= V;
+                        assert_int_equal(kr_options_add(&o, s, (kr_instr_kind)k, c, &op, NULL, 0, &e), KR_OK);
+                    }
+                }
+        kr_dag d;
+        assert_int_equal(kr_dag_pipeline((kr_schedule)sch, S, M, V, NULL, &d, &e), KR_OK);
+        for (int m = 0; m < 2; m++) {
+            kr_solver_config cfg;
+            kr_solver_config_default(&cfg);
+            cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+            kr_solve_result f;
+            assert_int_equal(kr_solve(&d, &o, &cfg, &f, &e), KR_OK);
+            assert_true(f.nsteps > 10);
+            assert_true(f.steps[f.nsteps - 1].knob_time_s < f.steps[0].knob_time_s);
+            kr_plan p;
+            assert_int_equal(kr_solve_plan(&f, &d, &o, f.nsteps - 1, NULL, &p, &e), KR_OK);
+            assert_int_equal(p.virtual_stages, V);
+            kr_sched_item order[64];
+            for (int s = 0; s < S; s++) {
+                int n = kr_sched_order((kr_schedule)sch, S, M, V, s, order, 64, &e);
+                assert_int_equal(p.stages[s].ninstr, n);
+                for (int i = 0; i < n; i++) {
+                    assert_int_equal(p.stages[s].instr[i].kind, order[i].kind);
+                    assert_int_equal(p.stages[s].instr[i].microbatch, order[i].microbatch);
+                    assert_int_equal(p.stages[s].instr[i].chunk, order[i].chunk);
+                }
+            }
+            kr_plan_free(&p);
+            kr_solve_result_free(&f);
+        }
+        kr_dag_free(&d);
+        kr_options_free(&o);
+    }
+    kr_options_free(&base);
+}
+
 int main(int argc, char **argv);
 
 static const struct CMUnitTest tests[] = {
@@ -622,6 +678,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(select_rules),
     cmocka_unit_test(select_artifact10),
     cmocka_unit_test(plans_round_trip_and_zeus),
+    cmocka_unit_test(other_schedules),
 };
 
 KR_TEST_MAIN(tests)
