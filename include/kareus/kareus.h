@@ -15,6 +15,7 @@
  *   solver     time-energy frontier (Phillips-Dessouky)    (solver.h)
  *   compose    instruction options from partition frontiers (compose.h)
  *   profiler   partitions measured on a real GPU           (profiler.h)
+ *   search     partition search spaces, strategies, measurement log, replay (search.h)
  * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
  * gpuctl, profiler) add their headers here as they land.
  */
@@ -40,6 +41,7 @@
 #include "kareus/solver.h"
 #include "kareus/compose.h"
 #include "kareus/profiler.h"
+#include "kareus/search.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);

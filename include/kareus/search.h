@@ -1,0 +1,242 @@
+/*
+ * search.h — partition search: each partition's time–energy frontier over (SM clock × comm
+ * SMs × launch slot), found exhaustively or sample-efficiently, with every measurement in an
+ * append-only, resumable log, and a replay backend that answers from such logs.
+ *
+ * Pieces (docs/search.md has the algorithms, formats and figures):
+ *   space     kr_search_space: the configurations of one partition for a job (design §5,
+ *             kareus-method.md §2). Clocks outermost (highest first), then slots, then SMs.
+ *   strategy  exhaustive (every configuration), bo (Gaussian-process surrogate, expected
+ *             hypervolume improvement on (time, effective energy) and (time, total energy),
+ *             a stopping rule), artifact (the published selection rule, as a baseline).
+ *   log       kr_search_log: a JSONL file, one measurement per line, appended, flushed and
+ *             fsync'd as it is taken; the fields of the artifact's eval_results.jsonl plus ours.
+ *             Searches read it as a cache, so a rerun resumes where a crash stopped it and never
+ *             measures a configuration twice.
+ *   replay    kr_replay_backend_create: a backend answering measure() from logs (ours or the
+ *             artifact's eval_results.jsonl), so searches and later steps run on recordings.
+ *   driver    kr_search_partition / kr_search_job: run a strategy and return partition
+ *             frontiers (frontier.h) with statistics.
+ *
+ * Determinism: a search is a function of (job, partition, options, seed) and of the values
+ * measured. Values read back from the log are bit-identical to the measured ones (doubles are
+ * written with 17 significant digits), so an interrupted search resumed from its log takes the
+ * same decisions and ends with the same frontier as an uninterrupted one.
+ */
+#ifndef KAREUS_SEARCH_H
+#define KAREUS_SEARCH_H
+
+#include "kareus/backend.h"
+#include "kareus/frontier.h"
+#include "kareus/job.h"
+#include "kareus/partition.h"
+#include "kareus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- search space ------------------------------------------------------------------------ */
+
+#define KR_SEARCH_MAX_CLOCKS 512
+
+/* The configurations of one partition: the cross product clocks × slots × sms. */
+typedef struct kr_search_space {
+    char key[KR_KEY_MAX];          /* Partition key. */
+    kr_variant variant;            /* Its variant. */
+    int nclocks;                   /* Planning clocks of the job, highest first … */
+    int clocks[KR_SEARCH_MAX_CLOCKS];
+    int nslots;                    /* Launch slot indices searched (kareus variant: all of the
+                                      partition's slots; otherwise its one fixed slot). */
+    int slots[KR_MAX_SLOTS];
+    int nsms;                      /* Comm SMs searched, ascending (kareus variant: the job's
+                                      sms_allreduce or sms_gather list by collective; otherwise the
+                                      fixed NCCL count; 0 for work without a collective). */
+    int sms[KR_MAX_SMLIST];
+} kr_search_space;
+
+/*
+ * The search space of partition p for job: the job's planning clocks (clock_min/max/step_mhz;
+ * set clock_step_mhz to the GPU's native step for the finest grid), the comm-SM list of the
+ * partition's collective kind and its launch slots; baseline variants and non-partition work
+ * search the clock only. Default job: fwd_attn 18 × 4 × 10 = 720 (kareus-method.md §2).
+ * Returns KR_OK; KR_EINVAL for an empty clock list (clock_min > clock_max or step < 1), an
+ * empty SM list or a partition without slots, each naming the job field; KR_ERANGE if the clock
+ * list exceeds KR_SEARCH_MAX_CLOCKS.
+ */
+int kr_search_space_init(const kr_job *job, const kr_partition *p, kr_search_space *out, kr_error *err);
+
+/* Number of configurations (nclocks · nslots · nsms). */
+long kr_search_space_size(const kr_search_space *s);
+
+/* Configuration number idx (0 <= idx < size): clock idx / (nslots·nsms), then slot, then sms. */
+void kr_search_space_config(const kr_search_space *s, long idx, kr_config *c);
+
+/*
+ * Index of configuration c in s. Returns KR_OK, or KR_ERANGE naming the coordinate that is not
+ * in the space and the values it allows.
+ */
+int kr_search_space_index(const kr_search_space *s, const kr_config *c, long *idx, kr_error *err);
+
+/* ---- measurement log --------------------------------------------------------------------- */
+
+typedef struct kr_search_log kr_search_log;
+
+/*
+ * Opens (creating if missing) the measurement log at path for job. Every line is read and
+ * checked: JSON syntax, field types, known fields, the job fingerprint ("job" field), the
+ * partition key and variant, and that the configuration lies in the partition's search space;
+ * each error names path:line and the field (KR_EPARSE, KR_ERANGE, KR_ENOTFOUND, KR_EMISMATCH
+ * for a log of a different job). A torn last line (no final newline: a crash while writing) is
+ * dropped and the file truncated before anything is appended; kr_search_log_warning says so.
+ * Duplicate configurations keep their first measurement (also reported as a warning).
+ * Returns KR_OK, the codes above, KR_EIO (cannot open or truncate) or KR_ENOMEM.
+ */
+int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err);
+
+/* Closes the log (everything is already on disk). NULL is a no-op. */
+void kr_search_log_close(kr_search_log *log);
+
+/* Warnings found when opening ("" if none): a dropped torn line, duplicates. */
+const char *kr_search_log_warning(const kr_search_log *log);
+
+/* Number of distinct measurements in the log (read at open plus appended since). */
+long kr_search_log_count(const kr_search_log *log);
+
+/* Path of the log. */
+const char *kr_search_log_path(const kr_search_log *log);
+
+/* ---- replay backend ----------------------------------------------------------------------- */
+
+/*
+ * A backend whose measure() answers from recorded logs instead of measuring. Each entry of
+ * paths is "FILE" or "KEY=FILE". Lines in our format carry their key, variant and job
+ * fingerprint (checked against job: KR_EMISMATCH). Lines in the artifact's eval_results.jsonl
+ * format (freq, overlap_start, overlap_end, sm, block, time_s, energy_j, …, no key) belong to
+ * the kareus variant of the key given as "KEY=" or, failing that, of the key named by the file's
+ * directory (the artifact writes logs/…/<key>/eval_results.jsonl); they are matched by (freq,
+ * overlap_start, sm). Duplicate configurations keep their first line. measure() of a
+ * configuration that is not recorded fails with KR_ENOTFOUND naming the configuration and the
+ * number of recordings of that partition. Effective energy is recomputed with the job's
+ * static power. supported_clocks lists the job GPU's clocks; other vtable entries are
+ * unsupported. Returns KR_OK, parse errors as for kr_search_log_open (path:line, field),
+ * KR_EINVAL (no paths, or an artifact-format file whose key cannot be told), KR_EIO, KR_ENOMEM.
+ */
+int kr_replay_backend_create(const kr_job *job, const char *const *paths, int npaths, kr_backend **out,
+                             kr_error *err);
+
+/* ---- strategies and options ---------------------------------------------------------------- */
+
+typedef enum kr_strategy {
+    KR_STRATEGY_EXHAUSTIVE = 0, /* Every configuration, in space order. */
+    KR_STRATEGY_BO = 1,         /* Gaussian-process BO with expected hypervolume improvement. */
+    KR_STRATEGY_ARTIFACT = 2    /* The published selection rule (kareus-method.md §3). */
+} kr_strategy;
+
+const char *kr_strategy_name(kr_strategy s); /* "exhaustive", "bo", "artifact" */
+int kr_strategy_parse(const char *name, kr_strategy *out);
+
+/* Progress of a running search (passed to the progress callback after every batch). */
+typedef struct kr_search_progress {
+    const char *key;     /* Partition being searched. */
+    kr_variant variant;
+    int index;           /* Its position in a job-wide search, 0-based … */
+    int count;           /* … of this many partitions (1 for kr_search_partition). */
+    long evaluated;      /* Configurations evaluated so far (from the log or measured). */
+    long measured;       /* Of which measured by the backend in this run. */
+    long space_size;     /* Configurations in the space. */
+    int batch;           /* Batches done (the initial design is batch 0). */
+    int done;            /* 1 on the last call for this partition. */
+} kr_search_progress;
+
+typedef void (*kr_search_progress_fn)(void *ud, const kr_search_progress *p);
+
+/* Options of a search. kr_search_options_default fills the defaults; 0 fields mean "default". */
+typedef struct kr_search_options {
+    kr_strategy strategy;        /* Default: bo. */
+    unsigned long long seed;     /* Seed of every random choice (default 1). */
+    long max_evals;              /* Cap on configurations evaluated (0: the strategy's own rule;
+                                    bo's default cap is half the space). */
+    /* bo */
+    double bo_stop;              /* Stop when the batch's expected hypervolume improvement is
+                                    below this fraction of the current hypervolume in both planes
+                                    (0: default; < 0: never stop, run to max_evals). */
+    int bo_batch;                /* Batch size (0: default, see docs/search.md). */
+    int bo_init;                 /* Initial design size (0: default). */
+    /* artifact */
+    long artifact_budget;        /* Total evaluations (0: the per-key n_init + batches × acq of
+                                    kareus-method.md §2; otherwise n_init and acq are scaled to it). */
+    kr_search_progress_fn progress; /* Called after every batch (may be NULL). */
+    void *progress_ud;
+} kr_search_options;
+
+void kr_search_options_default(kr_search_options *o);
+
+/* What a search did. */
+typedef struct kr_search_stats {
+    long space_size;       /* Configurations in the space. */
+    long evaluated;        /* Configurations the search used (its cost on an uninterrupted run). */
+    long measured;         /* Of which measured by the backend in this run … */
+    long from_log;         /* … and read from the log (a resumed run). */
+    int batches;           /* Batches after the initial design. */
+    char stop[48];         /* Why it stopped: "space exhausted", "converged", "budget", "fixed budget". */
+    double hv_eff;         /* Hypervolume of the (time, effective energy) frontier, s·J, against
+                              the nadir of all measured points + 10 % of their range. */
+    double hv_total;       /* Same for (time, total energy). */
+    long front_eff;        /* Points on the (time, effective energy) frontier. */
+    long front_total;      /* Points on the (time, total energy) frontier. */
+    double wall_s;         /* Wall time of the search. */
+} kr_search_stats;
+
+/*
+ * Searches partition p of job with backend b: evaluates configurations chosen by the strategy,
+ * answering from log (may be NULL) where the configuration is recorded and measuring (and
+ * appending to log) otherwise. out receives every evaluated configuration with its Pareto flags
+ * (initialised here; free with kr_frontier_free); stats (may be NULL) what it took. Baseline
+ * variants and non-partition work have only the clock as a knob: every strategy measures every
+ * clock there (composition needs each clock). On a backend failure the measurements taken so far
+ * are in the log, so a rerun continues.
+ * Returns KR_OK; KR_EINVAL (bad options, empty space); KR_ERANGE (a log entry outside the
+ * space); the backend's code (with its message) when a measurement fails; KR_EIO (log write);
+ * KR_ENOMEM.
+ */
+int kr_search_partition(const kr_job *job, const kr_partition *p, kr_backend *b, kr_search_log *log,
+                        const kr_search_options *opt, kr_partition_frontier *out, kr_search_stats *stats,
+                        kr_error *err);
+
+/*
+ * The partitions a job-wide search covers: the layer partitions of variant (kr_partition_catalog)
+ * and, with include_nonpartition, the non-partition work of every stage (embedding, LM head,
+ * loss; forward and backward), each key once. Returns KR_OK or the catalog's error.
+ */
+int kr_search_partitions(const kr_job *job, kr_variant variant, int include_nonpartition, kr_partition_set *out,
+                         kr_error *err);
+
+/* One partition's outcome in a job-wide search. */
+typedef struct kr_search_result {
+    kr_partition_frontier front; /* Owned. */
+    kr_search_stats stats;
+} kr_search_result;
+
+/*
+ * Searches every partition of kr_search_partitions(job, variant, include_nonpartition) in order,
+ * reporting progress through opt->progress (index/count set). *out receives an array of *n
+ * results (free with kr_search_results_free). Stops at the first failure (earlier partitions'
+ * measurements are in the log). Returns as kr_search_partition, with the key in the message.
+ */
+int kr_search_job(const kr_job *job, kr_variant variant, int include_nonpartition, kr_backend *b, kr_search_log *log,
+                  const kr_search_options *opt, kr_search_result **out, int *n, kr_error *err);
+
+void kr_search_results_free(kr_search_result *r, int n);
+
+/*
+ * Writes a partition frontier into directory dir (created if needed) as
+ * kr_frontier_file_name(key, variant, "json") and "csv", atomically. Returns KR_OK or KR_EIO
+ * naming the path.
+ */
+int kr_search_write_frontier(const char *dir, const kr_partition_frontier *f, kr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

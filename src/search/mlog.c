@@ -1,0 +1,486 @@
+/*
+ * mlog.c — the measurement log: reading and checking JSONL measurement lines (ours and the
+ * artifact's eval_results.jsonl), torn-line recovery, deduplication, and durable appends.
+ *
+ * Line format (one JSON object per line). The artifact's fields come first, so its tools read
+ * our logs: freq (MHz), overlap_start (slot name), overlap_end ("none": the launch window always
+ * ends with the partition, kareus-method.md §1.3), sm (comm CTAs = SMs; 0 without a collective),
+ * block (1024 with a collective, else 0; never searched), time_s, energy_j (per GPU, static
+ * included). Ours: eff_energy_j, time_sd_s, energy_sd_j, repeats, key, variant, job (the job
+ * fingerprint), backend, strategy, seed, batch, selected (why it was chosen), pred_time_s and
+ * pred_energy_eff_j (the surrogate's prediction, when there is one). The artifact also writes
+ * selected_dynamic/real/time/uncertainty and pred_energy_real_j; they are accepted and ignored.
+ *
+ * Durability: a line is written with one fwrite, then fflush and fsync, before the search uses
+ * the value. A crash can therefore leave at most one torn line, the last, without its newline;
+ * opening the log drops it (truncating the file) and says so in a warning.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "search_internal.h"
+
+/* ---- catalogs --------------------------------------------------------------------------- */
+
+int kr__catalogs_build(const kr_job *job, kr__catalogs *c, kr_error *err)
+{
+    memset(c, 0, sizeof *c);
+    for (int v = 0; v < 3; v++)
+        c->ok[v] = kr_partition_catalog(job, (kr_variant)v, &c->var[v], NULL) == KR_OK;
+    for (int stage = 0; stage < job->pp; stage++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            kr_partition_set np;
+            int rc = kr_partition_nonpartition(job, stage, bwd, &np, err);
+            if (rc)
+                return rc;
+            for (int i = 0; i < np.n; i++)
+                if (!kr_partition_find(&c->nonpart, np.p[i].key) && c->nonpart.n < KR_MAX_PARTITIONS)
+                    c->nonpart.p[c->nonpart.n++] = np.p[i];
+        }
+    return KR_OK;
+}
+
+const kr_partition *kr__catalogs_find(const kr__catalogs *c, const char *key, kr_variant v)
+{
+    const kr_partition *p = kr_partition_find(&c->nonpart, key);
+    if (p)
+        return p->variant == v ? p : NULL;
+    if ((unsigned)v >= 3 || !c->ok[v])
+        return NULL;
+    return kr_partition_find(&c->var[v], key);
+}
+
+static void key_list(const kr__catalogs *c, kr_variant v, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    if ((unsigned)v < 3 && c->ok[v])
+        for (int i = 0; i < c->var[v].n && n + 32 < cap; i++)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", c->var[v].p[i].key);
+    for (int i = 0; i < c->nonpart.n && n + 32 < cap; i++)
+        if (c->nonpart.p[i].variant == v)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", c->nonpart.p[i].key);
+}
+
+/* ---- records ---------------------------------------------------------------------------- */
+
+int kr__mrecs_push(kr__mrecs *m, const kr__mrec *r)
+{
+    if (kr__grow((void **)&m->r, &m->cap, m->n + 1, sizeof *m->r))
+        return KR_ENOMEM;
+    m->r[m->n++] = *r;
+    return KR_OK;
+}
+
+static int cmp_lookup(const kr__mrec *a, const kr__mrec *b)
+{
+    int c = strcmp(a->key, b->key);
+    if (c)
+        return c;
+    if (a->variant != b->variant)
+        return a->variant < b->variant ? -1 : 1;
+    if (a->freq_mhz != b->freq_mhz)
+        return a->freq_mhz < b->freq_mhz ? -1 : 1;
+    if ((c = strcmp(a->slot, b->slot)))
+        return c;
+    return (a->sms > b->sms) - (a->sms < b->sms);
+}
+
+static int cmp_full(const void *x, const void *y)
+{
+    const kr__mrec *a = x, *b = y;
+    int c = cmp_lookup(a, b);
+    if (c)
+        return c;
+    if (a->file != b->file)
+        return a->file < b->file ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+size_t kr__mrecs_dedupe(kr__mrecs *m, int *first_dup_line)
+{
+    *first_dup_line = 0;
+    if (m->n == 0)
+        return 0;
+    qsort(m->r, m->n, sizeof *m->r, cmp_full);
+    size_t k = 1, dropped = 0;
+    for (size_t i = 1; i < m->n; i++) {
+        if (cmp_lookup(&m->r[k - 1], &m->r[i]) == 0) {
+            if (dropped++ == 0 || m->r[i].line < *first_dup_line)
+                *first_dup_line = m->r[i].line;
+            continue;
+        }
+        m->r[k++] = m->r[i];
+    }
+    m->n = k;
+    return dropped;
+}
+
+const kr__mrec *kr__mrecs_find(const kr__mrecs *m, const kr__mrec *probe)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_lookup(&m->r[mid], probe);
+        if (c == 0)
+            return &m->r[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+void kr__mrec_from_config(kr__mrec *r, const kr_partition *p, const kr_config *c)
+{
+    memset(r, 0, sizeof *r);
+    kr__strlcpy(r->key, p->key, sizeof r->key);
+    r->variant = p->variant;
+    r->freq_mhz = c->freq_mhz;
+    int coll = p->coll.kind != KR_COLL_NONE;
+    kr__strlcpy(r->slot, coll ? kr_partition_slot_name(p, c->slot) : "none", sizeof r->slot);
+    r->sms = coll ? c->sms : 0;
+}
+
+/* ---- parsing ---------------------------------------------------------------------------- */
+
+static const char *const line_fields[] = {
+    /* the artifact's eval_results.jsonl */
+    "freq", "overlap_start", "overlap_end", "sm", "block", "time_s", "energy_j", "selected_dynamic",
+    "selected_real", "selected_time", "selected_uncertainty", "pred_time_s", "pred_energy_eff_j",
+    "pred_energy_real_j",
+    /* ours */
+    "eff_energy_j", "time_sd_s", "energy_sd_j", "repeats", "key", "variant", "job", "backend", "strategy", "seed",
+    "batch", "selected", NULL};
+
+/* Checks that an optional field has the given JSON kind (or null for predictions). */
+static int optional_kind(kr__jctx *c, const json_t *o, const char *key, int want_bool)
+{
+    const json_t *v = json_object_get(o, key);
+    if (v == NULL || (!want_bool && json_is_null(v)))
+        return KR_OK;
+    if (want_bool && !json_is_boolean(v))
+        return kr__jfail(c, KR_EPARSE, key, "true or false", v);
+    if (!want_bool && !json_is_number(v))
+        return kr__jfail(c, KR_EPARSE, key, "a number or null", v);
+    return KR_OK;
+}
+
+static int parse_record(const kr__mparse *o, const char *where, const json_t *obj, kr__mrec *r, kr_error *err)
+{
+    kr__jctx c;
+    kr__jctx_init(&c, where, err);
+    memset(r, 0, sizeof *r);
+    int rc, block, seed_ok;
+    long long seed;
+    char end[32], variant[32], fp[32], buf[64];
+    double eff;
+    if ((rc = kr__jobject(&c, obj, line_fields)) || (rc = kr__jint32(&c, obj, "freq", 1, 1, 100000, 0, &r->freq_mhz)) ||
+        (rc = kr__jstr(&c, obj, "overlap_start", 1, NULL, r->slot, sizeof r->slot)) ||
+        (rc = kr__jstr(&c, obj, "overlap_end", 0, "none", end, sizeof end)) ||
+        (rc = kr__jint32(&c, obj, "sm", 1, 0, 100000, 0, &r->sms)) ||
+        (rc = kr__jint32(&c, obj, "block", 0, 0, 1 << 20, 0, &block)) ||
+        (rc = kr__jnum(&c, obj, "time_s", 1, 0, INFINITY, 0, &r->time_s)) ||
+        (rc = kr__jnum(&c, obj, "energy_j", 1, 0, INFINITY, 0, &r->energy_j)) ||
+        (rc = kr__jnum(&c, obj, "eff_energy_j", 0, -INFINITY, INFINITY, 0, &eff)) ||
+        (rc = kr__jnum(&c, obj, "time_sd_s", 0, 0, INFINITY, 0, &r->time_sd_s)) ||
+        (rc = kr__jnum(&c, obj, "energy_sd_j", 0, 0, INFINITY, 0, &r->energy_sd_j)) ||
+        (rc = kr__jint32(&c, obj, "repeats", 0, 1, 1 << 30, 1, &r->repeats)) ||
+        (rc = kr__jstr(&c, obj, "backend", 0, "", buf, sizeof buf)) ||
+        (rc = kr__jstr(&c, obj, "strategy", 0, "", buf, sizeof buf)) ||
+        (rc = kr__jstr(&c, obj, "selected", 0, "", buf, sizeof buf)) ||
+        (rc = kr__jint(&c, obj, "seed", 0, 0, INT64_MAX, 0, &seed)) ||
+        (rc = kr__jint32(&c, obj, "batch", 0, 0, 1 << 30, 0, &seed_ok)))
+        return rc;
+    static const char *const bools[] = {"selected_dynamic", "selected_real", "selected_time", "selected_uncertainty"};
+    static const char *const nums[] = {"pred_time_s", "pred_energy_eff_j", "pred_energy_real_j"};
+    for (size_t i = 0; i < 4; i++)
+        if ((rc = optional_kind(&c, obj, bools[i], 1)))
+            return rc;
+    for (size_t i = 0; i < 3; i++)
+        if ((rc = optional_kind(&c, obj, nums[i], 0)))
+            return rc;
+    if (strcmp(end, "none") != 0)
+        return kr__jfailf(&c, KR_EPARSE, "overlap_end",
+                          "expected \"none\" (the comm window always ends with the partition), found \"%s\"", end);
+    if (!(r->time_s > 0))
+        return kr__jfailf(&c, KR_ERANGE, "time_s", "expected a time > 0, found %g", r->time_s);
+    const json_t *key = json_object_get(obj, "key");
+    if (key == NULL) {
+        /* The artifact's format: no key, variant or job; the caller says which key. */
+        if (o->default_key == NULL)
+            return kr__jfailf(&c, KR_EPARSE, "key",
+                              "missing required field (a line of the artifact's eval_results.jsonl? replay it with "
+                              "KEY=FILE)");
+        kr__strlcpy(r->key, o->default_key, sizeof r->key);
+        r->variant = KR_VARIANT_KAREUS;
+    } else {
+        if ((rc = kr__jstr(&c, obj, "key", 1, NULL, r->key, sizeof r->key)) ||
+            (rc = kr__jstr(&c, obj, "variant", 1, NULL, variant, sizeof variant)) ||
+            (rc = kr__jstr(&c, obj, "job", 1, NULL, fp, sizeof fp)))
+            return rc;
+        if (kr_variant_parse(variant, &r->variant) != KR_OK)
+            return kr__jfailf(&c, KR_EPARSE, "variant", "expected kareus, sequential or default-overlap, found \"%s\"",
+                              variant);
+        char want[17];
+        kr_job_fingerprint(o->job, want);
+        if (strcmp(fp, want) != 0)
+            return kr__jfailf(&c, KR_EMISMATCH, "job",
+                              "expected the fingerprint of job '%s' (%s), found \"%s\": this log was measured for a "
+                              "different job (GPU, model, shapes or parallelism)",
+                              o->job->name, want, fp);
+    }
+    const kr_partition *p = kr__catalogs_find(o->cat, r->key, r->variant);
+    if (p == NULL) {
+        char list[400];
+        key_list(o->cat, r->variant, list, sizeof list);
+        return kr__jfailf(&c, KR_ENOTFOUND, "key", "expected a partition of job '%s' for variant %s (%s), found \"%s\"",
+                          o->job->name, kr_variant_name(r->variant), list, r->key);
+    }
+    kr_config cfg = {r->freq_mhz, r->sms, KR_SLOT_NONE};
+    if (p->coll.kind != KR_COLL_NONE && (rc = kr_partition_slot_index(p, r->slot, &cfg.slot, err))) {
+        char msg[KR_ERROR_MSG_MAX];
+        kr__strlcpy(msg, err ? err->msg : "", sizeof msg);
+        return kr__jfailf(&c, KR_ENOTFOUND, "overlap_start", "%s", msg);
+    }
+    if (p->coll.kind == KR_COLL_NONE && (strcmp(r->slot, "none") != 0 || r->sms != 0))
+        return kr__jfailf(&c, KR_ERANGE, "overlap_start",
+                          "expected overlap_start \"none\" and sm 0 for %s (no collective), found \"%s\" and %d",
+                          r->key, r->slot, r->sms);
+    if (o->check_space) {
+        kr_search_space sp;
+        long idx;
+        if ((rc = kr_search_space_init(o->job, p, &sp, err)) || (rc = kr_search_space_index(&sp, &cfg, &idx, err))) {
+            char msg[KR_ERROR_MSG_MAX];
+            kr__strlcpy(msg, err ? err->msg : "", sizeof msg);
+            return kr_error_set(err, rc, "%s: configuration outside the search space: %s", where, msg);
+        }
+    }
+    return KR_OK;
+}
+
+int kr__mlog_parse(const kr__mparse *o, const char *text, size_t len, kr__mrecs *out, size_t *valid_len, int *torn,
+                   int *complete_last, kr_error *err)
+{
+    *valid_len = len;
+    *torn = 0;
+    *complete_last = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, rc = KR_OK;
+    for (size_t start = 0; start < len;) {
+        const char *nl = memchr(text + start, '\n', len - start);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        lineno++;
+        size_t n = end - start;
+        if (kr__grow((void **)&line, &cap, n + 1, 1)) {
+            rc = kr_error_set(err, KR_ENOMEM, "%s: out of memory", o->path);
+            break;
+        }
+        memcpy(line, text + start, n);
+        line[n] = '\0';
+        size_t next = nl ? end + 1 : len;
+        int blank = 1;
+        for (size_t i = 0; i < n && blank; i++)
+            blank = line[i] == ' ' || line[i] == '\t' || line[i] == '\r';
+        if (blank) {
+            start = next;
+            continue;
+        }
+        char where[4200];
+        snprintf(where, sizeof where, "%s:%d", o->path, lineno);
+        json_error_t je;
+        json_t *obj = json_loads(line, JSON_REJECT_DUPLICATES, &je);
+        if (obj == NULL) {
+            if (nl == NULL) {
+                /* No newline after it: a write that a crash interrupted. */
+                *valid_len = start;
+                *torn = lineno;
+                break;
+            }
+            rc = kr_error_set(err, KR_EPARSE, "%s:%d: invalid JSON: %s", where, je.column, je.text);
+            break;
+        }
+        kr__mrec r;
+        rc = parse_record(o, where, obj, &r, err);
+        json_decref(obj);
+        if (rc)
+            break;
+        r.file = o->file;
+        r.line = lineno;
+        if (kr__mrecs_push(out, &r)) {
+            rc = kr_error_set(err, KR_ENOMEM, "%s: out of memory", o->path);
+            break;
+        }
+        if (nl == NULL)
+            *complete_last = 1;
+        start = next;
+    }
+    free(line);
+    return rc;
+}
+
+/* ---- the log ------------------------------------------------------------------------------ */
+
+struct kr_search_log {
+    char path[4096];
+    FILE *f;
+    kr_job job;
+    char fp[17];
+    kr__catalogs cat;
+    kr__mrecs recs;
+    char warning[1024];
+};
+
+int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err)
+{
+    *out = NULL;
+    kr_search_log *log = calloc(1, sizeof *log);
+    if (log == NULL)
+        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
+    int rc = KR_OK;
+    char *text = NULL;
+    size_t len = 0;
+    if (kr__strlcpy(log->path, path, sizeof log->path)) {
+        rc = kr_error_set(err, KR_EINVAL, "%s: path too long", path);
+        goto fail;
+    }
+    log->job = *job;
+    kr_job_fingerprint(job, log->fp);
+    if ((rc = kr__catalogs_build(job, &log->cat, err)))
+        goto fail;
+    if (access(path, F_OK) == 0 && (rc = kr__read_file(path, &text, &len, err)))
+        goto fail;
+    size_t valid = len;
+    int torn = 0, complete_last = 0;
+    if (text) {
+        kr__mparse o = {path, 0, job, &log->cat, NULL, 1};
+        if ((rc = kr__mlog_parse(&o, text, len, &log->recs, &valid, &torn, &complete_last, err)))
+            goto fail;
+    }
+    if (torn) {
+        if (truncate(path, (off_t)valid) != 0) {
+            rc = kr_error_set(err, KR_EIO, "%s: cannot drop the torn last line: %s", path, strerror(errno));
+            goto fail;
+        }
+        snprintf(log->warning, sizeof log->warning,
+                 "%s:%d: dropped a torn last line (%zu bytes, a write interrupted by a crash): '%.60s'", path, torn,
+                 len - valid, text + valid);
+    }
+    int first_dup;
+    size_t dups = kr__mrecs_dedupe(&log->recs, &first_dup);
+    if (dups) {
+        size_t w = strlen(log->warning);
+        snprintf(log->warning + w, sizeof log->warning - w, "%s%s: %zu duplicate measurements (first kept), e.g. line %d",
+                 w ? "; " : "", path, dups, first_dup);
+    }
+    log->f = fopen(path, "a");
+    if (log->f == NULL) {
+        rc = kr_error_set(err, KR_EIO, "%s: cannot open for appending: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (complete_last && !torn && (fputc('\n', log->f) == EOF || fflush(log->f) != 0)) {
+        rc = kr_error_set(err, KR_EIO, "%s: write failed: %s", path, strerror(errno));
+        goto fail;
+    }
+    free(text);
+    *out = log;
+    return KR_OK;
+fail:
+    free(text);
+    kr_search_log_close(log);
+    return rc;
+}
+
+void kr_search_log_close(kr_search_log *log)
+{
+    if (log == NULL)
+        return;
+    if (log->f)
+        fclose(log->f);
+    free(log->recs.r);
+    free(log);
+}
+
+const char *kr_search_log_warning(const kr_search_log *log)
+{
+    return log ? log->warning : "";
+}
+
+long kr_search_log_count(const kr_search_log *log)
+{
+    return log ? (long)log->recs.n : 0;
+}
+
+const char *kr_search_log_path(const kr_search_log *log)
+{
+    return log ? log->path : "";
+}
+
+const kr__mrecs *kr__search_log_records(const kr_search_log *log)
+{
+    return &log->recs;
+}
+
+const kr__catalogs *kr__search_log_catalogs(const kr_search_log *log)
+{
+    return &log->cat;
+}
+
+static int set_str(json_t *o, const char *k, const char *v)
+{
+    return json_object_set_new(o, k, json_string(v ? v : ""));
+}
+
+int kr__search_log_append(kr_search_log *log, const kr__mrec *r, const kr__mextra *x, kr_error *err)
+{
+    json_t *o = json_object();
+    if (o == NULL)
+        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", log->path);
+    int bad = 0;
+    bad |= json_object_set_new(o, "freq", json_integer(r->freq_mhz));
+    bad |= set_str(o, "overlap_start", r->slot);
+    bad |= set_str(o, "overlap_end", "none");
+    bad |= json_object_set_new(o, "sm", json_integer(r->sms));
+    bad |= json_object_set_new(o, "block", json_integer(x->has_coll ? 1024 : 0));
+    bad |= kr__jset_real(o, "time_s", r->time_s);
+    bad |= kr__jset_real(o, "energy_j", r->energy_j);
+    bad |= kr__jset_real(o, "eff_energy_j", r->energy_j - log->job.static_power_w * r->time_s);
+    bad |= kr__jset_real(o, "time_sd_s", r->time_sd_s);
+    bad |= kr__jset_real(o, "energy_sd_j", r->energy_sd_j);
+    bad |= json_object_set_new(o, "repeats", json_integer(r->repeats));
+    bad |= set_str(o, "key", r->key);
+    bad |= set_str(o, "variant", kr_variant_name(r->variant));
+    bad |= set_str(o, "job", log->fp);
+    bad |= set_str(o, "backend", x->backend);
+    bad |= set_str(o, "strategy", x->strategy);
+    bad |= json_object_set_new(o, "seed", json_integer((json_int_t)(x->seed & INT64_MAX)));
+    bad |= json_object_set_new(o, "batch", json_integer(x->batch));
+    bad |= set_str(o, "selected", x->selected);
+    if (isfinite(x->pred_time_s))
+        bad |= kr__jset_real(o, "pred_time_s", x->pred_time_s);
+    if (isfinite(x->pred_eff_energy_j))
+        bad |= kr__jset_real(o, "pred_energy_eff_j", x->pred_eff_energy_j);
+    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(o);
+    if (text == NULL)
+        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", log->path);
+    size_t n = strlen(text);
+    text[n] = '\n'; /* json_dumps leaves room for the NUL; the newline replaces it */
+    int ok = fwrite(text, 1, n + 1, log->f) == n + 1 && fflush(log->f) == 0 && fsync(fileno(log->f)) == 0;
+    int saved = errno;
+    free(text);
+    if (!ok)
+        return kr_error_set(err, KR_EIO, "%s: cannot append a measurement: %s", log->path, strerror(saved));
+    kr__mrec c = *r;
+    c.file = 0;
+    c.line = 0;
+    if (kr__mrecs_push(&log->recs, &c))
+        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", log->path);
+    return KR_OK;
+}

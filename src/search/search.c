@@ -1,0 +1,330 @@
+/*
+ * search.c — the search driver: runs a strategy on one partition or on every partition of a
+ * job, evaluating configurations through the log cache or the backend, and turns what was
+ * evaluated into a partition frontier with statistics (search.h). Also the exhaustive strategy
+ * and the frontier-file convenience.
+ *
+ * Evaluation (kr__search_eval): a configuration recorded in the log for this job, key and
+ * variant is answered from the log; otherwise the backend measures it and the line is appended
+ * (fsync'd) before the value is used. Strategies only see values, never where they came from,
+ * so a resumed run repeats the decisions of the interrupted one. Effective energy is always
+ * energy − job.static_power_w · time, whatever the backend reports.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search_internal.h"
+
+long kr__search_left(const kr__search *s)
+{
+    return s->cap - s->n;
+}
+
+void kr__search_progress(const kr__search *s, int done)
+{
+    if (s->opt->progress == NULL)
+        return;
+    kr_search_progress p = {s->p->key, s->p->variant, s->index, s->count, s->n, s->measured, s->size, s->batch, done};
+    s->opt->progress(s->opt->progress_ud, &p);
+}
+
+int kr__search_eval(kr__search *s, long idx, const char *why, double pred_time_s, double pred_eff_energy_j,
+                    kr_error *err)
+{
+    if (idx < 0 || idx >= s->size)
+        return kr_error_set(err, KR_EINTERNAL, "search %s: configuration %ld outside [0, %ld)", s->p->key, idx, s->size);
+    if (s->done[idx])
+        return KR_OK;
+    if (s->n >= s->cap)
+        return kr_error_set(err, KR_EINTERNAL, "search %s: evaluation cap %ld exceeded", s->p->key, s->cap);
+    kr_config c;
+    kr_search_space_config(&s->sp, idx, &c);
+    kr_measured *pt = &s->pts[s->n];
+    memset(pt, 0, sizeof *pt);
+    pt->config = c;
+    const kr__mrec *rec = s->cached[idx] >= 0 ? &kr__search_log_records(s->log)->r[s->cached[idx]] : NULL;
+    if (rec) {
+        pt->time_s = rec->time_s;
+        pt->energy_j = rec->energy_j;
+        pt->time_sd_s = rec->time_sd_s;
+        pt->energy_sd_j = rec->energy_sd_j;
+        s->from_log++;
+    } else {
+        kr_measurement m;
+        memset(&m, 0, sizeof m);
+        int rc = kr_backend_measure(s->b, s->p, &c, &m);
+        if (rc)
+            return kr_error_set(err, rc, "partition %s (%s): measuring %d MHz, slot %s, %d SMs: %s", s->p->key,
+                                kr_variant_name(s->p->variant), c.freq_mhz, kr_partition_slot_name(s->p, c.slot), c.sms,
+                                kr_backend_errmsg(s->b)[0] ? kr_backend_errmsg(s->b) : kr_strerror(rc));
+        if (!(m.time_s > 0) || !isfinite(m.time_s) || !(m.energy_j >= 0) || !isfinite(m.energy_j))
+            return kr_error_set(err, KR_EBACKEND,
+                                "partition %s: backend %s returned time %g s, energy %g J for %d MHz, slot %s, %d SMs: "
+                                "expected finite time > 0 and energy >= 0",
+                                s->p->key, kr_backend_name(s->b), m.time_s, m.energy_j, c.freq_mhz,
+                                kr_partition_slot_name(s->p, c.slot), c.sms);
+        pt->time_s = m.time_s;
+        pt->energy_j = m.energy_j;
+        pt->time_sd_s = isfinite(m.time_sd_s) && m.time_sd_s > 0 ? m.time_sd_s : 0;
+        pt->energy_sd_j = isfinite(m.energy_sd_j) && m.energy_sd_j > 0 ? m.energy_sd_j : 0;
+        if (s->log) {
+            kr__mrec r;
+            kr__mrec_from_config(&r, s->p, &c);
+            r.time_s = pt->time_s;
+            r.energy_j = pt->energy_j;
+            r.time_sd_s = pt->time_sd_s;
+            r.energy_sd_j = pt->energy_sd_j;
+            r.repeats = m.repeats > 0 ? m.repeats : 1;
+            kr__mextra x = {kr_backend_name(s->b), kr_strategy_name(s->opt->strategy), s->opt->seed, s->batch, why,
+                            pred_time_s, pred_eff_energy_j, s->p->coll.kind != KR_COLL_NONE};
+            if ((rc = kr__search_log_append(s->log, &r, &x, err)))
+                return rc;
+        }
+        s->measured++;
+    }
+    pt->eff_energy_j = pt->energy_j - s->job->static_power_w * pt->time_s;
+    s->t[idx] = pt->time_s;
+    s->e[idx] = pt->energy_j;
+    s->ee[idx] = pt->eff_energy_j;
+    s->done[idx] = 1;
+    s->n++;
+    return KR_OK;
+}
+
+int kr__search_exhaustive(kr__search *s, kr_error *err)
+{
+    long per_clock = (long)s->sp.nslots * s->sp.nsms;
+    for (long i = 0; i < s->size; i++) {
+        if (kr__search_left(s) <= 0) {
+            snprintf(s->stop, sizeof s->stop, "budget");
+            return KR_OK;
+        }
+        int rc = kr__search_eval(s, i, "exhaustive", NAN, NAN, err);
+        if (rc)
+            return rc;
+        if ((i + 1) % per_clock == 0 && i + 1 < s->size)
+            kr__search_progress(s, 0);
+    }
+    snprintf(s->stop, sizeof s->stop, "space exhausted");
+    return KR_OK;
+}
+
+/* Hypervolume of the points in the plane (P), against nadir + 10 % of the range. */
+static double plane_hv(const kr_measured *pts, long n, double P, long *front)
+{
+    if (n == 0) {
+        *front = 0;
+        return 0;
+    }
+    kr_fpoint *f = malloc((size_t)n * sizeof *f);
+    if (f == NULL)
+        return NAN;
+    double tmin = INFINITY, tmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    for (long i = 0; i < n; i++) {
+        f[i] = (kr_fpoint){pts[i].time_s, pts[i].energy_j, i};
+        double y = pts[i].energy_j - P * pts[i].time_s;
+        tmin = fmin(tmin, pts[i].time_s);
+        tmax = fmax(tmax, pts[i].time_s);
+        ymin = fmin(ymin, y);
+        ymax = fmax(ymax, y);
+    }
+    double hv = NAN;
+    size_t k;
+    double rt = tmax + 0.1 * (tmax - tmin), ry = ymax + 0.1 * (ymax - ymin);
+    if (tmax == tmin)
+        rt = tmax * 1.1;
+    if (ymax == ymin)
+        ry = ymax + 0.1 * fabs(ymax) + 1e-12;
+    if (kr_frontier_pareto(f, (size_t)n, P, 0, f, &k, NULL) == KR_OK) {
+        *front = (long)k;
+        kr_frontier_hypervolume(f, k, P, rt, ry, &hv, NULL);
+    }
+    free(f);
+    return hv;
+}
+
+static void search_free(kr__search *s)
+{
+    free(s->cached);
+    free(s->done);
+    free(s->t);
+    free(s->e);
+    free(s->ee);
+    free(s->pts);
+}
+
+static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b, kr_search_log *log,
+                         const kr_search_options *opt, int index, int count, kr_partition_frontier *out,
+                         kr_search_stats *stats, kr_error *err)
+{
+    double t0 = kr__now_s();
+    kr_search_options defaults;
+    if (opt == NULL) {
+        kr_search_options_default(&defaults);
+        opt = &defaults;
+    }
+    kr_frontier_init(out, job, p);
+    if ((unsigned)opt->strategy > KR_STRATEGY_ARTIFACT || opt->max_evals < 0 || opt->bo_batch < 0 ||
+        opt->bo_init < 0 || opt->artifact_budget < 0 || isnan(opt->bo_stop))
+        return kr_error_set(err, KR_EINVAL, "search %s: expected a known strategy and non-negative budgets", p->key);
+    if (b == NULL)
+        return kr_error_set(err, KR_EINVAL, "search %s: expected a backend, found NULL", p->key);
+    kr__search s;
+    memset(&s, 0, sizeof s);
+    s.job = job;
+    s.p = p;
+    s.b = b;
+    s.log = log;
+    s.opt = opt;
+    s.index = index;
+    s.count = count;
+    int rc = kr_search_space_init(job, p, &s.sp, err);
+    if (rc)
+        return rc;
+    s.size = kr_search_space_size(&s.sp);
+    s.cap = opt->max_evals > 0 && opt->max_evals < s.size ? opt->max_evals : s.size;
+    size_t n = (size_t)s.size;
+    s.cached = malloc(n * sizeof *s.cached);
+    s.done = calloc(n, 1);
+    s.t = malloc(n * sizeof *s.t);
+    s.e = malloc(n * sizeof *s.e);
+    s.ee = malloc(n * sizeof *s.ee);
+    s.pts = malloc(n * sizeof *s.pts);
+    if (!s.cached || !s.done || !s.t || !s.e || !s.ee || !s.pts) {
+        search_free(&s);
+        return kr_error_set(err, KR_ENOMEM, "search %s: out of memory for %ld configurations", p->key, s.size);
+    }
+    for (size_t i = 0; i < n; i++)
+        s.cached[i] = -1;
+    if (log) {
+        /* Index this partition's recorded measurements by configuration. The log checked at
+         * open that every one lies in its partition's space. */
+        const kr__mrecs *m = kr__search_log_records(log);
+        for (size_t i = 0; i < m->n; i++) {
+            const kr__mrec *r = &m->r[i];
+            if (r->variant != p->variant || strcmp(r->key, p->key) != 0)
+                continue;
+            /* Work without a collective is logged with slot "none" and 0 SMs; its space holds
+             * the fixed values. */
+            kr_config c = {r->freq_mhz, s.sp.sms[0], s.sp.slots[0]};
+            long idx;
+            if (p->coll.kind != KR_COLL_NONE) {
+                c.sms = r->sms;
+                rc = kr_partition_slot_index(p, r->slot, &c.slot, err);
+            }
+            if (rc || (rc = kr_search_space_index(&s.sp, &c, &idx, err))) {
+                search_free(&s);
+                return kr_error_prefix(err, "%s:%d", kr_search_log_path(log), r->line);
+            }
+            s.cached[idx] = (long)i;
+        }
+    }
+    /* Baseline variants and non-partition work: the clock is the only knob and composition
+     * needs every clock, so every strategy measures them all. */
+    int clock_only = s.sp.nslots == 1 && s.sp.nsms == 1;
+    kr__search_progress(&s, 0);
+    if (opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only)
+        rc = kr__search_exhaustive(&s, err);
+    else if (opt->strategy == KR_STRATEGY_BO)
+        rc = kr__search_bo(&s, err);
+    else
+        rc = kr__search_artifact(&s, err);
+    if (rc == KR_OK) {
+        snprintf(out->strategy, sizeof out->strategy, "%s", kr_strategy_name(opt->strategy));
+        snprintf(out->backend, sizeof out->backend, "%s", kr_backend_name(b));
+        out->seed = opt->seed;
+        out->space_size = s.size;
+        rc = kr_frontier_set_points(out, s.pts, (size_t)s.n, err);
+    }
+    if (rc == KR_OK) {
+        kr__search_progress(&s, 1);
+        if (stats) {
+            memset(stats, 0, sizeof *stats);
+            stats->space_size = s.size;
+            stats->evaluated = s.n;
+            stats->measured = s.measured;
+            stats->from_log = s.from_log;
+            stats->batches = s.batch;
+            snprintf(stats->stop, sizeof stats->stop, "%s", s.stop);
+            stats->hv_eff = plane_hv(s.pts, s.n, job->static_power_w, &stats->front_eff);
+            stats->hv_total = plane_hv(s.pts, s.n, 0.0, &stats->front_total);
+            stats->wall_s = kr__now_s() - t0;
+        }
+    }
+    search_free(&s);
+    return rc;
+}
+
+int kr_search_partition(const kr_job *job, const kr_partition *p, kr_backend *b, kr_search_log *log,
+                        const kr_search_options *opt, kr_partition_frontier *out, kr_search_stats *stats,
+                        kr_error *err)
+{
+    return run_partition(job, p, b, log, opt, 0, 1, out, stats, err);
+}
+
+void kr_search_results_free(kr_search_result *r, int n)
+{
+    if (r == NULL)
+        return;
+    for (int i = 0; i < n; i++)
+        kr_frontier_free(&r[i].front);
+    free(r);
+}
+
+int kr_search_job(const kr_job *job, kr_variant variant, int include_nonpartition, kr_backend *b, kr_search_log *log,
+                  const kr_search_options *opt, kr_search_result **out, int *n, kr_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    kr_partition_set *set = malloc(sizeof *set);
+    if (set == NULL)
+        return kr_error_set(err, KR_ENOMEM, "search: out of memory");
+    int rc = kr_search_partitions(job, variant, include_nonpartition, set, err);
+    kr_search_result *r = rc ? NULL : calloc((size_t)set->n, sizeof *r);
+    if (rc == KR_OK && r == NULL)
+        rc = kr_error_set(err, KR_ENOMEM, "search: out of memory");
+    int done = 0;
+    for (int i = 0; rc == KR_OK && i < set->n; i++) {
+        rc = run_partition(job, &set->p[i], b, log, opt, i, set->n, &r[i].front, &r[i].stats, err);
+        if (rc) {
+            kr_frontier_free(&r[i].front);
+            break;
+        }
+        done++;
+    }
+    free(set);
+    if (rc) {
+        kr_search_results_free(r, done);
+        return rc;
+    }
+    *out = r;
+    *n = done;
+    return KR_OK;
+}
+
+int kr_search_write_frontier(const char *dir, const kr_partition_frontier *f, kr_error *err)
+{
+    int rc = kr__mkdirs(dir, err);
+    if (rc)
+        return rc;
+    char name[128], path[4300];
+    kr_frontier_file_name(f->key, f->variant, "json", name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if ((rc = kr_frontier_write_json(path, f, err)))
+        return rc;
+    kr_frontier_file_name(f->key, f->variant, "csv", name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return kr_frontier_write_csv(path, f, err);
+}
+
+/* Placeholders until the sample-efficient strategies land (M3 of issue 3). */
+int kr__search_bo(kr__search *s, kr_error *err)
+{
+    return kr_error_set(err, KR_EUNSUPPORTED, "search %s: strategy bo is not built yet", s->p->key);
+}
+
+int kr__search_artifact(kr__search *s, kr_error *err)
+{
+    return kr_error_set(err, KR_EUNSUPPORTED, "search %s: strategy artifact is not built yet", s->p->key);
+}

@@ -1,0 +1,127 @@
+/*
+ * search_internal.h — what the files of the search module share (not public API): measurement
+ * records and the log reader used by both the resumable log and the replay backend, the job
+ * catalogs used to validate records, and the per-partition search context the strategies drive.
+ */
+#ifndef KR_SEARCH_INTERNAL_H
+#define KR_SEARCH_INTERNAL_H
+
+#include "kareus/search.h"
+#include "util/util.h"
+
+/* ---- measurement records ------------------------------------------------------------------ */
+
+/* One measurement as a log line holds it (slot by name, so the artifact's lines fit too). */
+typedef struct kr__mrec {
+    char key[KR_KEY_MAX];
+    kr_variant variant;
+    int freq_mhz;
+    char slot[KR_SLOT_NAME_MAX]; /* "none" for after-compute / no collective. */
+    int sms;                     /* 0 for work without a collective. */
+    double time_s, energy_j, time_sd_s, energy_sd_j;
+    int repeats;
+    int file;                    /* Index of the file it came from (replay; 0 for the log). */
+    int line;                    /* 1-based line in that file. */
+} kr__mrec;
+
+typedef struct kr__mrecs {
+    kr__mrec *r;
+    size_t n, cap;
+} kr__mrecs;
+
+/* The partitions of a job that records may name: the three variants' layer partitions and the
+ * non-partition work. */
+typedef struct kr__catalogs {
+    kr_partition_set var[3]; /* by kr_variant */
+    int ok[3];               /* 0 if that variant's catalog could not be built (odd microbatch) */
+    kr_partition_set nonpart;
+} kr__catalogs;
+
+int kr__catalogs_build(const kr_job *job, kr__catalogs *c, kr_error *err);
+/* The partition for (key, variant), or NULL. */
+const kr_partition *kr__catalogs_find(const kr__catalogs *c, const char *key, kr_variant v);
+
+/* Options of kr__mlog_parse. */
+typedef struct kr__mparse {
+    const char *path;          /* File name for messages. */
+    int file;                  /* Stored in each record. */
+    const kr_job *job;         /* For the fingerprint, catalogs and spaces. */
+    const kr__catalogs *cat;
+    const char *default_key;   /* Key of artifact-format lines (NULL: such lines are errors). */
+    int check_space;           /* 1: the configuration must lie in the partition's search space. */
+} kr__mparse;
+
+/*
+ * Parses the JSONL text (len bytes) and appends its records to out. A last line without a
+ * newline that does not parse is a torn line: *valid_len is set to where it starts and *torn to
+ * 1 (otherwise *valid_len = len, *torn = 0); *complete_last is 1 if the last line parsed but
+ * had no newline. Returns KR_OK or the first error with path:line and the field.
+ */
+int kr__mlog_parse(const kr__mparse *o, const char *text, size_t len, kr__mrecs *out, size_t *valid_len, int *torn,
+                   int *complete_last, kr_error *err);
+
+/* Sorts by (key, variant, freq, slot, sms, file, line) and drops later duplicates; returns how
+ * many were dropped and the line of the first dropped one in *first_dup_line (file 0). */
+size_t kr__mrecs_dedupe(kr__mrecs *m, int *first_dup_line);
+int kr__mrecs_push(kr__mrecs *m, const kr__mrec *r);
+/* Record for (key, variant, freq, slot, sms) in a deduped, sorted set, or NULL. */
+const kr__mrec *kr__mrecs_find(const kr__mrecs *m, const kr__mrec *probe);
+/* Sets the lookup fields of a record from a partition and a config (slot by name; slot "none"
+ * and sms 0 for work without a collective). */
+void kr__mrec_from_config(kr__mrec *r, const kr_partition *p, const kr_config *c);
+
+/* Extra fields of a line we write. */
+typedef struct kr__mextra {
+    const char *backend;
+    const char *strategy;
+    unsigned long long seed;
+    int batch;
+    const char *selected; /* why the strategy chose it: "init", "hvi_eff", "exhaustive", … */
+    double pred_time_s;   /* NaN when there is no prediction */
+    double pred_eff_energy_j;
+    int has_coll;         /* 1 if the partition has a collective (block 1024, else 0) */
+} kr__mextra;
+
+/* Appends one record to the log (a line; fflush + fsync) and to its in-memory set. */
+int kr__search_log_append(kr_search_log *log, const kr__mrec *r, const kr__mextra *x, kr_error *err);
+/* The in-memory records of the log (in file order, deduped at open). */
+const kr__mrecs *kr__search_log_records(const kr_search_log *log);
+const kr__catalogs *kr__search_log_catalogs(const kr_search_log *log);
+
+/* ---- the search context ------------------------------------------------------------------- */
+
+typedef struct kr__search {
+    const kr_job *job;
+    const kr_partition *p;
+    kr_backend *b;
+    kr_search_log *log;
+    const kr_search_options *opt;
+    kr_search_space sp;
+    long size;
+    long cap;              /* evaluation cap */
+    long *cached;          /* per configuration: index of its log record, or -1 */
+    unsigned char *done;   /* per configuration: 1 once evaluated */
+    double *t, *e, *ee;    /* per configuration: time, energy, effective energy (when done) */
+    kr_measured *pts;      /* evaluated points in evaluation order */
+    long n;                /* evaluated */
+    long measured, from_log;
+    int batch;             /* current batch (0 = initial design) */
+    int index, count;      /* position in a job-wide search (progress) */
+    char stop[48];
+} kr__search;
+
+/* Evaluates configuration idx (from the log if recorded, else measured and logged). A
+ * configuration already evaluated is a no-op. why/pred_* go to the log line. */
+int kr__search_eval(kr__search *s, long idx, const char *why, double pred_time_s, double pred_eff_energy_j,
+                    kr_error *err);
+/* Configurations the cap still allows. */
+long kr__search_left(const kr__search *s);
+/* Reports progress through the options' callback. */
+void kr__search_progress(const kr__search *s, int done);
+
+/* Strategies: each evaluates configurations through kr__search_eval and sets s->stop. */
+int kr__search_exhaustive(kr__search *s, kr_error *err);
+int kr__search_bo(kr__search *s, kr_error *err);
+int kr__search_artifact(kr__search *s, kr_error *err);
+
+#endif
