@@ -317,14 +317,3 @@ int kr_search_write_frontier(const char *dir, const kr_partition_frontier *f, kr
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return kr_frontier_write_csv(path, f, err);
 }
-
-/* Placeholders until the sample-efficient strategies land (M3 of issue 3). */
-int kr__search_bo(kr__search *s, kr_error *err)
-{
-    return kr_error_set(err, KR_EUNSUPPORTED, "search %s: strategy bo is not built yet", s->p->key);
-}
-
-int kr__search_artifact(kr__search *s, kr_error *err)
-{
-    return kr_error_set(err, KR_EUNSUPPORTED, "search %s: strategy artifact is not built yet", s->p->key);
-}

@@ -124,4 +124,22 @@ int kr__search_exhaustive(kr__search *s, kr_error *err);
 int kr__search_bo(kr__search *s, kr_error *err);
 int kr__search_artifact(kr__search *s, kr_error *err);
 
+/* ---- 2-D frontiers for acquisition functions (front2.c) ------------------------------------ */
+
+/* A frontier in one plane, kept sorted (t ascending, y descending), with a reference point. */
+typedef struct kr__front2 {
+    int m, cap;
+    double *t, *y;
+    double rt, ry; /* reference point */
+    double hv;     /* hypervolume against it (set by the caller with kr__front2_hv) */
+} kr__front2;
+
+/* Inserts (t, y) unless dominated, dropping the points it dominates. KR_OK or KR_ENOMEM. */
+int kr__front2_add(kr__front2 *f, double t, double y);
+/* Hypervolume improvement of the point (t, y) inside the reference box. O(log m + k). */
+double kr__front2_hvi(const kr__front2 *f, double t, double y);
+/* Hypervolume of f inside the reference box. */
+double kr__front2_hv(const kr__front2 *f);
+void kr__front2_free(kr__front2 *f);
+
 #endif
