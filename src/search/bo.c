@@ -2,29 +2,31 @@
  * bo.c — the bo strategy: batch Bayesian optimisation of a partition's (time, effective energy)
  * and (time, total energy) frontiers with a stopping rule (search.h, docs/search.md).
  *
- * Surrogate. Two independent Gaussian processes (gp.c): log time and log effective energy (raw
- * effective energy if some measured value is not positive), over the features
+ * Surrogate. Three independent Gaussian processes (gp.c): log time, log effective energy and
+ * log total energy (an energy is modelled raw if some measured value is not positive), over
+ * the features
  *   x1 = (f − f_min) / (f_max − f_min)           (SM clock),
  *   x2 = log(s / s_min) / log(s_max / s_min)      (comm SMs; bandwidth grows ~ with s, so a log
  *                                                  axis makes the response smoother),
  * and the launch slot as a categorical input. Hyperparameters are refitted every batch by
  * marginal likelihood, warm-started from the previous batch.
  *
- * Initial design. One configuration per clock — composition combines configurations of the
- * same clock only (kareus-method.md §5), so every clock needs at least one point — with the
- * comm-SM strata spread Latin-hypercube style and slots balanced; then uniform random extras up
- * to n_init. All random choices come from the seed.
+ * Initial design. n_init = max(number of clocks, 3 % of the space) configurations spread Latin-
+ * hypercube style over (clock, comm SMs), slots balanced, all from the seed. With n_init >= the
+ * number of clocks every clock (almost always) gets a point; composition combines configurations
+ * of the same clock only (kareus-method.md §5), so after convergence any clock still without a
+ * point gets its most promising configuration ("cover").
  *
  * Batch (size q). Built greedily; each member is the argmax of one criterion over the
  * unevaluated configurations, and after each pick the batch "believes" the pick's predicted
  * median (kriging believer): the median joins the current frontiers and the posterior
- * variances of both GPs are updated exactly for one more observation at the pick (rank-one
+ * variances of all three GPs are updated exactly for one more observation at the pick (rank-one
  * downdates, so later picks avoid its neighbourhood). Criteria, in the repeating order
  * EFF, TOT, TIME, EFF, TOT, EXPLORE, EFF, TOT:
  *   EFF / TOT  expected hypervolume improvement in the (time, effective energy) / (time, total
  *              energy) plane, E[HVI(t, y)] over the predictive distribution, by Monte Carlo with
  *              S = 64 common normal draws per batch (seeded): t = exp(μ_t + σ_t z₁),
- *              E_eff = exp(μ_e + σ_e z₂), E = E_eff + P_static·t. Candidates whose optimistic
+ *              E_eff = exp(μ_e + σ_e z₂), E = exp(μ_E + σ_E z₃). Candidates whose optimistic
  *              corner (μ − 3σ) is dominated are skipped (their EHVI is ~0).
  *   TIME       probability of beating the fastest time so far (falls back to EFF below 2 %).
  *   EXPLORE    the largest standardised predictive spread among configurations whose
@@ -32,11 +34,15 @@
  * Reference point of each plane: the current frontier's nadir plus 10 % of its range (the same
  * construction as the benchmark's quality figure, on the observed frontier).
  *
- * Stopping rule. Before measuring a batch, its expected improvement — the sum of the members'
- * EHVI in each plane, each computed under the fantasies of the members before it (greedy
- * q-EHVI) — is compared with the current hypervolume; when it is below bo_stop (default
- * 1e-3) in both planes the search has converged and stops without measuring that batch. A cap
- * (max_evals, default half the space) bounds the cost in any case.
+ * Stopping rule. Before building a batch, the search estimates the hypervolume still to be
+ * gained anywhere in the space, E[HV(F ∪ all unmeasured)] − HV(F), by Monte Carlo over
+ * independent draws of every configuration's predictive distribution (an overestimate: the
+ * draws ignore the posterior correlation). It has converged, and stops, when in both planes
+ * this estimate and the gain the last batch actually brought are below bo_stop (default
+ * BO_DEFAULT_STOP = 2 %) of the current hypervolume. The second condition guards against a
+ * surrogate that is confidently wrong: a batch that surprised it keeps the search going. A cap
+ * (max_evals, default half the space) bounds the cost in any case. The default threshold was
+ * chosen on the simulator (docs/search.md: quality against measurements for several values).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -47,29 +53,37 @@
 
 #define BO_SAMPLES 64
 #define BO_REF_MARGIN 0.1
-#define BO_DEFAULT_STOP 1e-3
+#define BO_DEFAULT_STOP 0.02
 
 enum role { EFF, TOT, TIME, EXPLORE };
 static const enum role pattern[8] = {EFF, TOT, TIME, EFF, TOT, EXPLORE, EFF, TOT};
 static const char *const role_names[] = {"ehvi_eff", "ehvi_total", "time", "explore"};
 
+enum { M_TIME, M_EFF, M_TOTAL, NMODELS };
+
+/* One surrogate: a GP with its predictions on the candidates and the batch's fantasies. */
+typedef struct model {
+    kr__gp gp;
+    kr__gp_hyper h;  /* warm start for the next fit */
+    int have_h;
+    int log;         /* targets on a log scale */
+    double *y;       /* training targets (n) */
+    double *mu, *var; /* posterior mean and (fantasy-updated) variance per candidate */
+    double *V;       /* m × n rows of L⁻¹k */
+    double *u;       /* q × m fantasy vectors */
+} model;
+
 typedef struct bo {
     kr__search *s;
-    double P;                /* static power */
-    int log_e;               /* effective energy modelled on a log scale */
+    int q;
     /* candidates */
     int m;
     long *cand;
-    double *xc;              /* m × 2 features */
-    int *cc;                 /* m slot categories */
-    double *mt, *vt, *me, *ve; /* posterior means/variances (target units) */
-    double *Vt, *Ve;         /* m × n rows of L⁻¹k for each GP */
-    double *ut, *ue;         /* q × m fantasy vectors */
+    double *xc;      /* m × 2 features */
+    int *cc;         /* m slot categories */
     unsigned char *picked;
-    kr__gp gpt, gpe;
-    int have_hyper;
-    kr__gp_hyper ht, he;
-    double z[BO_SAMPLES][2];
+    model md[NMODELS];
+    double z[BO_SAMPLES][NMODELS];
     kr__front2 feff, ftot;
 } bo;
 
@@ -86,19 +100,26 @@ static void feature(const kr__search *s, long idx, double *x, int *cat)
     *cat = (int)((idx % per_clock) / sp->nsms);
 }
 
-static double tr_e(const bo *b, double v)
+/* Value of model k's latent v in target units. */
+static double back(const bo *b, int k, double v)
 {
-    return b->log_e ? exp(v) : v;
+    return b->md[k].log ? exp(v) : v;
+}
+
+static double sd(const bo *b, int k, int j)
+{
+    return sqrt(fmax(b->md[k].var[j], 0.0));
 }
 
 /* ---- frontiers ------------------------------------------------------------------------- */
 
-/* Rebuilds both frontiers from the evaluated points and sets their reference points. */
-static int build_fronts(bo *b)
+/* Rebuilds both frontiers from the first n evaluated points; with set_ref, sets their
+ * reference points (otherwise the current ones are kept) and hypervolumes. */
+static int build_fronts(bo *b, long n, int set_ref)
 {
     kr__search *s = b->s;
     b->feff.m = b->ftot.m = 0;
-    for (long i = 0; i < s->n; i++) {
+    for (long i = 0; i < n; i++) {
         const kr_measured *p = &s->pts[i];
         if (kr__front2_add(&b->feff, p->time_s, p->eff_energy_j) || kr__front2_add(&b->ftot, p->time_s, p->energy_j))
             return KR_ENOMEM;
@@ -106,9 +127,11 @@ static int build_fronts(bo *b)
     kr__front2 *fs[2] = {&b->feff, &b->ftot};
     for (int k = 0; k < 2; k++) {
         kr__front2 *f = fs[k];
-        double t0 = f->t[0], t1 = f->t[f->m - 1], y0 = f->y[f->m - 1], y1 = f->y[0];
-        f->rt = t1 + BO_REF_MARGIN * (t1 > t0 ? t1 - t0 : fabs(t1));
-        f->ry = y1 + BO_REF_MARGIN * (y1 > y0 ? y1 - y0 : fabs(y1) + 1e-12);
+        if (set_ref && f->m > 0) {
+            double t0 = f->t[0], t1 = f->t[f->m - 1], y0 = f->y[f->m - 1], y1 = f->y[0];
+            f->rt = t1 + BO_REF_MARGIN * (t1 > t0 ? t1 - t0 : fabs(t1));
+            f->ry = y1 + BO_REF_MARGIN * (y1 > y0 ? y1 - y0 : fabs(y1) + 1e-12);
+        }
         f->hv = kr__front2_hv(f);
     }
     return KR_OK;
@@ -116,22 +139,18 @@ static int build_fronts(bo *b)
 
 /* ---- acquisition ------------------------------------------------------------------------ */
 
-/* Current (fantasy-updated) posterior sd of candidate j. */
-static double sd_t(const bo *b, int j)
+/* Energy model of a plane. */
+static int emodel(int total)
 {
-    return sqrt(fmax(b->vt[j], 0.0));
+    return total ? M_TOTAL : M_EFF;
 }
 
-static double sd_e(const bo *b, int j)
-{
-    return sqrt(fmax(b->ve[j], 0.0));
-}
-
-/* Optimistic corner of candidate j in a plane: is it dominated by the plane's frontier? */
+/* Is candidate j's optimistic corner (μ − 3σ in both coordinates) dominated in the plane? */
 static int hopeless(const bo *b, int j, const kr__front2 *f, int total)
 {
-    double t = exp(b->mt[j] - 3 * sd_t(b, j)), e = tr_e(b, b->me[j] - 3 * sd_e(b, j));
-    double y = total ? e + b->P * t : e;
+    int k = emodel(total);
+    double t = back(b, M_TIME, b->md[M_TIME].mu[j] - 3 * sd(b, M_TIME, j));
+    double y = back(b, k, b->md[k].mu[j] - 3 * sd(b, k, j));
     return kr__front2_hvi(f, t, y) <= 0.0;
 }
 
@@ -139,10 +158,40 @@ static double ehvi(const bo *b, int j, const kr__front2 *f, int total)
 {
     if (hopeless(b, j, f, total))
         return 0.0;
-    double st = sd_t(b, j), se = sd_e(b, j), sum = 0;
-    for (int k = 0; k < BO_SAMPLES; k++) {
-        double t = exp(b->mt[j] + st * b->z[k][0]), e = tr_e(b, b->me[j] + se * b->z[k][1]);
-        sum += kr__front2_hvi(f, t, total ? e + b->P * t : e);
+    int k = emodel(total);
+    double mt = b->md[M_TIME].mu[j], st = sd(b, M_TIME, j), me = b->md[k].mu[j], se = sd(b, k, j), sum = 0;
+    for (int i = 0; i < BO_SAMPLES; i++)
+        sum += kr__front2_hvi(f, back(b, M_TIME, mt + st * b->z[i][M_TIME]), back(b, k, me + se * b->z[i][k]));
+    return sum / BO_SAMPLES;
+}
+
+/*
+ * Expected hypervolume still to be gained anywhere in the space: E[HV(F ∪ {all candidates})] −
+ * HV(F), by Monte Carlo over independent draws of every candidate's predictive distribution
+ * (candidates whose optimistic corner is dominated cannot add anything and are skipped).
+ * Independent draws ignore the posterior correlation between candidates, which can only
+ * overstate the gain: the estimate errs on the side of measuring more.
+ */
+static double remaining_gain(const bo *b, const kr__front2 *f, int total, kr__rng *r, kr__front2 *scratch)
+{
+    int k = emodel(total);
+    double sum = 0;
+    for (int i = 0; i < BO_SAMPLES; i++) {
+        scratch->m = 0;
+        scratch->rt = f->rt;
+        scratch->ry = f->ry;
+        for (int j = 0; j < f->m; j++)
+            if (kr__front2_add(scratch, f->t[j], f->y[j]))
+                return INFINITY;
+        for (int j = 0; j < b->m; j++) {
+            if (hopeless(b, j, f, total))
+                continue;
+            double t = back(b, M_TIME, b->md[M_TIME].mu[j] + sd(b, M_TIME, j) * kr__rng_normal(r));
+            double y = back(b, k, b->md[k].mu[j] + sd(b, k, j) * kr__rng_normal(r));
+            if (kr__front2_add(scratch, t, y))
+                return INFINITY;
+        }
+        sum += kr__front2_hv(scratch) - f->hv;
     }
     return sum / BO_SAMPLES;
 }
@@ -153,7 +202,7 @@ static double phi(double x)
     return 0.5 * erfc(-x / sqrt(2.0));
 }
 
-/* Picks the best unpicked candidate for role r; returns its index or -1. */
+/* Picks the best unpicked candidate for role *r (which may fall back); returns it or -1. */
 static int pick(bo *b, enum role *r, double tbest)
 {
     int best = -1;
@@ -162,7 +211,7 @@ static int pick(bo *b, enum role *r, double tbest)
         for (int j = 0; j < b->m; j++) {
             if (b->picked[j])
                 continue;
-            double v = phi((log(tbest) - b->mt[j]) / fmax(sd_t(b, j), 1e-12));
+            double v = phi((log(tbest) - b->md[M_TIME].mu[j]) / fmax(sd(b, M_TIME, j), 1e-12));
             if (v > bv) {
                 bv = v;
                 best = j;
@@ -189,12 +238,13 @@ static int pick(bo *b, enum role *r, double tbest)
             return best;
         *r = EXPLORE; /* nothing is expected to improve: learn where the model is unsure */
     }
-    double gt = b->gpt.ysd > 0 ? b->gpt.ysd : 1, ge = b->gpe.ysd > 0 ? b->gpe.ysd : 1;
     for (int pass = 0; pass < 2 && best < 0; pass++)
         for (int j = 0; j < b->m; j++) {
             if (b->picked[j] || (pass == 0 && hopeless(b, j, &b->feff, 0) && hopeless(b, j, &b->ftot, 1)))
                 continue;
-            double v = sd_t(b, j) / gt + sd_e(b, j) / ge;
+            double v = 0;
+            for (int k = 0; k < NMODELS; k++)
+                v += sd(b, k, j) / (b->md[k].gp.ysd > 0 ? b->md[k].gp.ysd : 1.0);
             if (best < 0 || v > bv) {
                 bv = v;
                 best = j;
@@ -203,30 +253,66 @@ static int pick(bo *b, enum role *r, double tbest)
     return best;
 }
 
-/* Kriging-believer update after picking candidate a (the k-th pick of the batch). */
-static void fantasise(bo *b, int a, int k)
+/* Kriging-believer update after picking candidate a as the i-th member of the batch. */
+static void fantasise(bo *b, int a, int i)
 {
-    kr__gp *gps[2] = {&b->gpt, &b->gpe};
-    double *vars[2] = {b->vt, b->ve};
-    double *V[2] = {b->Vt, b->Ve};
-    double *U[2] = {b->ut, b->ue};
-    int n0 = b->gpt.n;
-    for (int g = 0; g < 2; g++) {
-        double denom = sqrt(fmax(vars[g][a], 0.0) + kr__gp_noise_var(gps[g]) + 1e-300);
-        double *u = U[g] + (size_t)k * b->m;
-        const double *va = V[g] + (size_t)a * n0;
+    int n0 = b->md[0].gp.n;
+    for (int k = 0; k < NMODELS; k++) {
+        model *md = &b->md[k];
+        double denom = sqrt(fmax(md->var[a], 0.0) + kr__gp_noise_var(&md->gp) + 1e-300);
+        double *u = md->u + (size_t)i * b->m;
+        const double *va = md->V + (size_t)a * n0;
         for (int j = 0; j < b->m; j++) {
-            double c = kr__gp_post_cov(gps[g], b->xc + 2 * j, b->cc[j], V[g] + (size_t)j * n0, b->xc + 2 * a, b->cc[a], va);
-            for (int i = 0; i < k; i++)
-                c -= U[g][(size_t)i * b->m + j] * U[g][(size_t)i * b->m + a];
+            double c = kr__gp_post_cov(&md->gp, b->xc + 2 * j, b->cc[j], md->V + (size_t)j * n0, b->xc + 2 * a, b->cc[a],
+                                       va);
+            for (int l = 0; l < i; l++)
+                c -= md->u[(size_t)l * b->m + j] * md->u[(size_t)l * b->m + a];
             u[j] = c / denom;
         }
         for (int j = 0; j < b->m; j++)
-            vars[g][j] -= u[j] * u[j];
+            md->var[j] -= u[j] * u[j];
     }
-    double t = exp(b->mt[a]), e = tr_e(b, b->me[a]);
-    kr__front2_add(&b->feff, t, e);
-    kr__front2_add(&b->ftot, t, e + b->P * t);
+    double t = back(b, M_TIME, b->md[M_TIME].mu[a]);
+    kr__front2_add(&b->feff, t, back(b, M_EFF, b->md[M_EFF].mu[a]));
+    kr__front2_add(&b->ftot, t, back(b, M_TOTAL, b->md[M_TOTAL].mu[a]));
+}
+
+/*
+ * Composition combines configurations of the same clock only, so every clock needs a point.
+ * After convergence (the models are current), each clock still without one gets the
+ * configuration with the largest EHVI in the (time, effective energy) plane among its own,
+ * or, if none is expected to improve it, the fastest predicted one.
+ */
+static int cover_clocks(bo *b, kr_error *err)
+{
+    kr__search *s = b->s;
+    long per_clock = (long)s->sp.nslots * s->sp.nsms;
+    for (int c = 0; c < s->sp.nclocks && kr__search_left(s) > 0; c++) {
+        int covered = 0;
+        for (long i = c * per_clock; i < (c + 1) * per_clock && !covered; i++)
+            covered = s->done[i];
+        if (covered)
+            continue;
+        int best = -1;
+        double bv = 0, bt = INFINITY;
+        for (int j = 0; j < b->m; j++) {
+            if (b->cand[j] / per_clock != c)
+                continue;
+            double v = ehvi(b, j, &b->feff, 0), t = b->md[M_TIME].mu[j];
+            if (v > bv || (bv == 0 && v == 0 && t < bt)) {
+                best = j;
+                bv = v;
+                bt = t;
+            }
+        }
+        if (best < 0)
+            continue;
+        int rc = kr__search_eval(s, b->cand[best], "cover", back(b, M_TIME, b->md[M_TIME].mu[best]),
+                                 back(b, M_EFF, b->md[M_EFF].mu[best]), err);
+        if (rc)
+            return rc;
+    }
+    return KR_OK;
 }
 
 /* ---- the loop --------------------------------------------------------------------------- */
@@ -236,60 +322,114 @@ static void bo_free(bo *b)
     free(b->cand);
     free(b->xc);
     free(b->cc);
-    free(b->mt);
-    free(b->vt);
-    free(b->me);
-    free(b->ve);
-    free(b->Vt);
-    free(b->Ve);
-    free(b->ut);
-    free(b->ue);
     free(b->picked);
+    for (int k = 0; k < NMODELS; k++) {
+        model *md = &b->md[k];
+        free(md->y);
+        free(md->mu);
+        free(md->var);
+        free(md->V);
+        free(md->u);
+        kr__gp_free(&md->gp);
+    }
     kr__front2_free(&b->feff);
     kr__front2_free(&b->ftot);
-    kr__gp_free(&b->gpt);
-    kr__gp_free(&b->gpe);
 }
 
+/* Shuffles v[0..n) with r (Fisher–Yates). */
+static void shuffle(int *v, int n, kr__rng *r)
+{
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)kr__rng_below(r, (uint64_t)i + 1), t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+/*
+ * n0 configurations spread Latin-hypercube style over (clock, comm SMs) with the slots
+ * balanced: point i takes clock stratum π₁(i) and SM stratum π₂(i) of n0 equal strata (a random
+ * position inside each), slot π₃(i) mod nslots. With n0 >= nclocks every clock gets a point.
+ */
 static int initial_design(kr__search *s, long n0, kr_error *err)
 {
     const kr_search_space *sp = &s->sp;
+    n0 = KR_MIN(n0, s->size);
     kr__rng r;
     kr__rng_seed(&r, s->opt->seed * 0x9e3779b97f4a7c15ULL + 17);
-    int nc = sp->nclocks;
-    int *perm = malloc((size_t)nc * sizeof *perm), *slotp = malloc((size_t)nc * sizeof *slotp);
-    if (!perm || !slotp) {
-        free(perm);
-        free(slotp);
+    int *p1 = malloc((size_t)n0 * sizeof *p1), *p2 = malloc((size_t)n0 * sizeof *p2),
+        *p3 = malloc((size_t)n0 * sizeof *p3);
+    if (!p1 || !p2 || !p3) {
+        free(p1);
+        free(p2);
+        free(p3);
         return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
     }
-    for (int i = 0; i < nc; i++)
-        perm[i] = slotp[i] = i;
-    for (int i = nc - 1; i > 0; i--) { /* Fisher–Yates, twice */
-        int j = (int)kr__rng_below(&r, (uint64_t)i + 1), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-        j = (int)kr__rng_below(&r, (uint64_t)i + 1);
-        t = slotp[i];
-        slotp[i] = slotp[j];
-        slotp[j] = t;
-    }
+    for (int i = 0; i < n0; i++)
+        p1[i] = p2[i] = p3[i] = i;
+    shuffle(p1, (int)n0, &r);
+    shuffle(p2, (int)n0, &r);
+    shuffle(p3, (int)n0, &r);
     int rc = KR_OK;
-    for (int i = 0; i < nc && rc == KR_OK && kr__search_left(s) > 0 && s->n < n0; i++) {
-        int smi = (int)(((long)perm[i] * sp->nsms + (long)kr__rng_below(&r, (uint64_t)sp->nsms)) / nc);
-        smi = KR_MIN(smi, sp->nsms - 1);
-        int sli = slotp[i] % sp->nslots;
-        rc = kr__search_eval(s, ((long)i * sp->nslots + sli) * sp->nsms + smi, "init", NAN, NAN, err);
-    }
-    free(perm);
-    free(slotp);
-    while (rc == KR_OK && s->n < n0 && kr__search_left(s) > 0 && s->n < s->size) {
-        long idx = (long)kr__rng_below(&r, (uint64_t)s->size);
-        while (s->done[idx])
+    for (long i = 0; i < n0 && rc == KR_OK && kr__search_left(s) > 0; i++) {
+        long ci = (long)((p1[i] + kr__rng_uniform(&r)) * sp->nclocks / n0);
+        long mi = (long)((p2[i] + kr__rng_uniform(&r)) * sp->nsms / n0);
+        long si = p3[i] % sp->nslots;
+        long idx = (KR_MIN(ci, sp->nclocks - 1) * sp->nslots + si) * sp->nsms + KR_MIN(mi, sp->nsms - 1);
+        while (s->done[idx]) /* a collision of strata: the next free configuration */
             idx = (idx + 1) % s->size;
         rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
     }
+    free(p1);
+    free(p2);
+    free(p3);
     return rc;
+}
+
+/* Fits the three models to the evaluated points and predicts every unevaluated configuration. */
+static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
+{
+    kr__search *s = b->s;
+    int n = (int)s->n, rc;
+    for (int i = 0; i < n; i++) {
+        long idx;
+        kr_search_space_index(&s->sp, &s->pts[i].config, &idx, NULL);
+        feature(s, idx, X + 2 * i, &cat[i]);
+    }
+    for (int k = 0; k < NMODELS; k++) {
+        model *md = &b->md[k];
+        md->log = 1;
+        for (int i = 0; i < n; i++) {
+            const kr_measured *p = &s->pts[i];
+            double v = k == M_TIME ? p->time_s : k == M_EFF ? p->eff_energy_j : p->energy_j;
+            md->y[i] = v;
+            md->log &= v > 0;
+        }
+        if (md->log)
+            for (int i = 0; i < n; i++)
+                md->y[i] = log(md->y[i]);
+        if ((rc = kr__gp_fit(&md->gp, X, cat, md->y, n, 2, md->have_h ? &md->h : NULL, err)))
+            return rc;
+        md->h = md->gp.h;
+        md->have_h = 1;
+    }
+    b->m = 0;
+    for (long i = 0; i < s->size; i++)
+        if (!s->done[i]) {
+            b->cand[b->m] = i;
+            feature(s, i, b->xc + 2 * b->m, &b->cc[b->m]);
+            b->m++;
+        }
+    for (int k = 0; k < NMODELS; k++) {
+        model *md = &b->md[k];
+        free(md->V);
+        md->V = malloc((size_t)b->m * n * sizeof *md->V);
+        if (md->V == NULL)
+            return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+        if ((rc = kr__gp_predict(&md->gp, b->xc, b->cc, b->m, md->mu, md->var, md->V, err)))
+            return rc;
+    }
+    return KR_OK;
 }
 
 int kr__search_bo(kr__search *s, kr_error *err)
@@ -300,7 +440,6 @@ int kr__search_bo(kr__search *s, kr_error *err)
     if (o->max_evals == 0)
         s->cap = KR_MAX(size / 2, KR_MIN(size, (long)sp->nclocks + 8));
     long n0 = o->bo_init > 0 ? o->bo_init : KR_MAX((long)sp->nclocks, (long)ceil(0.03 * size));
-    int q = o->bo_batch > 0 ? o->bo_batch : size >= 400 ? 8 : 4;
     double stop = o->bo_stop == 0 ? BO_DEFAULT_STOP : o->bo_stop;
     int rc = initial_design(s, n0, err);
     if (rc)
@@ -310,26 +449,30 @@ int kr__search_bo(kr__search *s, kr_error *err)
     bo b;
     memset(&b, 0, sizeof b);
     b.s = s;
-    b.P = s->job->static_power_w;
+    b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : size >= 400 ? 8 : 4);
     size_t sz = (size_t)size;
     b.cand = malloc(sz * sizeof *b.cand);
     b.xc = malloc(sz * 2 * sizeof *b.xc);
     b.cc = malloc(sz * sizeof *b.cc);
-    b.mt = malloc(sz * sizeof *b.mt);
-    b.vt = malloc(sz * sizeof *b.vt);
-    b.me = malloc(sz * sizeof *b.me);
-    b.ve = malloc(sz * sizeof *b.ve);
-    b.ut = malloc(sz * (size_t)q * sizeof *b.ut);
-    b.ue = malloc(sz * (size_t)q * sizeof *b.ue);
     b.picked = malloc(sz);
-    double *X = malloc(sz * 2 * sizeof *X), *yt = malloc(sz * sizeof *yt), *ye = malloc(sz * sizeof *ye);
+    int ok = b.cand && b.xc && b.cc && b.picked;
+    for (int k = 0; k < NMODELS; k++) {
+        model *md = &b.md[k];
+        ok &= (md->y = malloc(sz * sizeof *md->y)) != NULL;
+        ok &= (md->mu = malloc(sz * sizeof *md->mu)) != NULL;
+        ok &= (md->var = malloc(sz * sizeof *md->var)) != NULL;
+        ok &= (md->u = malloc(sz * (size_t)b.q * sizeof *md->u)) != NULL;
+    }
+    double *X = malloc(sz * 2 * sizeof *X);
     int *cat = malloc(sz * sizeof *cat);
-    if (!b.cand || !b.xc || !b.cc || !b.mt || !b.vt || !b.me || !b.ve || !b.ut || !b.ue || !b.picked || !X || !yt ||
-        !ye || !cat) {
+    if (!ok || !X || !cat) {
         rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
         goto out;
     }
     kr__rng r;
+    kr__front2 scratch;
+    memset(&scratch, 0, sizeof scratch);
+    long n_prev = 0; /* points before the last batch (0: the initial design counts as one) */
     for (;;) {
         if (s->n >= size) {
             snprintf(s->stop, sizeof s->stop, "space exhausted");
@@ -339,91 +482,71 @@ int kr__search_bo(kr__search *s, kr_error *err)
             snprintf(s->stop, sizeof s->stop, "budget");
             break;
         }
-        /* Training data. */
-        int n = (int)s->n;
-        b.log_e = 1;
-        for (int i = 0; i < n; i++)
-            b.log_e &= s->pts[i].eff_energy_j > 0;
-        for (int i = 0; i < n; i++) {
-            long idx;
-            kr_search_space_index(sp, &s->pts[i].config, &idx, NULL);
-            feature(s, idx, X + 2 * i, &cat[i]);
-            yt[i] = log(s->pts[i].time_s);
-            ye[i] = b.log_e ? log(s->pts[i].eff_energy_j) : s->pts[i].eff_energy_j;
-        }
-        if ((rc = kr__gp_fit(&b.gpt, X, cat, yt, n, 2, b.have_hyper ? &b.ht : NULL, err)) ||
-            (rc = kr__gp_fit(&b.gpe, X, cat, ye, n, 2, b.have_hyper ? &b.he : NULL, err)))
+        if ((rc = fit_and_predict(&b, X, cat, err)))
             goto out;
-        b.ht = b.gpt.h;
-        b.he = b.gpe.h;
-        b.have_hyper = 1;
-        /* Candidates: every configuration not evaluated yet. */
-        b.m = 0;
-        for (long i = 0; i < size; i++)
-            if (!s->done[i]) {
-                b.cand[b.m] = i;
-                feature(s, i, b.xc + 2 * b.m, &b.cc[b.m]);
-                b.m++;
-            }
-        free(b.Vt);
-        free(b.Ve);
-        b.Vt = malloc((size_t)b.m * n * sizeof *b.Vt);
-        b.Ve = malloc((size_t)b.m * n * sizeof *b.Ve);
-        if (!b.Vt || !b.Ve) {
+        /* What the last batch actually gained (against the current reference points), then
+         * the frontiers of everything measured. */
+        if (build_fronts(&b, s->n, 1) || build_fronts(&b, n_prev, 0)) {
             rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
             goto out;
         }
-        if ((rc = kr__gp_predict(&b.gpt, b.xc, b.cc, b.m, b.mt, b.vt, b.Vt, err)) ||
-            (rc = kr__gp_predict(&b.gpe, b.xc, b.cc, b.m, b.me, b.ve, b.Ve, err)))
-            goto out;
-        if (build_fronts(&b)) {
+        double real_eff = b.feff.hv, real_tot = b.ftot.hv;
+        if (build_fronts(&b, s->n, 0)) {
             rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
             goto out;
         }
         double hv_eff = b.feff.hv, hv_tot = b.ftot.hv, tbest = b.feff.t[0];
-        kr__rng_seed(&r, o->seed * 0x2545f4914f6cdd1dULL + (uint64_t)s->batch * 7919 + 3);
-        for (int k = 0; k < BO_SAMPLES; k++) {
-            b.z[k][0] = kr__rng_normal(&r);
-            b.z[k][1] = kr__rng_normal(&r);
+        real_eff = hv_eff - real_eff;
+        real_tot = hv_tot - real_tot;
+        kr__rng_seed(&r, o->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)s->batch * 104729 + 5);
+        double rem_eff = remaining_gain(&b, &b.feff, 0, &r, &scratch);
+        double rem_tot = remaining_gain(&b, &b.ftot, 1, &r, &scratch);
+        if (rem_eff < stop * hv_eff && rem_tot < stop * hv_tot && real_eff < stop * hv_eff &&
+            real_tot < stop * hv_tot) {
+            snprintf(s->stop, sizeof s->stop, "converged");
+            rc = cover_clocks(&b, err);
+            break;
         }
+        kr__rng_seed(&r, o->seed * 0x2545f4914f6cdd1dULL + (uint64_t)s->batch * 7919 + 3);
+        for (int i = 0; i < BO_SAMPLES; i++)
+            for (int k = 0; k < NMODELS; k++)
+                b.z[i][k] = kr__rng_normal(&r);
         /* Greedy batch with fantasies. */
         memset(b.picked, 0, (size_t)b.m);
-        int qb = (int)KR_MIN((long)q, KR_MIN(kr__search_left(s), (long)b.m));
+        int qb = (int)KR_MIN((long)b.q, KR_MIN(kr__search_left(s), (long)b.m));
         int chosen[64];
         enum role roles[64];
-        double gain_eff = 0, gain_tot = 0;
-        for (int k = 0; k < qb && k < 64; k++) {
-            enum role ro = pattern[k % 8];
+        for (int i = 0; i < qb; i++) {
+            enum role ro = pattern[i % 8];
             int a = pick(&b, &ro, tbest);
             if (a < 0) {
-                qb = k;
+                qb = i;
                 break;
             }
-            gain_eff += ehvi(&b, a, &b.feff, 0);
-            gain_tot += ehvi(&b, a, &b.ftot, 1);
-            chosen[k] = a;
-            roles[k] = ro;
+            chosen[i] = a;
+            roles[i] = ro;
             b.picked[a] = 1;
-            fantasise(&b, a, k);
-            tbest = fmin(tbest, exp(b.mt[a]));
+            fantasise(&b, a, i);
+            tbest = fmin(tbest, back(&b, M_TIME, b.md[M_TIME].mu[a]));
         }
-        if (qb == 0 || (gain_eff < stop * hv_eff && gain_tot < stop * hv_tot)) {
+        if (qb == 0) {
             snprintf(s->stop, sizeof s->stop, "converged");
             break;
         }
         s->batch++;
-        for (int k = 0; k < qb; k++) {
-            int a = chosen[k];
-            if ((rc = kr__search_eval(s, b.cand[a], role_names[roles[k]], exp(b.mt[a]), tr_e(&b, b.me[a]), err)))
+        n_prev = s->n;
+        for (int i = 0; i < qb; i++) {
+            int a = chosen[i];
+            if ((rc = kr__search_eval(s, b.cand[a], role_names[roles[i]], back(&b, M_TIME, b.md[M_TIME].mu[a]),
+                                      back(&b, M_EFF, b.md[M_EFF].mu[a]), err)))
                 goto out;
         }
         kr__search_progress(s, 0);
     }
 out:
     free(X);
-    free(yt);
-    free(ye);
     free(cat);
+    kr__front2_free(&scratch);
     bo_free(&b);
     return rc;
 }
