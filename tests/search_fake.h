@@ -108,7 +108,7 @@ static void fake_destroy(kr_backend *b)
     free(b->impl);
 }
 
-static const kr_backend_ops fake_ops = {.name = "fake", .measure = fake_measure, .destroy = fake_destroy};
+static const kr_backend_ops fake_ops = {.name = "synthetic", .measure = fake_measure, .destroy = fake_destroy};
 
 /* A fake backend for job; *impl (may be NULL) gives access to its counters. */
 static kr_backend *fake_backend(const kr_job *job, long fail_on, fake_impl **impl)

@@ -159,7 +159,7 @@ static void exhaustive_measures_every_config_once(void **state)
     assert_true(st.hv_eff > 0 && st.hv_total > 0);
     assert_true(st.front_eff >= 2);
     assert_string_equal(f.strategy, "exhaustive");
-    assert_string_equal(f.backend, "fake");
+    assert_string_equal(f.backend, "synthetic");
     assert_int_equal(f.space_size, 720);
     /* Every clock has a per-clock Pareto set. */
     int clocks[32];
