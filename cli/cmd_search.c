@@ -1,12 +1,336 @@
 /*
- * cmd_search.c — `kareus search`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_search.c — `kareus search`: the time–energy frontier of one partition or of every
+ * partition of a job, by exhaustive search, Bayesian optimisation or the published rule, on the
+ * simulator or on recorded measurements; one frontier file per partition (JSON + CSV), every
+ * measurement in a resumable log, a progress line on stderr and a summary on stdout.
  */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli.h"
+
+static const char usage_text[] =
+    "usage: kareus search [--job FILE] [--partition KEY|all] [--strategy exhaustive|bo|artifact]\n"
+    "                     [--variant kareus|sequential|default-overlap] [--log FILE|none] [--seed N]\n"
+    "                     [--out DIR] [--backend sim|replay] [--replay [KEY=]FILE]... [--max-evals N]\n"
+    "                     [--stop X] [--clock-step MHZ] [--json] [--quiet]\n\n"
+    "  --job FILE          job spec or built-in name (default: the built-in default job)\n"
+    "  --partition KEY     one partition key, or all (default): every layer partition of the\n"
+    "                      variant plus the non-partition work (embedding, LM head, loss)\n"
+    "  --strategy NAME     bo (default): Gaussian-process BO with a stopping rule;\n"
+    "                      exhaustive: every configuration; artifact: the published rule\n"
+    "  --variant NAME      kareus (default), sequential or default-overlap (clock only)\n"
+    "  --log FILE          measurement log, JSONL, appended and fsync'd; a rerun resumes from it\n"
+    "                      and never measures a configuration twice (default: DIR/measurements.jsonl;\n"
+    "                      'none' keeps no log)\n"
+    "  --seed N            seed of every random choice (default 1)\n"
+    "  --out DIR           where <key>.<variant>.json and .csv go (default: frontiers)\n"
+    "  --backend NAME      sim (default): the calibrated simulator; replay: recorded measurements\n"
+    "  --replay [KEY=]FILE a recording to replay (implies --backend replay; repeatable): our logs,\n"
+    "                      or the artifact's eval_results.jsonl (KEY= names its partition when its\n"
+    "                      directory does not); without it, replay reads --log\n"
+    "  --max-evals N       cap on configurations evaluated per partition\n"
+    "  --stop X            bo: stop when the expected remaining hypervolume gain is below X of\n"
+    "                      the current hypervolume (default 0.02)\n"
+    "  --clock-step MHZ    planning clock step (down to the GPU's native step)\n"
+    "  --json              print a JSON summary on stdout instead of a table\n"
+    "  --quiet             no progress line\n";
+
+typedef struct progress_ctx {
+    int quiet;
+    int index, count; /* the partition being searched, of how many */
+} progress_ctx;
+
+static void on_progress(void *ud, const kr_search_progress *p)
+{
+    const progress_ctx *c = ud;
+    cli_progress(c->quiet, "search %s (%d/%d): %ld/%ld evaluated (%.1f%%), %ld measured, batch %d%s", p->key,
+                 c->index + 1, c->count, p->evaluated, p->space_size, 100.0 * (double)p->evaluated / (double)p->space_size,
+                 p->measured, p->batch, p->done ? ", done" : "");
+}
+
+/* Prints s as a JSON string. */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+/* Fails with exit 2 unless dir exists (or can be made) and is writable. */
+static int check_out_dir(const char *dir)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(buf, 0777);
+            *p = '/';
+        }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return cli_usage_error("search", "--out %s: cannot create the directory: %s", dir, strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cli_usage_error("search", "--out %s: expected a directory, found %s", dir,
+                               stat(dir, &st) != 0 ? "nothing" : "a file");
+    if (access(dir, W_OK | X_OK) != 0)
+        return cli_usage_error("search", "--out %s: expected a writable directory: %s", dir, strerror(errno));
+    return 0;
+}
 
 int cmd_search(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus search: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    if (cli_wants_help(argc, argv)) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    enum { O_JOB = 1, O_PART, O_STRAT, O_VAR, O_LOG, O_SEED, O_OUT, O_BACKEND, O_REPLAY, O_MAX, O_STOP, O_STEP, O_JSON,
+           O_QUIET };
+    static const struct option lopts[] = {
+        {"job", required_argument, 0, O_JOB},         {"partition", required_argument, 0, O_PART},
+        {"strategy", required_argument, 0, O_STRAT},  {"variant", required_argument, 0, O_VAR},
+        {"log", required_argument, 0, O_LOG},         {"seed", required_argument, 0, O_SEED},
+        {"out", required_argument, 0, O_OUT},         {"backend", required_argument, 0, O_BACKEND},
+        {"replay", required_argument, 0, O_REPLAY},   {"max-evals", required_argument, 0, O_MAX},
+        {"stop", required_argument, 0, O_STOP},       {"clock-step", required_argument, 0, O_STEP},
+        {"json", no_argument, 0, O_JSON},             {"quiet", no_argument, 0, O_QUIET},
+        {0, 0, 0, 0}};
+    const char *jobpath = NULL, *part = "all", *strat = "bo", *var = "kareus", *logpath = NULL, *out = "frontiers",
+               *backend = NULL;
+    const char *replay[64];
+    int nreplay = 0, json = 0, quiet = 0, step = 0, c, rc;
+    long seed = 1, max_evals = 0;
+    double stop = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+        switch (c) {
+        case O_JOB: jobpath = optarg; break;
+        case O_PART: part = optarg; break;
+        case O_STRAT: strat = optarg; break;
+        case O_VAR: var = optarg; break;
+        case O_LOG: logpath = optarg; break;
+        case O_SEED:
+            if ((rc = cli_parse_long("search", "--seed", optarg, 0, 2147483647L, &seed)))
+                return rc;
+            break;
+        case O_OUT: out = optarg; break;
+        case O_BACKEND: backend = optarg; break;
+        case O_REPLAY:
+            if (nreplay == 64)
+                return cli_usage_error("search", "--replay: expected at most 64 recordings");
+            replay[nreplay++] = optarg;
+            break;
+        case O_MAX:
+            if ((rc = cli_parse_long("search", "--max-evals", optarg, 1, 100000000L, &max_evals)))
+                return rc;
+            break;
+        case O_STOP:
+            if ((rc = cli_parse_double("search", "--stop", optarg, 1e-9, 1.0, &stop)))
+                return rc;
+            break;
+        case O_STEP:
+            if ((rc = cli_parse_int("search", "--clock-step", optarg, 1, 10000, &step)))
+                return rc;
+            break;
+        case O_JSON: json = 1; break;
+        case O_QUIET: quiet = 1; break;
+        default: return cli_usage_error("search", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("search", "unexpected argument '%s'", argv[optind]);
+    kr_search_options opt;
+    kr_search_options_default(&opt);
+    if (kr_strategy_parse(strat, &opt.strategy))
+        return cli_usage_error("search", "--strategy: expected exhaustive, bo or artifact, found '%s'", strat);
+    kr_variant variant;
+    if (kr_variant_parse(var, &variant))
+        return cli_usage_error("search", "--variant: expected kareus, sequential or default-overlap, found '%s'", var);
+    if (backend == NULL)
+        backend = nreplay ? "replay" : "sim";
+    if (strcmp(backend, "sim") != 0 && strcmp(backend, "replay") != 0)
+        return cli_usage_error("search", "--backend: expected sim or replay, found '%s'", backend);
+    if (strcmp(backend, "sim") == 0 && nreplay)
+        return cli_usage_error("search", "--replay needs --backend replay, found --backend sim");
+    opt.seed = (unsigned long long)seed;
+    opt.max_evals = max_evals;
+    opt.bo_stop = stop;
+    kr_job job;
+    if ((rc = cli_load_job(jobpath, &job)))
+        return rc;
+    kr_error err = {0};
+    if (step) {
+        job.clock_step_mhz = step;
+        if ((rc = kr_job_validate(&job, &err)))
+            return cli_report(rc, &err);
+    }
+    /* Which partitions. */
+    kr_partition_set *all = malloc(sizeof *all), *sel = malloc(sizeof *sel);
+    kr_search_log *log = NULL;
+    kr_backend *b = NULL;
+    kr_search_result *res = NULL;
+    int nres = 0;
+    if (all == NULL || sel == NULL) {
+        rc = cli_report(KR_ENOMEM, NULL);
+        goto done;
+    }
+    if ((rc = kr_search_partitions(&job, variant, 1, all, &err))) {
+        rc = cli_report(rc, &err);
+        goto done;
+    }
+    if (strcmp(part, "all") == 0) {
+        *sel = *all;
+    } else {
+        const kr_partition *p = kr_partition_find(all, part);
+        if (p == NULL) {
+            char list[512] = "";
+            size_t k = 0;
+            for (int i = 0; i < all->n && k < sizeof list - 32; i++)
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", all->p[i].key);
+            rc = cli_usage_error("search", "--partition: expected all or a partition of job '%s' (%s variant): %s; "
+                                 "found '%s'", job.name, var, list, part);
+            goto done;
+        }
+        sel->n = 1;
+        sel->p[0] = *p;
+    }
+    if ((rc = check_out_dir(out)))
+        goto done;
+    char defaultlog[4200];
+    if (logpath == NULL) {
+        snprintf(defaultlog, sizeof defaultlog, "%s/measurements.jsonl", out);
+        logpath = defaultlog;
+    }
+    int use_log = strcmp(logpath, "none") != 0;
+    if (strcmp(backend, "replay") == 0 && nreplay == 0) {
+        if (!use_log) {
+            rc = cli_usage_error("search", "--backend replay: expected --replay FILE or a --log to replay, found neither");
+            goto done;
+        }
+        replay[nreplay++] = logpath;
+    }
+    if (strcmp(backend, "replay") == 0)
+        rc = kr_replay_backend_create(&job, replay, nreplay, &b, &err);
+    else
+        rc = kr_sim_backend_create(&job, NULL, &b, &err);
+    if (rc == KR_OK && use_log)
+        rc = kr_search_log_open(logpath, &job, &log, &err);
+    if (rc) {
+        rc = cli_report(rc, &err);
+        goto done;
+    }
+    /* Simulated and replayed measurements cost microseconds and can be redone: fsync the log
+     * once per batch rather than once per line. */
+    kr_search_log_set_sync(log, KR_LOG_SYNC_BATCH);
+    const char *warning = log ? kr_search_log_warning(log) : "";
+    if (warning[0])
+        fprintf(stderr, "kareus search: warning: %s\n", warning);
+    progress_ctx pc = {quiet, 0, sel->n};
+    opt.progress = on_progress;
+    opt.progress_ud = &pc;
+    double t0 = 0;
+    res = calloc((size_t)sel->n, sizeof *res);
+    if (res == NULL) {
+        rc = cli_report(KR_ENOMEM, NULL);
+        goto done;
+    }
+    for (int i = 0; i < sel->n; i++) {
+        /* One partition at a time, each frontier written as soon as it is found. */
+        pc.index = i;
+        rc = kr_search_partition(&job, &sel->p[i], b, log, &opt, &res[i].front, &res[i].stats, &err);
+        if (rc == KR_OK)
+            rc = kr_search_write_frontier(out, &res[i].front, &err);
+        if (rc) {
+            kr_frontier_free(&res[i].front);
+            cli_progress_done(quiet);
+            rc = cli_report(rc, &err);
+            goto done;
+        }
+        nres++;
+        t0 += res[i].stats.wall_s;
+        cli_progress(quiet, "search %s (%d/%d): %ld/%ld evaluated (%.1f%%), %s", sel->p[i].key, i + 1, sel->n,
+                     res[i].stats.evaluated, res[i].stats.space_size,
+                     100.0 * (double)res[i].stats.evaluated / (double)res[i].stats.space_size, res[i].stats.stop);
+    }
+    cli_progress_done(quiet);
+    long tot_eval = 0, tot_meas = 0, tot_space = 0;
+    for (int i = 0; i < nres; i++) {
+        tot_eval += res[i].stats.evaluated;
+        tot_meas += res[i].stats.measured;
+        tot_space += res[i].stats.space_size;
+    }
+    char fp[17];
+    kr_job_fingerprint(&job, fp);
+    if (json) {
+        printf("{\n  \"job\": ");
+        json_str(job.name);
+        printf(",\n  \"fingerprint\": \"%s\",\n  \"strategy\": \"%s\",\n  \"variant\": \"%s\",\n  \"seed\": %ld,\n"
+               "  \"backend\": \"%s\",\n  \"log\": ",
+               fp, kr_strategy_name(opt.strategy), kr_variant_name(variant), seed, kr_backend_name(b));
+        if (use_log)
+            json_str(logpath);
+        else
+            printf("null");
+        printf(",\n  \"out\": ");
+        json_str(out);
+        printf(",\n  \"warnings\": [");
+        if (warning[0])
+            json_str(warning);
+        printf("],\n  \"partitions\": [\n");
+        for (int i = 0; i < nres; i++) {
+            const kr_search_stats *s = &res[i].stats;
+            const kr_partition_frontier *f = &res[i].front;
+            char jn[128], cn[128];
+            kr_frontier_file_name(f->key, f->variant, "json", jn, sizeof jn);
+            kr_frontier_file_name(f->key, f->variant, "csv", cn, sizeof cn);
+            printf("    {\"key\": \"%s\", \"variant\": \"%s\", \"space_size\": %ld, \"measurements\": %ld, "
+                   "\"measured_now\": %ld, \"from_log\": %ld, \"percent_of_space\": %.2f, \"batches\": %d, "
+                   "\"stop\": \"%s\", \"hypervolume_eff\": %.9g, \"hypervolume_total\": %.9g, "
+                   "\"frontier_size_eff\": %ld, \"frontier_size_total\": %ld, \"wall_s\": %.6f, "
+                   "\"json\": \"%s\", \"csv\": \"%s\"}%s\n",
+                   f->key, kr_variant_name(f->variant), s->space_size, s->evaluated, s->measured, s->from_log,
+                   100.0 * (double)s->evaluated / (double)s->space_size, s->batches, s->stop, s->hv_eff, s->hv_total,
+                   s->front_eff, s->front_total, s->wall_s, jn, cn, i + 1 < nres ? "," : "");
+        }
+        printf("  ],\n  \"total\": {\"measurements\": %ld, \"measured_now\": %ld, \"space_size\": %ld, "
+               "\"percent_of_space\": %.2f, \"wall_s\": %.6f}\n}\n",
+               tot_eval, tot_meas, tot_space, tot_space ? 100.0 * (double)tot_eval / (double)tot_space : 0.0, t0);
+    } else {
+        printf("%s search of %s (%s, %s backend, seed %ld) -> %s\n", kr_strategy_name(opt.strategy), job.name,
+               kr_variant_name(variant), kr_backend_name(b), seed, out);
+        printf("%-12s %7s %7s %7s %6s %9s %12s %12s %5s %5s  %s\n", "key", "space", "evals", "new", "%", "batches",
+               "HV_eff", "HV_total", "F_eff", "F_tot", "stop");
+        for (int i = 0; i < nres; i++) {
+            const kr_search_stats *s = &res[i].stats;
+            printf("%-12s %7ld %7ld %7ld %5.1f%% %9d %12.5g %12.5g %5ld %5ld  %s\n", res[i].front.key, s->space_size,
+                   s->evaluated, s->measured, 100.0 * (double)s->evaluated / (double)s->space_size, s->batches, s->hv_eff,
+                   s->hv_total, s->front_eff, s->front_total, s->stop);
+        }
+        printf("total: %ld of %ld configurations (%.1f%%), %ld measured now, %.3f s%s%s\n", tot_eval, tot_space,
+               tot_space ? 100.0 * (double)tot_eval / (double)tot_space : 0.0, tot_meas, t0, use_log ? "; log " : "",
+               use_log ? logpath : "");
+    }
+    rc = 0;
+done:
+    kr_search_results_free(res, nres);
+    kr_search_log_close(log);
+    kr_backend_destroy(b);
+    free(all);
+    free(sel);
+    return rc;
 }

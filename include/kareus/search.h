@@ -9,8 +9,8 @@
  *   strategy  exhaustive (every configuration), bo (Gaussian-process surrogate, expected
  *             hypervolume improvement on (time, effective energy) and (time, total energy),
  *             a stopping rule), artifact (the published selection rule, as a baseline).
- *   log       kr_search_log: a JSONL file, one measurement per line, appended, flushed and
- *             fsync'd as it is taken; the fields of the artifact's eval_results.jsonl plus ours.
+ *   log       kr_search_log: a JSONL file, one measurement per line, appended and flushed as
+ *             it is taken and fsync'd at once (or per batch, kr_search_log_set_sync); the fields of the artifact's eval_results.jsonl plus ours.
  *             Searches read it as a cache, so a rerun resumes where a crash stopped it and never
  *             measures a configuration twice.
  *   replay    kr_replay_backend_create: a backend answering measure() from logs (ours or the
@@ -94,7 +94,16 @@ typedef struct kr_search_log kr_search_log;
  */
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err);
 
-/* Closes the log (everything is already on disk). NULL is a no-op. */
+/* When appended lines are fsync'd (each is always written and flushed at once). */
+typedef enum kr_log_sync {
+    KR_LOG_SYNC_EACH = 0, /* every line (the default: for measurements that cost seconds) */
+    KR_LOG_SYNC_BATCH = 1 /* at the end of every batch (for cheap, repeatable measurements such as
+                             the simulator's, where an fsync per line would dominate the run) */
+} kr_log_sync;
+
+void kr_search_log_set_sync(kr_search_log *log, kr_log_sync sync);
+
+/* Closes the log (fsyncs anything pending). NULL is a no-op. */
 void kr_search_log_close(kr_search_log *log);
 
 /* Warnings found when opening ("" if none): a dropped torn line, duplicates. */

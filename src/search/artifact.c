@@ -180,7 +180,8 @@ int kr__search_artifact(kr__search *s, kr_error *err)
     free(perm);
     if (rc)
         return rc;
-    kr__search_progress(s, 0);
+    if ((rc = kr__search_batch_end(s, 0, err)))
+        return rc;
     art a;
     memset(&a, 0, sizeof a);
     a.p = 2 + s->sp.nslots;
@@ -308,7 +309,8 @@ int kr__search_artifact(kr__search *s, kr_error *err)
         for (int c = 0; c < nchosen; c++)
             if ((rc = kr__search_eval(s, a.cand[chosen[c]], why[c], a.pt[chosen[c]], a.pe[chosen[c]], err)))
                 goto out;
-        kr__search_progress(s, 0);
+        if ((rc = kr__search_batch_end(s, 0, err)))
+            goto out;
     }
     snprintf(s->stop, sizeof s->stop, "%s", s->n >= size ? "space exhausted" : "fixed budget");
 out:

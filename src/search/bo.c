@@ -445,7 +445,8 @@ int kr__search_bo(kr__search *s, kr_error *err)
     if (rc)
         return rc;
     s->batch = 0;
-    kr__search_progress(s, 0);
+    if ((rc = kr__search_batch_end(s, 0, err)))
+        return rc;
     bo b;
     memset(&b, 0, sizeof b);
     b.s = s;
@@ -541,7 +542,8 @@ int kr__search_bo(kr__search *s, kr_error *err)
                                       back(&b, M_EFF, b.md[M_EFF].mu[a]), err)))
                 goto out;
         }
-        kr__search_progress(s, 0);
+        if ((rc = kr__search_batch_end(s, 0, err)))
+            goto out;
     }
 out:
     free(X);

@@ -11,9 +11,13 @@
  * pred_energy_eff_j (the surrogate's prediction, when there is one). The artifact also writes
  * selected_dynamic/real/time/uncertainty and pred_energy_real_j; they are accepted and ignored.
  *
- * Durability: a line is written with one fwrite, then fflush and fsync, before the search uses
- * the value. A crash can therefore leave at most one torn line, the last, without its newline;
- * opening the log drops it (truncating the file) and says so in a warning.
+ * Durability: a line is written with one fwrite and flushed before the search uses the value,
+ * and fsync'd at once (KR_LOG_SYNC_EACH, the default: a measurement on a GPU costs seconds) or
+ * at the end of its batch (KR_LOG_SYNC_BATCH, for backends whose measurements cost microseconds
+ * and can be redone, such as the simulator, where an fsync per line would dominate the run).
+ * A flushed line survives a crash of the process either way; fsync adds survival of a crash of
+ * the machine. A crash can leave at most one torn line, the last, without its newline; opening
+ * the log drops it (truncating the file) and says so in a warning.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -335,6 +339,8 @@ struct kr_search_log {
     kr__catalogs cat;
     kr__mrecs recs;
     char warning[1024];
+    int sync_each;   /* 1: fsync every line; 0: fsync at the end of each batch */
+    int pending;     /* lines written since the last fsync */
 };
 
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err)
@@ -351,6 +357,7 @@ int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out,
         goto fail;
     }
     log->job = *job;
+    log->sync_each = 1;
     kr_job_fingerprint(job, log->fp);
     if ((rc = kr__catalogs_build(job, &log->cat, err)))
         goto fail;
@@ -401,8 +408,10 @@ void kr_search_log_close(kr_search_log *log)
 {
     if (log == NULL)
         return;
-    if (log->f)
+    if (log->f) {
+        kr__search_log_flush(log, NULL);
         fclose(log->f);
+    }
     free(log->recs.r);
     free(log);
 }
@@ -420,6 +429,22 @@ long kr_search_log_count(const kr_search_log *log)
 const char *kr_search_log_path(const kr_search_log *log)
 {
     return log ? log->path : "";
+}
+
+void kr_search_log_set_sync(kr_search_log *log, kr_log_sync sync)
+{
+    if (log)
+        log->sync_each = sync != KR_LOG_SYNC_BATCH;
+}
+
+int kr__search_log_flush(kr_search_log *log, kr_error *err)
+{
+    if (!log->pending)
+        return KR_OK;
+    log->pending = 0;
+    if (fsync(fileno(log->f)) != 0)
+        return kr_error_set(err, KR_EIO, "%s: cannot sync the log: %s", log->path, strerror(errno));
+    return KR_OK;
 }
 
 const kr__mrecs *kr__search_log_records(const kr_search_log *log)
@@ -472,7 +497,9 @@ int kr__search_log_append(kr_search_log *log, const kr__mrec *r, const kr__mextr
         return kr_error_set(err, KR_ENOMEM, "%s: out of memory", log->path);
     size_t n = strlen(text);
     text[n] = '\n'; /* json_dumps leaves room for the NUL; the newline replaces it */
-    int ok = fwrite(text, 1, n + 1, log->f) == n + 1 && fflush(log->f) == 0 && fsync(fileno(log->f)) == 0;
+    int ok = fwrite(text, 1, n + 1, log->f) == n + 1 && fflush(log->f) == 0 &&
+             (!log->sync_each || fsync(fileno(log->f)) == 0);
+    log->pending = !log->sync_each;
     int saved = errno;
     free(text);
     if (!ok)

@@ -21,12 +21,16 @@ long kr__search_left(const kr__search *s)
     return s->cap - s->n;
 }
 
-void kr__search_progress(const kr__search *s, int done)
+int kr__search_batch_end(kr__search *s, int done, kr_error *err)
 {
-    if (s->opt->progress == NULL)
-        return;
-    kr_search_progress p = {s->p->key, s->p->variant, s->index, s->count, s->n, s->measured, s->size, s->batch, done};
-    s->opt->progress(s->opt->progress_ud, &p);
+    int rc = s->log ? kr__search_log_flush(s->log, err) : KR_OK;
+    if (rc)
+        return rc;
+    if (s->opt->progress) {
+        kr_search_progress p = {s->p->key, s->p->variant, s->index, s->count, s->n, s->measured, s->size, s->batch, done};
+        s->opt->progress(s->opt->progress_ud, &p);
+    }
+    return KR_OK;
 }
 
 int kr__search_eval(kr__search *s, long idx, const char *why, double pred_time_s, double pred_eff_energy_j,
@@ -103,8 +107,8 @@ int kr__search_exhaustive(kr__search *s, kr_error *err)
         int rc = kr__search_eval(s, i, "exhaustive", NAN, NAN, err);
         if (rc)
             return rc;
-        if ((i + 1) % per_clock == 0 && i + 1 < s->size)
-            kr__search_progress(s, 0);
+        if ((i + 1) % per_clock == 0 && i + 1 < s->size && (rc = kr__search_batch_end(s, 0, err)))
+            return rc;
     }
     snprintf(s->stop, sizeof s->stop, "space exhausted");
     return KR_OK;
@@ -223,7 +227,10 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
     /* Baseline variants and non-partition work: the clock is the only knob and composition
      * needs every clock, so every strategy measures them all. */
     int clock_only = s.sp.nslots == 1 && s.sp.nsms == 1;
-    kr__search_progress(&s, 0);
+    if ((rc = kr__search_batch_end(&s, 0, err))) {
+        search_free(&s);
+        return rc;
+    }
     if (opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only)
         rc = kr__search_exhaustive(&s, err);
     else if (opt->strategy == KR_STRATEGY_BO)
@@ -237,8 +244,9 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
         out->space_size = s.size;
         rc = kr_frontier_set_points(out, s.pts, (size_t)s.n, err);
     }
+    if (rc == KR_OK)
+        rc = kr__search_batch_end(&s, 1, err);
     if (rc == KR_OK) {
-        kr__search_progress(&s, 1);
         if (stats) {
             memset(stats, 0, sizeof *stats);
             stats->space_size = s.size;

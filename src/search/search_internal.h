@@ -82,11 +82,14 @@ typedef struct kr__mextra {
     int has_coll;         /* 1 if the partition has a collective (block 1024, else 0) */
 } kr__mextra;
 
-/* Appends one record to the log (a line; fflush + fsync) and to its in-memory set. */
+/* Appends one record to the log (a line; fflush, and fsync unless the log syncs per batch) and
+ * to its in-memory set. */
 int kr__search_log_append(kr_search_log *log, const kr__mrec *r, const kr__mextra *x, kr_error *err);
 /* The in-memory records of the log (in file order, deduped at open). */
 const kr__mrecs *kr__search_log_records(const kr_search_log *log);
 const kr__catalogs *kr__search_log_catalogs(const kr_search_log *log);
+/* fsync of everything appended so far (a no-op when nothing is pending). */
+int kr__search_log_flush(kr_search_log *log, kr_error *err);
 
 /* ---- the search context ------------------------------------------------------------------- */
 
@@ -116,8 +119,9 @@ int kr__search_eval(kr__search *s, long idx, const char *why, double pred_time_s
                     kr_error *err);
 /* Configurations the cap still allows. */
 long kr__search_left(const kr__search *s);
-/* Reports progress through the options' callback. */
-void kr__search_progress(const kr__search *s, int done);
+/* Ends a batch: makes the log durable (when it syncs per batch) and reports progress through
+ * the options' callback. Returns KR_OK or KR_EIO. */
+int kr__search_batch_end(kr__search *s, int done, kr_error *err);
 
 /* Strategies: each evaluates configurations through kr__search_eval and sets s->stop. */
 int kr__search_exhaustive(kr__search *s, kr_error *err);

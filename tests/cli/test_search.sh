@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# test_search.sh — `kareus search`: frontier files, JSON summary, resume from the log (also
+# after a torn last line), replay of a log, the artifact's log format, and bad input (exit 2
+# with a precise error).
+source "$(dirname "$0")/lib.sh"
+
+CP=llama3.2-3b-cp2tp4-mbs8-s4096
+
+# Exhaustive search of one partition: 18 clocks x 4 slots x 10 SM counts.
+expect_exit 0 "\"measurements\": 720" -- search --partition fwd_attn --strategy exhaustive --out "$TMP/ex" --json --quiet
+for f in fwd_attn.kareus.json fwd_attn.kareus.csv measurements.jsonl; do
+  [ -s "$TMP/ex/$f" ] || { echo "FAIL: $TMP/ex/$f missing" >&2; fails=$((fails + 1)); }
+done
+grep -q '"schema": "kareus.frontier"' "$TMP/ex/fwd_attn.kareus.json" || { echo "FAIL: schema" >&2; fails=$((fails + 1)); }
+head -1 "$TMP/ex/fwd_attn.kareus.csv" | grep -q '^# kareus.frontier 1' || { echo "FAIL: csv header" >&2; fails=$((fails + 1)); }
+# The log has the artifact's fields and ours.
+head -1 "$TMP/ex/measurements.jsonl" | grep -q '"freq":1410,"overlap_start":"norm_0","overlap_end":"none","sm":3,"block":1024,"time_s":' \
+  || { echo "FAIL: log line fields" >&2; head -1 "$TMP/ex/measurements.jsonl" >&2; fails=$((fails + 1)); }
+
+# A rerun with the same log measures nothing.
+expect_exit 0 "\"measured_now\": 0" -- search --partition fwd_attn --strategy exhaustive --out "$TMP/ex" --json --quiet
+
+# bo on every partition (layers + non-partition work), then resume: nothing measured twice.
+expect_exit 0 "\"key\": \"loss_bwd\"" -- search --out "$TMP/bo" --json --quiet --seed 3
+n1=$(wc -l < "$TMP/bo/measurements.jsonl")
+expect_exit 0 "\"measured_now\": 0, \"space_size\"" -- search --out "$TMP/bo" --json --quiet --seed 3
+n2=$(wc -l < "$TMP/bo/measurements.jsonl")
+[ "$n1" = "$n2" ] || { echo "FAIL: the rerun appended $((n2 - n1)) lines" >&2; fails=$((fails + 1)); }
+
+# A torn last line (a crash while writing) is dropped with a warning on stderr, not stdout.
+printf '{"freq":1410,"overlap_start":"norm_0","ov' >> "$TMP/bo/measurements.jsonl"
+expect_exit 0 "dropped a torn last line" -- search --out "$TMP/bo" --quiet --seed 3
+out=$("$KAREUS" search --out "$TMP/bo" --quiet --seed 3 --json 2>/dev/null)
+grep -q "torn" <<<"$out" && { echo "FAIL: torn-line warning on stdout after it was dropped" >&2; fails=$((fails + 1)); }
+[ "$(wc -l < "$TMP/bo/measurements.jsonl")" = "$n1" ] || { echo "FAIL: torn line kept" >&2; fails=$((fails + 1)); }
+
+# Replaying the log reproduces the live search's frontier exactly (points and flags).
+expect_exit 0 "replay backend" -- search --backend replay --replay "$TMP/bo/measurements.jsonl" --log none --out "$TMP/rep" --seed 3
+for k in fwd_attn fwd_mlp bwd_mlp bwd_attn; do
+  if ! diff <(grep -v '^#' "$TMP/bo/$k.kareus.csv") <(grep -v '^#' "$TMP/rep/$k.kareus.csv") >/dev/null; then
+    echo "FAIL: replayed frontier of $k differs" >&2
+    fails=$((fails + 1))
+  fi
+done
+# Asking the replay for what was never recorded is a clear error.
+expect_exit 2 "no recorded measurement of fwd_attn (kareus)" -- search --backend replay --replay "$TMP/bo/measurements.jsonl" --log none --out "$TMP/rep2" --partition fwd_attn --strategy exhaustive --quiet
+
+# The artifact's eval_results.jsonl (no key: taken from the directory name).
+mkdir -p "$TMP/art/fwd_mlp"
+"$KAREUS" search --partition fwd_mlp --strategy exhaustive --out "$TMP/ex2" --quiet >/dev/null
+sed -e 's/,"eff_energy_j".*$/}/' "$TMP/ex2/measurements.jsonl" > "$TMP/art/fwd_mlp/eval_results.jsonl"
+expect_exit 0 "\"measurements\": 540" -- search --backend replay --replay "$TMP/art/fwd_mlp/eval_results.jsonl" --partition fwd_mlp --strategy exhaustive --log none --out "$TMP/art/out" --json --quiet
+cp "$TMP/art/fwd_mlp/eval_results.jsonl" "$TMP/art/eval.jsonl"
+expect_exit 2 "pass KEY=" -- search --backend replay --replay "$TMP/art/eval.jsonl" --partition fwd_mlp --log none --out "$TMP/art/out3" --quiet
+expect_exit 0 "\"measurements\": 540" -- search --backend replay --replay "fwd_mlp=$TMP/art/eval.jsonl" --partition fwd_mlp --strategy exhaustive --log none --out "$TMP/art/out4" --json --quiet
+
+# The artifact strategy uses the published budget (96 + 4 x 32 for fwd_attn).
+expect_exit 0 "\"measurements\": 224" -- search --partition fwd_attn --strategy artifact --out "$TMP/art5" --json --quiet
+# Baseline variants search the clock only.
+expect_exit 0 "\"measurements\": 18" -- search --partition bwd_mlp --variant sequential --out "$TMP/seq" --json --quiet
+# Down to the GPU's native clock step: 35 clocks x 40.
+expect_exit 0 "\"space_size\": 1400" -- search --partition fwd_attn --clock-step 15 --max-evals 60 --out "$TMP/fine" --json --quiet
+# CP job: twelve keys, the gather partitions search 1..20 SMs.
+expect_exit 0 "\"space_size\": 1080" -- search --job $CP --partition fwd_qkv_ag --strategy exhaustive --out "$TMP/cp" --json --quiet
+
+# Bad input: exit 2 and a precise message.
+expect_exit 2 "--partition: expected all or a partition of job 'default' (kareus variant): fwd_attn, fwd_mlp" -- search --partition fwd_xyz --out "$TMP/e"
+expect_exit 2 "--strategy: expected exhaustive, bo or artifact, found 'random'" -- search --strategy random
+expect_exit 2 "--variant: expected kareus, sequential or default-overlap" -- search --variant fast
+expect_exit 2 "--seed: expected an integer" -- search --seed x
+echo '{"planning": {"clock_min_mhz": 1410, "clock_max_mhz": 900}}' > "$TMP/noclock.json"
+expect_exit 2 "expected clock_min_mhz <= clock_max_mhz" -- search --job "$TMP/noclock.json" --out "$TMP/e"
+echo '{"planning": {"sms_allreduce": []}}' > "$TMP/nosms.json"
+expect_exit 2 "planning.sms_allreduce: expected at least one SM count, found an empty list" -- search --job "$TMP/nosms.json" --out "$TMP/e"
+expect_exit 2 "planning.clock_step_mhz: expected a multiple of the GPU's 15 MHz step" -- search --clock-step 7 --out "$TMP/e"
+# Bad log lines: wrong type, outside the space, another job's log, bad JSON in the middle.
+mkdir -p "$TMP/logs"
+head -3 "$TMP/ex/measurements.jsonl" > "$TMP/logs/type.jsonl"
+sed -i '2s/"sm":6/"sm":"six"/' "$TMP/logs/type.jsonl"
+expect_exit 2 "type.jsonl:2: \$.sm: expected an integer, found string \"six\"" -- search --log "$TMP/logs/type.jsonl" --out "$TMP/e"
+head -3 "$TMP/ex/measurements.jsonl" > "$TMP/logs/space.jsonl"
+sed -i '3s/"sm":9/"sm":10/' "$TMP/logs/space.jsonl"
+expect_exit 2 "space.jsonl:3: configuration outside the search space: partition fwd_attn (kareus): sm: expected one of {3, 6, 9" -- search --log "$TMP/logs/space.jsonl" --out "$TMP/e"
+expect_exit 2 "this log was measured for a different job" -- search --job $CP --log "$TMP/ex/measurements.jsonl" --out "$TMP/e"
+{ head -2 "$TMP/ex/measurements.jsonl"; echo '{"freq": 1410,'; head -3 "$TMP/ex/measurements.jsonl" | tail -1; } > "$TMP/logs/json.jsonl"
+expect_exit 2 "json.jsonl:3:" -- search --log "$TMP/logs/json.jsonl" --out "$TMP/e"
+# Unwritable or impossible --out.
+touch "$TMP/afile"
+expect_exit 2 "--out $TMP/afile: expected a directory, found a file" -- search --out "$TMP/afile"
+expect_exit 2 "--out $TMP/afile/sub: cannot create the directory" -- search --out "$TMP/afile/sub"
+if [ "$(id -u)" != 0 ]; then
+  mkdir -p "$TMP/ro" && chmod 555 "$TMP/ro"
+  expect_exit 2 "expected a writable directory" -- search --out "$TMP/ro"
+fi
+expect_exit 2 "--replay needs --backend replay" -- search --backend sim --replay x.jsonl
+expect_exit 2 "unknown or incomplete option" -- search --bogus
+expect_exit 0 "usage: kareus search" -- search --help
+finish
