@@ -1,0 +1,402 @@
+/* test_search_bo.c — the sample-efficient strategies and their parts: Gaussian-process
+ * regression, gradient-boosted trees, incremental 2-D frontiers, and the bo and artifact
+ * strategies end to end (determinism, quality against exhaustive search, the published batch
+ * split, resume after a crash in the middle of a batch, replay). Searches run on the synthetic
+ * backend of search_fake.h. */
+#include "testutil.h"
+
+#include <math.h>
+
+#include "kareus/search.h"
+#include "search/gbrt.h"
+#include "search/gp.h"
+#include "search/search_internal.h"
+#include "search_fake.h"
+
+int main(int argc, char **argv);
+
+static double f2(double x, double y, int c)
+{
+    return sin(3 * x) + 0.5 * cos(5 * y) + 0.3 * c;
+}
+
+static void gp_interpolates_and_knows_its_uncertainty(void **state)
+{
+    (void)state;
+    kr__rng r;
+    kr__rng_seed(&r, 1);
+    enum { N = 40 };
+    double X[2 * N], y[N];
+    int cat[N];
+    for (int i = 0; i < N; i++) {
+        X[2 * i] = kr__rng_uniform(&r);
+        X[2 * i + 1] = kr__rng_uniform(&r);
+        cat[i] = i % 2;
+        y[i] = f2(X[2 * i], X[2 * i + 1], cat[i]);
+    }
+    kr__gp gp;
+    memset(&gp, 0, sizeof gp);
+    kr_error e = {0};
+    assert_int_equal(kr__gp_fit(&gp, X, cat, y, N, 2, NULL, &e), KR_OK);
+    assert_true(gp.h.rho > 0.5); /* the categories share the same smooth trend */
+    /* At the training points: the targets, with small variance. */
+    double mu[N], var[N], V[N * N];
+    assert_int_equal(kr__gp_predict(&gp, X, cat, N, mu, var, V, &e), KR_OK);
+    for (int i = 0; i < N; i++) {
+        KR_ASSERT_CLOSE(mu[i], y[i], 1e-2);
+        assert_true(var[i] < 1e-3);
+    }
+    /* Held-out points are predicted well; far outside the data the variance grows. */
+    double err2 = 0;
+    for (int i = 0; i < 50; i++) {
+        double x[2] = {kr__rng_uniform(&r), kr__rng_uniform(&r)}, m, v;
+        int c = i % 2;
+        assert_int_equal(kr__gp_predict(&gp, x, &c, 1, &m, &v, NULL, &e), KR_OK);
+        err2 += (m - f2(x[0], x[1], c)) * (m - f2(x[0], x[1], c));
+    }
+    assert_true(sqrt(err2 / 50) < 0.05);
+    double far[2] = {4.0, 4.0}, m, vfar, vin;
+    int c0 = 0;
+    assert_int_equal(kr__gp_predict(&gp, far, &c0, 1, &m, &vfar, NULL, &e), KR_OK);
+    assert_int_equal(kr__gp_predict(&gp, X, cat, 1, &m, &vin, NULL, &e), KR_OK);
+    assert_true(vfar > 100 * vin);
+    /* The fitted hyperparameters beat the cold-start grid's best and a warm start. */
+    kr__gp_hyper bad = gp.h;
+    bad.ls[0] = bad.ls[1] = 5.0;
+    kr__gp g2;
+    memset(&g2, 0, sizeof g2);
+    assert_int_equal(kr__gp_fit(&g2, X, cat, y, N, 2, &bad, &e), KR_OK);
+    assert_true(g2.loglik >= gp.loglik - 1.0);
+    /* Posterior covariance with itself is the variance. */
+    double pc = kr__gp_post_cov(&gp, X, cat[0], V, X, cat[0], V);
+    KR_ASSERT_CLOSE(pc, var[0], 1e-6);
+    kr__gp_free(&gp);
+    kr__gp_free(&g2);
+    KR_ASSERT_ERR(kr__gp_fit(&gp, X, cat, y, 1, 2, NULL, &e), KR_EINVAL, e, "at least 2 points");
+}
+
+static void gbrt_fits_steps_and_is_deterministic(void **state)
+{
+    (void)state;
+    enum { N = 120, P = 3 };
+    double X[N * P], y[N];
+    for (int i = 0; i < N; i++) {
+        X[i * P] = i % 12;
+        X[i * P + 1] = (i / 12) % 5;
+        X[i * P + 2] = i % 2;
+        y[i] = (X[i * P] < 6 ? 1.0 : 3.0) + 0.5 * X[i * P + 1] + (X[i * P + 2] > 0.5 ? 2.0 : 0.0);
+    }
+    kr__gbrt a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    kr_error e = {0};
+    assert_int_equal(kr__gbrt_train(&a, X, y, N, P, 7, &e), KR_OK);
+    assert_int_equal(kr__gbrt_train(&b, X, y, N, P, 7, &e), KR_OK);
+    double sse = 0;
+    for (int i = 0; i < N; i++) {
+        double pa = kr__gbrt_predict(&a, X + i * P);
+        assert_true(pa == kr__gbrt_predict(&b, X + i * P));
+        sse += (pa - y[i]) * (pa - y[i]);
+    }
+    assert_true(sqrt(sse / N) < 0.05);
+    assert_int_equal(a.ntrees, 100);
+    kr__gbrt_free(&a);
+    kr__gbrt_free(&b);
+    KR_ASSERT_ERR(kr__gbrt_train(&a, X, y, 0, P, 1, &e), KR_EINVAL, e, "rows and features");
+}
+
+static void front2_improvement_matches_hypervolume(void **state)
+{
+    (void)state;
+    kr__rng r;
+    kr__rng_seed(&r, 9);
+    for (int trial = 0; trial < 200; trial++) {
+        kr__front2 f;
+        memset(&f, 0, sizeof f);
+        f.rt = 1.0;
+        f.ry = 1.0;
+        kr_fpoint pts[64];
+        int n = (int)kr__rng_below(&r, 40);
+        for (int i = 0; i < n; i++) {
+            pts[i] = (kr_fpoint){kr__rng_uniform(&r) * 1.2, kr__rng_uniform(&r) * 1.2, i};
+            assert_int_equal(kr__front2_add(&f, pts[i].time_s, pts[i].energy_j), KR_OK);
+        }
+        for (int i = 1; i < f.m; i++)
+            assert_true(f.t[i] > f.t[i - 1] && f.y[i] < f.y[i - 1]);
+        double hv, hv2;
+        assert_int_equal(kr_frontier_hypervolume(pts, (size_t)n, 0, 1.0, 1.0, &hv, NULL), KR_OK);
+        KR_ASSERT_CLOSE(kr__front2_hv(&f), hv, 1e-12);
+        pts[n] = (kr_fpoint){kr__rng_uniform(&r) * 1.1, kr__rng_uniform(&r) * 1.1, n};
+        assert_int_equal(kr_frontier_hypervolume(pts, (size_t)n + 1, 0, 1.0, 1.0, &hv2, NULL), KR_OK);
+        KR_ASSERT_CLOSE(kr__front2_hvi(&f, pts[n].time_s, pts[n].energy_j), hv2 - hv, 1e-12);
+        kr__front2_free(&f);
+    }
+}
+
+/* HV ratio of found against the exhaustive reference (nadir + 10 % of the range). */
+static double hv_ratio(const kr_partition_frontier *ref, const kr_partition_frontier *f, double P)
+{
+    kr_fpoint a[2000], b[2000];
+    for (size_t i = 0; i < ref->n; i++)
+        a[i] = (kr_fpoint){ref->pts[i].time_s, ref->pts[i].energy_j, (long long)i};
+    for (size_t i = 0; i < f->n; i++)
+        b[i] = (kr_fpoint){f->pts[i].time_s, f->pts[i].energy_j, (long long)i};
+    size_t k;
+    assert_int_equal(kr_frontier_pareto(a, ref->n, P, 0, a, &k, NULL), KR_OK);
+    double t0 = a[0].time_s, t1 = a[k - 1].time_s, y0 = a[k - 1].energy_j - P * t1, y1 = a[0].energy_j - P * t0;
+    double h1, h2;
+    kr_frontier_hypervolume(a, k, P, t1 + 0.1 * (t1 - t0), y1 + 0.1 * (y1 - y0), &h1, NULL);
+    kr_frontier_hypervolume(b, f->n, P, t1 + 0.1 * (t1 - t0), y1 + 0.1 * (y1 - y0), &h2, NULL);
+    return h2 / h1;
+}
+
+typedef struct fixture {
+    kr_job job;
+    kr_partition_set set;
+} fixture;
+
+static void setup_fixture(fixture *fx)
+{
+    kr_error e = {0};
+    kr_job_default(&fx->job);
+    assert_int_equal(kr_partition_catalog(&fx->job, KR_VARIANT_KAREUS, &fx->set, &e), KR_OK);
+}
+
+static void assert_same(const kr_partition_frontier *a, const kr_partition_frontier *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        assert_memory_equal(&a->pts[i].config, &b->pts[i].config, sizeof(kr_config));
+        assert_true(a->pts[i].time_s == b->pts[i].time_s && a->pts[i].energy_j == b->pts[i].energy_j);
+        assert_int_equal(a->pts[i].flags, b->pts[i].flags);
+    }
+}
+
+static void bo_is_deterministic_and_converges(void **state)
+{
+    (void)state;
+    fixture fx;
+    setup_fixture(&fx);
+    const kr_partition *p = kr_partition_find(&fx.set, "fwd_attn");
+    kr_error e = {0};
+    kr_backend *b = fake_backend(&fx.job, 0, NULL);
+    kr_search_options o;
+    kr_search_options_default(&o);
+    o.strategy = KR_STRATEGY_EXHAUSTIVE;
+    kr_partition_frontier ref, f1, f2x, f3;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
+    o.strategy = KR_STRATEGY_BO;
+    o.seed = 5;
+    kr_search_stats st, st2;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f1, &st, &e), KR_OK);
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f2x, &st2, &e), KR_OK);
+    assert_same(&f1, &f2x);
+    assert_int_equal(st.evaluated, st2.evaluated);
+    assert_string_equal(st.stop, "converged");
+    assert_true(st.batches >= 1);
+    /* Well below the cap (half the space), close to the exhaustive frontier. */
+    assert_true(st.evaluated < 720 / 4);
+    assert_true(hv_ratio(&ref, &f1, fx.job.static_power_w) > 0.99);
+    assert_true(hv_ratio(&ref, &f1, 0.0) > 0.99);
+    /* Every clock has a point (composition needs each clock). */
+    int clocks[32];
+    assert_int_equal(kr_frontier_clocks(&f1, clocks, 32), 18);
+    /* Another seed makes other choices. */
+    o.seed = 6;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f3, NULL, &e), KR_OK);
+    int differ = f3.n != f1.n;
+    for (size_t i = 0; !differ && i < f1.n; i++)
+        differ = memcmp(&f1.pts[i].config, &f3.pts[i].config, sizeof(kr_config)) != 0;
+    assert_true(differ);
+    /* A cap holds, and bo_stop < 0 runs to it. */
+    kr_frontier_free(&f3);
+    o.bo_stop = -1;
+    o.max_evals = 200;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f3, &st, &e), KR_OK);
+    assert_int_equal(f3.n, 200);
+    assert_string_equal(st.stop, "budget");
+    kr_frontier_free(&ref);
+    kr_frontier_free(&f1);
+    kr_frontier_free(&f2x);
+    kr_frontier_free(&f3);
+    kr_backend_destroy(b);
+}
+
+/* Counts log lines whose "selected" is why, in batch `batch`. */
+static int count_selected(const char *path, int batch, const char *why)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096], a[64], bb[64];
+    snprintf(a, sizeof a, "\"batch\":%d,", batch);
+    snprintf(bb, sizeof bb, "\"selected\":\"%s\"", why);
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, a) != NULL && strstr(line, bb) != NULL;
+    fclose(f);
+    return n;
+}
+
+static void artifact_follows_the_published_rule(void **state)
+{
+    (void)state;
+    fixture fx;
+    setup_fixture(&fx);
+    const kr_partition *p = kr_partition_find(&fx.set, "fwd_attn");
+    kr_error e = {0};
+    kr_backend *b = fake_backend(&fx.job, 0, NULL);
+    const char *dir = kr_test_tmpdir("search_artifact");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/log.jsonl", dir);
+    kr_search_log *log;
+    assert_int_equal(kr_search_log_open(path, &fx.job, &log, &e), KR_OK);
+    kr_search_options o;
+    kr_search_options_default(&o);
+    o.strategy = KR_STRATEGY_ARTIFACT;
+    kr_partition_frontier f, g;
+    kr_search_stats st;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, log, &o, &f, &st, &e), KR_OK);
+    kr_search_log_close(log);
+    /* 96 initial + 4 batches of 32 (kareus-method.md §2), split 13 / 6 / 6 / 7. */
+    assert_int_equal(st.evaluated, 224);
+    assert_int_equal(st.batches, 4);
+    assert_string_equal(st.stop, "fixed budget");
+    assert_int_equal(count_selected(path, 0, "init"), 96);
+    for (int batch = 1; batch <= 4; batch++) {
+        assert_int_equal(count_selected(path, batch, "hvi_real"), 13);
+        assert_int_equal(count_selected(path, batch, "hvi_dyn"), 6);
+        assert_int_equal(count_selected(path, batch, "time"), 6);
+        assert_int_equal(count_selected(path, batch, "uncertainty"), 7);
+    }
+    /* Deterministic for a seed. */
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &g, NULL, &e), KR_OK);
+    assert_same(&f, &g);
+    kr_frontier_free(&g);
+    /* A budget scales the shape: 100 → round(100·96/224) = 43 initial, batches of 15 (the last
+     * one cut). */
+    o.artifact_budget = 100;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &g, &st, &e), KR_OK);
+    assert_int_equal(st.evaluated, 100);
+    kr_frontier_free(&g);
+    /* A CP key with 16-wide batches: 6 / 3 / 3 / 4 (checked through the total only). */
+    kr_job cp;
+    kr_partition_set cset;
+    assert_int_equal(kr_job_builtin("llama3.2-3b-cp2tp4-mbs8-s4096", &cp, &e), KR_OK);
+    assert_int_equal(kr_partition_catalog(&cp, KR_VARIANT_KAREUS, &cset, &e), KR_OK);
+    kr_backend *bc = fake_backend(&cp, 0, NULL);
+    o.artifact_budget = 0;
+    assert_int_equal(kr_search_partition(&cp, kr_partition_find(&cset, "bwd_o_ar"), bc, NULL, &o, &g, &st, &e), KR_OK);
+    assert_int_equal(st.evaluated, 84);
+    kr_frontier_free(&g);
+    kr_frontier_free(&f);
+    kr_backend_destroy(b);
+    kr_backend_destroy(bc);
+}
+
+/* Crash on call `fail_on` (inside a batch), rerun with the same log: same frontier as an
+ * uninterrupted run, the same number of backend calls in total, no configuration twice. */
+static void crash_and_resume(kr_strategy strategy, long fail_on)
+{
+    fixture fx;
+    setup_fixture(&fx);
+    const kr_partition *p = kr_partition_find(&fx.set, "fwd_mlp");
+    kr_error e = {0};
+    kr_search_options o;
+    kr_search_options_default(&o);
+    o.strategy = strategy;
+    o.seed = 11;
+    fake_impl *fr;
+    kr_backend *b = fake_backend(&fx.job, 0, &fr);
+    kr_partition_frontier ref, f;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
+    long uninterrupted = fr->calls;
+    assert_true(fail_on < uninterrupted);
+    const char *dir = kr_test_tmpdir(strategy == KR_STRATEGY_BO ? "resume_bo" : "resume_artifact");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/log.jsonl", dir);
+    fake_impl *f1, *f2;
+    kr_backend *b1 = fake_backend(&fx.job, fail_on, &f1);
+    kr_search_log *log;
+    assert_int_equal(kr_search_log_open(path, &fx.job, &log, &e), KR_OK);
+    KR_ASSERT_ERR(kr_search_partition(&fx.job, p, b1, log, &o, &f, NULL, &e), KR_EBACKEND, e, "injected failure");
+    kr_search_log_close(log);
+    kr_backend *b2 = fake_backend(&fx.job, 0, &f2);
+    assert_int_equal(kr_search_log_open(path, &fx.job, &log, &e), KR_OK);
+    assert_int_equal(kr_search_log_count(log), fail_on - 1);
+    kr_search_stats st;
+    assert_int_equal(kr_search_partition(&fx.job, p, b2, log, &o, &f, &st, &e), KR_OK);
+    kr_search_log_close(log);
+    assert_same(&ref, &f);
+    assert_int_equal(st.from_log, fail_on - 1);
+    assert_int_equal(f1->ncfg + f2->ncfg, uninterrupted);
+    for (long i = 0; i < f2->ncfg; i++)
+        for (long j = 0; j < f1->ncfg; j++)
+            assert_false(memcmp(&f2->cfg[i], &f1->cfg[j], sizeof(kr_config)) == 0);
+    /* The log holds each configuration once, and replaying it gives the same frontier. */
+    assert_int_equal(kr_search_log_open(path, &fx.job, &log, &e), KR_OK);
+    assert_string_equal(kr_search_log_warning(log), "");
+    assert_int_equal(kr_search_log_count(log), uninterrupted);
+    kr_search_log_close(log);
+    const char *paths[] = {path};
+    kr_backend *rb;
+    assert_int_equal(kr_replay_backend_create(&fx.job, paths, 1, &rb, &e), KR_OK);
+    kr_partition_frontier rf;
+    assert_int_equal(kr_search_partition(&fx.job, p, rb, NULL, &o, &rf, NULL, &e), KR_OK);
+    assert_same(&ref, &rf);
+    kr_frontier_free(&rf);
+    kr_frontier_free(&ref);
+    kr_frontier_free(&f);
+    kr_backend_destroy(b);
+    kr_backend_destroy(b1);
+    kr_backend_destroy(b2);
+    kr_backend_destroy(rb);
+}
+
+static void bo_resumes_after_a_crash_mid_batch(void **state)
+{
+    (void)state;
+    /* fwd_mlp: 18 initial points, then batches of 8: call 18 + 8 + 3 = 29 is mid-batch 2. */
+    crash_and_resume(KR_STRATEGY_BO, 29);
+}
+
+static void artifact_resumes_after_a_crash_mid_batch(void **state)
+{
+    (void)state;
+    /* fwd_mlp: 96 initial points, then batches of 32: call 96 + 32 + 10 is mid-batch 2. */
+    crash_and_resume(KR_STRATEGY_ARTIFACT, 138);
+}
+
+static void clock_only_spaces_are_measured_at_every_clock(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_error e = {0};
+    kr_job_default(&job);
+    kr_partition_set set;
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_DEFAULT_OVERLAP, &set, &e), KR_OK);
+    kr_backend *b = fake_backend(&job, 0, NULL);
+    kr_search_options o;
+    kr_search_options_default(&o);
+    for (int s = KR_STRATEGY_BO; s <= KR_STRATEGY_ARTIFACT; s++) {
+        o.strategy = (kr_strategy)s;
+        kr_partition_frontier f;
+        assert_int_equal(kr_search_partition(&job, &set.p[0], b, NULL, &o, &f, NULL, &e), KR_OK);
+        assert_int_equal(f.n, 18);
+        assert_int_equal(f.pts[0].config.sms, (int)job.gpu.nccl_ctas);
+        kr_frontier_free(&f);
+    }
+    kr_backend_destroy(b);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(gp_interpolates_and_knows_its_uncertainty),
+    cmocka_unit_test(gbrt_fits_steps_and_is_deterministic),
+    cmocka_unit_test(front2_improvement_matches_hypervolume),
+    cmocka_unit_test(bo_is_deterministic_and_converges),
+    cmocka_unit_test(artifact_follows_the_published_rule),
+    cmocka_unit_test(bo_resumes_after_a_crash_mid_batch),
+    cmocka_unit_test(artifact_resumes_after_a_crash_mid_batch),
+    cmocka_unit_test(clock_only_spaces_are_measured_at_every_clock),
+};
+
+KR_TEST_MAIN(tests)
