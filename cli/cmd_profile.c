@@ -43,6 +43,8 @@ static const char usage_text[] =
     "  --out PATH       search: directory for frontier files; --calibrate: the entry (gpu.json)\n"
     "  --details FILE   append one JSON line per measurement with everything behind it\n"
     "  --json           machine-readable output (--config mode)\n"
+    "  --sim            --config: the simulator's prediction and measured/simulated ratios\n"
+    "  --sim-gpu FILE   ... with this GPU entry (e.g. the one --calibrate wrote)\n"
     "  --device N       first CUDA device (default 0)\n"
     "  --devices N      GPUs to use (default: all from --device on, for NCCL)\n"
     "  --comm MODE      auto (default), nccl, proxy (link-capped) or proxy-unpaced\n"
@@ -61,6 +63,8 @@ static const char usage_text[] =
 
 typedef struct args {
     const char *job, *partition, *variant, *strategy, *out, *details, *control, *base, *name, *raw, *log;
+    int sim;               /* --sim: the simulator's prediction next to each measurement */
+    const char *sim_gpu;   /* --sim-gpu FILE: ... with this GPU entry (e.g. a calibrated one) */
     const char *configs[MAX_CONFIGS];
     int nconfigs;
     int plan, calibrate, check, json, quick, quiet;
@@ -245,8 +249,8 @@ static int mode_plan(const args *a, const kr_job *job, const kr_partition_set *s
     return status;
 }
 
-static void print_measurement(const kr_partition *p, const kr_config *c, const kr_profiler_result *r, int json,
-                              json_t *arr)
+static void print_measurement(const kr_partition *p, const kr_config *c, const kr_profiler_result *r,
+                              const kr_measurement *sim, const char *sim_gpu, int json, json_t *arr)
 {
     if (json) {
         json_t *o = json_object();
@@ -265,14 +269,25 @@ static void print_measurement(const kr_partition *p, const kr_config *c, const k
         json_object_set_new(o, "window_s", json_real(r->window_s));
         json_object_set_new(o, "clock_read_mhz", json_integer(r->clock_read_mhz));
         json_object_set_new(o, "comm", json_string(r->comm));
+        if (sim) {
+            json_t *so = json_object();
+            json_object_set_new(so, "gpu", json_string(sim_gpu));
+            json_object_set_new(so, "time_s", json_real(sim->time_s));
+            json_object_set_new(so, "energy_j", json_real(sim->energy_j));
+            json_object_set_new(so, "eff_energy_j", json_real(sim->eff_energy_j));
+            json_object_set_new(o, "sim", so);
+        }
         json_array_append_new(arr, o);
         return;
     }
-    printf("%-12s %5d %4d %-13s %10.4f %6.2f%% %10.5f %6.2f%% %10.5f %6d  %s\n", p->key, c->freq_mhz,
+    printf("%-12s %5d %4d %-13s %10.4f %6.2f%% %10.5f %6.2f%% %10.5f %6d", p->key, c->freq_mhz,
            p->coll.kind != KR_COLL_NONE ? c->sms : 0, kr_partition_slot_name(p, c->slot), r->m.time_s * 1e3,
            r->m.time_s > 0 ? 100 * r->m.time_sd_s / r->m.time_s : 0, r->m.energy_j,
-           r->m.energy_j > 0 ? 100 * r->m.energy_sd_j / r->m.energy_j : 0, r->m.eff_energy_j, r->clock_read_mhz,
-           r->comm);
+           r->m.energy_j > 0 ? 100 * r->m.energy_sd_j / r->m.energy_j : 0, r->m.eff_energy_j, r->clock_read_mhz);
+    if (sim)
+        printf(" %10.4f %10.5f %6.3f %6.3f", sim->time_s * 1e3, sim->energy_j, r->m.time_s / sim->time_s,
+               r->m.energy_j / sim->energy_j);
+    printf("  %s\n", r->comm);
     fflush(stdout);
 }
 
@@ -340,6 +355,21 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
         if (st)
             return st;
     }
+    /* The simulator's job: the same, with the --sim-gpu entry (e.g. a calibrated one) if given. */
+    kr_job simjob = *job;
+    if (a->sim_gpu) {
+        kr_error err = {0};
+        kr_gpu g;
+        int rc = kr_gpu_read_json(a->sim_gpu, &g, &err);
+        if (rc)
+            return cli_report(rc, &err);
+        if (job->static_power_w == job->gpu.static_w)
+            simjob.static_power_w = g.static_w;
+        simjob.gpu = g;
+        for (int i = 0; i < a->nconfigs; i++)
+            if ((rc = kr_config_validate(&simjob, p, &cfg[i], &err)))
+                return cli_report(rc, &err);
+    }
     kr_profiler_runner *runner;
     kr_backend *ctl, *gpu = NULL;
     observer_ctx oc = {a, job, NULL, 0, {0}};
@@ -347,11 +377,17 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
     if (status)
         return status;
     json_t *arr = json_array();
-    if (!a->json)
-        printf("%-12s %5s %4s %-13s %10s %7s %10s %7s %10s %6s  %s\n", "partition", "MHz", "SMs", "slot", "time_ms",
-               "sd", "energy_J", "sd", "eff_J", "clock", "collective");
+    if (!a->json) {
+        if (a->sim)
+            printf("# sim: the simulator with GPU %s; ratios are measured / simulated\n", simjob.gpu.name);
+        printf("%-12s %5s %4s %-13s %10s %7s %10s %7s %10s %6s", "partition", "MHz", "SMs", "slot", "time_ms", "sd",
+               "energy_J", "sd", "eff_J", "clock");
+        if (a->sim)
+            printf(" %10s %10s %6s %6s", "sim_ms", "sim_J", "t/sim", "E/sim");
+        printf("  %s\n", "collective");
+    }
     for (int i = 0; i < a->nconfigs && status == 0; i++) {
-        kr_measurement m;
+        kr_measurement m, sm;
         int rc = kr_backend_measure(gpu, p, &cfg[i], &m);
         if (rc) {
             status = report_failure(rc, kr_backend_errmsg(gpu));
@@ -359,7 +395,12 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
         }
         kr_profiler_result r;
         kr_profiler_backend_last(gpu, &r);
-        print_measurement(p, &cfg[i], &r, a->json, arr);
+        kr_error err = {0};
+        if (a->sim && (rc = kr_sim_measure(&simjob, p, &cfg[i], &sm, &err))) {
+            status = cli_report(rc, &err);
+            break;
+        }
+        print_measurement(p, &cfg[i], &r, a->sim ? &sm : NULL, simjob.gpu.name, a->json, arr);
     }
     if (a->json && status == 0) {
         json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
@@ -501,7 +542,7 @@ static int parse_args(int argc, char **argv, args *a)
     enum {
         O_JOB = 256, O_PART, O_VARIANT, O_STRATEGY, O_SEED, O_OUT, O_DETAILS, O_JSON, O_DEVICE, O_DEVICES, O_COMM,
         O_CONTROL, O_WINDOW, O_REPEATS, O_COOL, O_QUIET, O_BASE, O_NAME, O_RAW, O_QUICK, O_CONFIG, O_PLAN,
-        O_CALIB, O_CHECK, O_LOG
+        O_CALIB, O_CHECK, O_LOG, O_SIM, O_SIMGPU
     };
     static const struct option opts[] = {
         {"job", required_argument, 0, O_JOB},         {"partition", required_argument, 0, O_PART},
@@ -516,7 +557,8 @@ static int parse_args(int argc, char **argv, args *a)
         {"raw", required_argument, 0, O_RAW},         {"quick", no_argument, 0, O_QUICK},
         {"config", required_argument, 0, O_CONFIG},   {"plan", no_argument, 0, O_PLAN},
         {"calibrate", no_argument, 0, O_CALIB},       {"check", no_argument, 0, O_CHECK},
-        {"log", required_argument, 0, O_LOG},         {"help", no_argument, 0, 'h'},
+        {"log", required_argument, 0, O_LOG},         {"sim", no_argument, 0, O_SIM},
+        {"sim-gpu", required_argument, 0, O_SIMGPU},  {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
@@ -582,6 +624,8 @@ static int parse_args(int argc, char **argv, args *a)
         case O_CALIB: a->calibrate = 1; break;
         case O_CHECK: a->check = 1; break;
         case O_LOG: a->log = optarg; break;
+        case O_SIM: a->sim = 1; break;
+        case O_SIMGPU: a->sim_gpu = optarg, a->sim = 1; break;
         case 'h': fputs(usage_text, stdout); return -1;
         default: return cli_usage_error("profile", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

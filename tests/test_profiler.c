@@ -1426,6 +1426,57 @@ static void probe_names_a_missing_library(void **state)
     unsetenv("KAREUS_CUDA_LIB");
 }
 
+static void loader_runs_a_library_through_the_abi(void **state)
+{
+    (void)state;
+#ifndef KR_MOCK_CUDA
+    KR_SKIP("the mock CUDA library is not built");
+#else
+    kr_error e = {0};
+    kr_profiler_probe_info info;
+    setenv("KAREUS_CUDA_LIB", KR_MOCK_CUDA, 1);
+    unsetenv("KAREUS_MOCK_CUDA_FAIL");
+    assert_int_equal(kr_profiler_probe(&info, &e), KR_OK);
+    assert_int_equal(info.ndevices, 1);
+    assert_string_equal(info.name[0], "Kareus mock GPU");
+    assert_string_equal(info.build, "mock (no CUDA)");
+    assert_string_equal(info.lib_path, KR_MOCK_CUDA);
+    kr_profiler_runner *r;
+    assert_int_equal(kr_profiler_runner_open(0, 1, &r, &e), KR_OK);
+    assert_int_equal(r->ndevices, 1);
+    char rep[256];
+    assert_int_equal(kr_profiler_selftest(r, rep, sizeof rep, &e), KR_OK);
+    assert_non_null(strstr(rep, "mock"));
+    kr_profiler_runner_destroy(r);
+    KR_ASSERT_ERR(kr_profiler_runner_open(3, 1, &r, &e), KR_ERANGE, e, "--device: expected a GPU index in [0, 1), found 3");
+    /* The library's own verdicts pass through: no driver, no GPU. */
+    setenv("KAREUS_MOCK_CUDA_FAIL", "nodriver", 1);
+    KR_ASSERT_ERR(kr_profiler_probe(&info, &e), KR_ENOLIB, e, "no CUDA driver");
+    setenv("KAREUS_MOCK_CUDA_FAIL", "nodev", 1);
+    KR_ASSERT_ERR(kr_profiler_runner_open(0, 1, &r, &e), KR_ENODEV, e, "no GPU");
+    unsetenv("KAREUS_MOCK_CUDA_FAIL");
+    /* Several GPUs need the PCI-bus numbering NVML uses. */
+    setenv("KAREUS_MOCK_CUDA_DEVICES", "3", 1);
+    const char *order = getenv("CUDA_DEVICE_ORDER");
+    char saved[64] = "";
+    if (order)
+        snprintf(saved, sizeof saved, "%s", order);
+    unsetenv("CUDA_DEVICE_ORDER");
+    KR_ASSERT_ERR(kr_profiler_runner_open(0, 0, &r, &e), KR_EINVAL, e, "expected PCI_BUS_ID");
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+    assert_int_equal(kr_profiler_runner_open(1, 0, &r, &e), KR_OK);
+    assert_int_equal(r->ndevices, 2);
+    assert_int_equal(r->device[0], 1);
+    kr_profiler_runner_destroy(r);
+    if (saved[0])
+        setenv("CUDA_DEVICE_ORDER", saved, 1);
+    else
+        unsetenv("CUDA_DEVICE_ORDER");
+    unsetenv("KAREUS_MOCK_CUDA_DEVICES");
+    unsetenv("KAREUS_CUDA_LIB");
+#endif
+}
+
 static void probe_without_a_gpu_names_what_is_missing(void **state)
 {
     (void)state;
@@ -1498,6 +1549,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(details_log_appends_one_line_per_measurement),
     cmocka_unit_test(env_check_for_nvml_numbering),
     cmocka_unit_test(probe_names_a_missing_library),
+    cmocka_unit_test(loader_runs_a_library_through_the_abi),
     cmocka_unit_test(probe_without_a_gpu_names_what_is_missing),
     cmocka_unit_test(gpu_kernels_match_cpu_references),
 };

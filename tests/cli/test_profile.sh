@@ -49,6 +49,56 @@ if [ -f "$lib" ] && [ ! -e /dev/nvidiactl ]; then
   fi
 fi
 
+# The measuring path end to end on the mock CUDA library (real time, no GPU) and the fake
+# clock/energy backend (300 W, counter updated every 100 ms): measured energy = 300 W x time.
+mock="${KR_BINARY_DIR:-.}/libkareus_mock_cuda.so"
+if [ -f "$mock" ]; then
+  # Calibration: every step runs and the entry it writes is one the simulator loads (--sim-gpu below).
+  fake_h200=fake:period_s=0.1,power_w=250,max_mhz=1980,min_mhz=345
+  KAREUS_CUDA_LIB="$mock" expect_exit 2 "--base: the GPU 'Kareus mock GPU' is not in the catalog by name" -- \
+    profile --control "$fake_h200" --calibrate --quick
+  KAREUS_CUDA_LIB="$mock" expect_exit 0 "calibrated h200-calibrated (base h200) on Kareus mock GPU" -- \
+    profile --control "$fake_h200" --calibrate --quick --base h200 --out "$TMP/gpu.json" --cooldown-ratio 0 --quiet
+  if ! grep -qF '"measured by kareus profile --calibrate on Kareus mock GPU' "$TMP/gpu.json" || \
+     ! grep -qF '"schema": "kareus.calibration"' "$TMP/gpu.raw.json"; then
+    echo "FAIL: calibration files lack the measured sources or the raw points" >&2; fails=$((fails + 1))
+  fi
+  out=$(KAREUS_CUDA_LIB="$mock" "$KAREUS" profile --control fake:period_s=0.1,power_w=300 --partition fwd_mlp \
+        --config 1410,9,norm_0 --config 1200,3,activation_0 --sim-gpu "$TMP/gpu.json" --json --quiet \
+        --cooldown-ratio 0 --details "$TMP/details.jsonl" 2>"$TMP/err.txt"); rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "FAIL: mock measurement -> exit $rc" >&2; cat "$TMP/err.txt" >&2; fails=$((fails + 1))
+  else
+    check=$(awk -v out="$out" 'BEGIN {
+      n = split(out, lines, "\n"); t = 0; e = 0; k = 0; bad = ""
+      for (i = 1; i <= n; i++) {
+        if (lines[i] ~ /^    "time_s":/) { split(lines[i], a, ": "); sub(",", "", a[2]); t = a[2] + 0 }
+        if (lines[i] ~ /^    "energy_j":/ && t > 0) { split(lines[i], a, ": "); sub(",", "", a[2]); e = a[2] + 0
+          r = e / (300 * t); if (r < 0.98 || r > 1.02) bad = bad " " r; k++; t = 0 }
+      }
+      print k, (bad == "" ? "ok" : "bad" bad) }')
+    lines=$(wc -l <"$TMP/details.jsonl")
+    if [ "$check" != "2 ok" ] || ! grep -qF '"gpu": "h200-calibrated"' <<<"$out" || ! grep -qF '"comm": "PROXY allreduce' <<<"$out" \
+       || [ "$lines" -ne 2 ] || ! grep -qF '"overlap_start":"activation_0"' "$TMP/details.jsonl"; then
+      echo "FAIL: mock measurement output (energy check: $check, detail lines: $lines):" >&2; echo "$out" | head -30 >&2
+      fails=$((fails + 1))
+    else
+      echo "ok: mock measurement: 2 configs, energy = 300 W x time within 2 %, sim columns, 2 detail lines"
+    fi
+  fi
+  # The library's verdict, a failing preparation, and a missing permission are all named.
+  KAREUS_CUDA_LIB="$mock" KAREUS_MOCK_CUDA_FAIL=nodev expect_exit 2 "no GPU: mock" -- \
+    profile --control fake --partition fwd_mlp --config 1410,9,norm_0
+  KAREUS_CUDA_LIB="$mock" KAREUS_MOCK_CUDA_FAIL=prepare expect_exit 1 "out of memory" -- \
+    profile --control fake --partition fwd_mlp --config 1410,9,norm_0 --quiet
+  KAREUS_CUDA_LIB="$mock" expect_exit 2 "no permission to lock the SM clock on GPU 0" -- \
+    profile --control fake:perm_ops=writes --partition fwd_mlp --config 1410,9,norm_0 --quiet
+  KAREUS_CUDA_LIB="$mock" expect_exit 2 "cannot read the energy counter" -- \
+    profile --control fake:no_energy=1 --partition fwd_mlp --config 1410,9,norm_0 --quiet
+  KAREUS_CUDA_LIB="$mock" expect_exit 0 "mock: no kernels to check" -- profile --control fake --check
+fi
+expect_exit 2 "/nonexistent/gpu.json" -- profile --partition fwd_attn --config 1410,9,linear_0 --sim-gpu /nonexistent/gpu.json
+
 # The kernel plan needs no GPU.
 expect_exit 0 "plan fwd_attn: 7 steps" -- profile --partition fwd_attn --plan
 expect_exit 0 "attn_fwd" -- profile --partition fwd_attn --plan --config 1200,12,attn_0
