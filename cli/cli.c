@@ -44,7 +44,7 @@ int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, lon
 
 int cli_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out)
 {
-    long v;
+    long v = 0; /* -O3 cannot see that cli_parse_long sets it on success */
     int rc = cli_parse_long(cmd, opt, s, lo, hi, &v);
     if (rc == 0)
         *out = (int)v;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -40,11 +41,13 @@ static const char usage_text[] =
     "  --variant V      kareus (default), sequential or default-overlap\n"
     "  --strategy S     bo (default) or exhaustive (search mode)\n"
     "  --seed N         search seed (default 1)\n"
-    "  --out PATH       search: directory for frontier files; --calibrate: the entry (gpu.json)\n"
+    "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
+    "                   --calibrate: the entry (default gpu-calibrated.json)\n"
     "  --details FILE   append one JSON line per measurement with everything behind it\n"
-    "  --json           machine-readable output (--config mode)\n"
-    "  --sim            --config: the simulator's prediction and measured/simulated ratios\n"
-    "  --sim-gpu FILE   ... with this GPU entry (e.g. the one --calibrate wrote)\n"
+    "  --json           machine-readable output (--config mode); with --out FILE also to FILE\n"
+    "  --sim            --config: the simulator's prediction (the job's GPU) and measured/simulated\n"
+    "                   ratios beside each measurement\n"
+    "  --sim-gpu FILE   also the simulator with this GPU entry (e.g. the one --calibrate wrote)\n"
     "  --device N       first CUDA device (default 0)\n"
     "  --devices N      GPUs to use (default: all from --device on, for NCCL)\n"
     "  --comm MODE      auto (default), nccl, proxy (link-capped) or proxy-unpaced\n"
@@ -249,10 +252,21 @@ static int mode_plan(const args *a, const kr_job *job, const kr_partition_set *s
     return status;
 }
 
-static void print_measurement(const kr_partition *p, const kr_config *c, const kr_profiler_result *r,
-                              const kr_measurement *sim, const char *sim_gpu, int json, json_t *arr)
+/* The simulator's predictions printed beside a measurement: the job's catalog GPU and, with
+ * --sim-gpu, a second entry (e.g. the calibrated one). */
+typedef struct sims {
+    int n;
+    const char *name[2];
+    const char *label[2]; /* JSON keys: "sim", "sim_gpu_file" */
+    kr_job job[2];
+    kr_measurement m[2];
+} sims;
+
+/* Appends the measurement to arr (JSON output, --out) and, unless json, prints its table row. */
+static void print_measurement(const kr_partition *p, const kr_config *c, const kr_profiler_result *r, const sims *sm,
+                              int json, json_t *arr)
 {
-    if (json) {
+    {
         json_t *o = json_object();
         json_object_set_new(o, "partition", json_string(p->key));
         json_object_set_new(o, "variant", json_string(kr_variant_name(p->variant)));
@@ -269,26 +283,41 @@ static void print_measurement(const kr_partition *p, const kr_config *c, const k
         json_object_set_new(o, "window_s", json_real(r->window_s));
         json_object_set_new(o, "clock_read_mhz", json_integer(r->clock_read_mhz));
         json_object_set_new(o, "comm", json_string(r->comm));
-        if (sim) {
+        for (int i = 0; i < sm->n; i++) {
             json_t *so = json_object();
-            json_object_set_new(so, "gpu", json_string(sim_gpu));
-            json_object_set_new(so, "time_s", json_real(sim->time_s));
-            json_object_set_new(so, "energy_j", json_real(sim->energy_j));
-            json_object_set_new(so, "eff_energy_j", json_real(sim->eff_energy_j));
-            json_object_set_new(o, "sim", so);
+            json_object_set_new(so, "gpu", json_string(sm->name[i]));
+            json_object_set_new(so, "time_s", json_real(sm->m[i].time_s));
+            json_object_set_new(so, "energy_j", json_real(sm->m[i].energy_j));
+            json_object_set_new(so, "eff_energy_j", json_real(sm->m[i].eff_energy_j));
+            json_object_set_new(o, sm->label[i], so);
         }
         json_array_append_new(arr, o);
-        return;
     }
+    if (json)
+        return;
     printf("%-12s %5d %4d %-13s %10.4f %6.2f%% %10.5f %6.2f%% %10.5f %6d", p->key, c->freq_mhz,
            p->coll.kind != KR_COLL_NONE ? c->sms : 0, kr_partition_slot_name(p, c->slot), r->m.time_s * 1e3,
            r->m.time_s > 0 ? 100 * r->m.time_sd_s / r->m.time_s : 0, r->m.energy_j,
            r->m.energy_j > 0 ? 100 * r->m.energy_sd_j / r->m.energy_j : 0, r->m.eff_energy_j, r->clock_read_mhz);
-    if (sim)
-        printf(" %10.4f %10.5f %6.3f %6.3f", sim->time_s * 1e3, sim->energy_j, r->m.time_s / sim->time_s,
-               r->m.energy_j / sim->energy_j);
+    for (int i = 0; i < sm->n; i++)
+        printf(" %10.4f %10.5f %6.3f %6.3f", sm->m[i].time_s * 1e3, sm->m[i].energy_j, r->m.time_s / sm->m[i].time_s,
+               r->m.energy_j / sm->m[i].energy_j);
     printf("  %s\n", r->comm);
     fflush(stdout);
+}
+
+/* Writes the JSON array to path through a temporary file and a rename (never half-written). */
+static int write_json_file(const char *path, json_t *arr)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (json_dump_file(arr, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) != 0 ||
+        rename(tmp, path) != 0) {
+        remove(tmp);
+        fprintf(stderr, "kareus profile: --out: cannot write %s\n", path);
+        return CLI_EXIT_FAIL;
+    }
+    return 0;
 }
 
 typedef struct observer_ctx {
@@ -355,20 +384,32 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
         if (st)
             return st;
     }
-    /* The simulator's job: the same, with the --sim-gpu entry (e.g. a calibrated one) if given. */
-    kr_job simjob = *job;
+    /* The simulator's jobs: the job itself, and with --sim-gpu the same job on that GPU entry. */
+    sims sm;
+    memset(&sm, 0, sizeof sm);
+    if (a->sim) {
+        sm.job[0] = *job;
+        sm.name[0] = job->gpu.name;
+        sm.label[0] = "sim";
+        sm.n = 1;
+    }
     if (a->sim_gpu) {
         kr_error err = {0};
         kr_gpu g;
         int rc = kr_gpu_read_json(a->sim_gpu, &g, &err);
         if (rc)
             return cli_report(rc, &err);
+        kr_job *sj = &sm.job[sm.n];
+        *sj = *job;
         if (job->static_power_w == job->gpu.static_w)
-            simjob.static_power_w = g.static_w;
-        simjob.gpu = g;
+            sj->static_power_w = g.static_w;
+        sj->gpu = g;
         for (int i = 0; i < a->nconfigs; i++)
-            if ((rc = kr_config_validate(&simjob, p, &cfg[i], &err)))
+            if ((rc = kr_config_validate(sj, p, &cfg[i], &err)))
                 return cli_report(rc, &err);
+        sm.name[sm.n] = sj->gpu.name;
+        sm.label[sm.n] = "sim_gpu_file";
+        sm.n++;
     }
     kr_profiler_runner *runner;
     kr_backend *ctl, *gpu = NULL;
@@ -378,16 +419,17 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
         return status;
     json_t *arr = json_array();
     if (!a->json) {
-        if (a->sim)
-            printf("# sim: the simulator with GPU %s; ratios are measured / simulated\n", simjob.gpu.name);
+        for (int i = 0; i < sm.n; i++)
+            printf("# sim%s: the simulator with GPU %s; ratios are measured / simulated\n", i ? "2" : "", sm.name[i]);
         printf("%-12s %5s %4s %-13s %10s %7s %10s %7s %10s %6s", "partition", "MHz", "SMs", "slot", "time_ms", "sd",
                "energy_J", "sd", "eff_J", "clock");
-        if (a->sim)
-            printf(" %10s %10s %6s %6s", "sim_ms", "sim_J", "t/sim", "E/sim");
+        for (int i = 0; i < sm.n; i++)
+            printf(" %10s %10s %6s %6s", i ? "sim2_ms" : "sim_ms", i ? "sim2_J" : "sim_J", i ? "t/sim2" : "t/sim",
+                   i ? "E/sim2" : "E/sim");
         printf("  %s\n", "collective");
     }
     for (int i = 0; i < a->nconfigs && status == 0; i++) {
-        kr_measurement m, sm;
+        kr_measurement m;
         int rc = kr_backend_measure(gpu, p, &cfg[i], &m);
         if (rc) {
             status = report_failure(rc, kr_backend_errmsg(gpu));
@@ -395,17 +437,20 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
         }
         kr_profiler_result r;
         kr_profiler_backend_last(gpu, &r);
-        kr_error err = {0};
-        if (a->sim && (rc = kr_sim_measure(&simjob, p, &cfg[i], &sm, &err))) {
-            status = cli_report(rc, &err);
-            break;
+        for (int k = 0; k < sm.n && status == 0; k++) {
+            kr_error err = {0};
+            if ((rc = kr_sim_measure(&sm.job[k], p, &cfg[i], &sm.m[k], &err)))
+                status = cli_report(rc, &err);
         }
-        print_measurement(p, &cfg[i], &r, a->sim ? &sm : NULL, simjob.gpu.name, a->json, arr);
+        if (status == 0)
+            print_measurement(p, &cfg[i], &r, &sm, a->json, arr);
     }
     if (a->json && status == 0) {
         json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         printf("\n");
     }
+    if (a->out && json_array_size(arr) > 0 && status == 0)
+        status = write_json_file(a->out, arr);
     json_decref(arr);
     kr_backend_destroy(gpu); /* resets the clocks it locked */
     kr_backend_destroy(ctl);
@@ -625,7 +670,7 @@ static int parse_args(int argc, char **argv, args *a)
         case O_CHECK: a->check = 1; break;
         case O_LOG: a->log = optarg; break;
         case O_SIM: a->sim = 1; break;
-        case O_SIMGPU: a->sim_gpu = optarg, a->sim = 1; break;
+        case O_SIMGPU: a->sim_gpu = optarg; break;
         case 'h': fputs(usage_text, stdout); return -1;
         default: return cli_usage_error("profile", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
