@@ -64,7 +64,7 @@ if [ -f "$mock" ]; then
     echo "FAIL: calibration files lack the measured sources or the raw points" >&2; fails=$((fails + 1))
   fi
   out=$(KAREUS_CUDA_LIB="$mock" "$KAREUS" profile --control fake:period_s=0.1,power_w=300 --partition fwd_mlp \
-        --config 1410,9,norm_0 --config 1200,3,activation_0 --sim-gpu "$TMP/gpu.json" --json --quiet \
+        --config 1410,9,norm_0 --config 1200,3,activation_0 --sim --sim-gpu "$TMP/gpu.json" --json --quiet \
         --cooldown-ratio 0 --details "$TMP/details.jsonl" 2>"$TMP/err.txt"); rc=$?
   if [ "$rc" -ne 0 ]; then
     echo "FAIL: mock measurement -> exit $rc" >&2; cat "$TMP/err.txt" >&2; fails=$((fails + 1))
@@ -78,7 +78,7 @@ if [ -f "$mock" ]; then
       }
       print k, (bad == "" ? "ok" : "bad" bad) }')
     lines=$(wc -l <"$TMP/details.jsonl")
-    if [ "$check" != "2 ok" ] || ! grep -qF '"gpu": "h200-calibrated"' <<<"$out" || ! grep -qF '"comm": "PROXY allreduce' <<<"$out" \
+    if [ "$check" != "2 ok" ] || ! grep -qF '"gpu": "h200-calibrated"' <<<"$out" || ! grep -qF '"gpu": "a100-sxm4-40gb"' <<<"$out" || ! grep -qF '"comm": "PROXY allreduce' <<<"$out" \
        || [ "$lines" -ne 2 ] || ! grep -qF '"overlap_start":"activation_0"' "$TMP/details.jsonl"; then
       echo "FAIL: mock measurement output (energy check: $check, detail lines: $lines):" >&2; echo "$out" | head -30 >&2
       fails=$((fails + 1))
