@@ -39,7 +39,7 @@ static const char usage_text[] =
     "  --job FILE       job spec (JSON or built-in name; default: the default job)\n"
     "  --partition KEY  a partition key, non-partition work (embed_fwd, ...), or all\n"
     "  --variant V      kareus (default), sequential or default-overlap\n"
-    "  --strategy S     bo (default) or exhaustive (search mode)\n"
+    "  --strategy S     bo (default), exhaustive or artifact (search mode)\n"
     "  --seed N         search seed (default 1)\n"
     "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
     "                   --calibrate: the entry (default gpu-calibrated.json)\n"
@@ -88,33 +88,14 @@ static int is_missing(int rc)
  * returns the exit status (2 when something is missing, 1 otherwise). */
 static int open_hardware(const args *a, kr_profiler_runner **runner, kr_backend **ctl)
 {
-    *runner = NULL;
-    *ctl = NULL;
     /* CUDA and NVML must number the GPUs alike (the control backend takes NVML indices). */
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
-    kr_error e1 = {0}, e2 = {0};
-    int rc1 = kr_profiler_runner_open(a->device, a->devices, runner, &e1);
-    int rc2 = kr_gpuctl_open(a->control, NULL, ctl, &e2);
-    if (rc1 == KR_OK && rc2 == KR_OK)
+    kr_error err = {0};
+    int rc = kr_profiler_open_hardware(a->device, a->devices, a->control, runner, ctl, &err);
+    if (rc == KR_OK)
         return 0;
-    int input = (rc1 && (is_missing(rc1) || kr_status_is_input_error(rc1))) ||
-                (rc2 && (is_missing(rc2) || kr_status_is_input_error(rc2)));
-    fprintf(stderr, "kareus profile: cannot measure on this machine:\n");
-    if (rc1)
-        fprintf(stderr, "  - %s\n", e1.msg[0] ? e1.msg : kr_strerror(rc1));
-    if (rc2) {
-        const char *m = e2.msg[0] ? e2.msg : kr_strerror(rc2);
-        if (strncmp(m, "NVML: ", 6) == 0)
-            m += 6;
-        fprintf(stderr, "  - %s%s\n", rc2 == KR_ENOLIB || rc2 == KR_ENODEV ? "no NVML: " : "", m);
-    }
-    fprintf(stderr, "  (measuring needs libkareus_cuda.so, the NVIDIA driver with a GPU of compute capability "
-                    "8.0+, NVML, and root to lock clocks; `kareus profile --plan` works without them)\n");
-    kr_profiler_runner_destroy(*runner);
-    kr_backend_destroy(*ctl);
-    *runner = NULL;
-    *ctl = NULL;
-    return input ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
+    fprintf(stderr, "kareus profile: %s\n", err.msg);
+    return is_missing(rc) || kr_status_is_input_error(rc) ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
 }
 
 /* Exit status of a failed measurement: 2 when a permission or capability is missing. */
@@ -320,23 +301,10 @@ static int write_json_file(const char *path, json_t *arr)
     return 0;
 }
 
-typedef struct observer_ctx {
-    const args *a;
-    const kr_job *job;
-    const char *device;
-    int failed;
-    kr_error err;
-} observer_ctx;
-
 static void observe(void *ud, const kr_partition *p, const kr_config *c, const kr_profiler_result *r)
 {
-    observer_ctx *oc = ud;
-    if (oc->a->details && !oc->failed &&
-        kr_profiler_details_append(oc->a->details, oc->job, p, c, r, oc->device, &oc->err) != KR_OK) {
-        oc->failed = 1;
-        fprintf(stderr, "kareus profile: warning: %s (details are no longer written)\n", oc->err.msg);
-    }
-    if (!oc->a->quiet)
+    const args *a = ud;
+    if (!a->quiet)
         fprintf(stderr, "kareus profile: %s %d MHz %d SMs %s: %.4f ms, %.5f J (%lld iterations, %s)\n", p->key,
                 c->freq_mhz, c->sms, kr_partition_slot_name(p, c->slot), r->m.time_s * 1e3, r->m.energy_j, r->iters,
                 r->comm);
@@ -344,32 +312,32 @@ static void observe(void *ud, const kr_partition *p, const kr_config *c, const k
 
 /* Warns when the job's GPU is not the one measured (the shapes are the job's; the clocks must
  * be ones this GPU supports). */
-static void warn_gpu(const kr_job *job, const kr_profiler_runner *r)
+static void warn_gpu(const kr_job *job, const char *device)
 {
-    if (strcasecmp(r->device_name, job->gpu.display) != 0)
+    if (strcasecmp(device, job->gpu.display) != 0)
         fprintf(stderr, "kareus profile: warning: job '%s' is for a %s; measuring its partitions on %s\n", job->name,
-                job->gpu.display, r->device_name);
+                job->gpu.display, device);
 }
 
-static int make_backend(const args *a, const kr_job *job, kr_profiler_runner **runner, kr_backend **ctl,
-                        observer_ctx *oc, kr_backend **gpu)
+/* The GPU backend (runner + NVML, owned by it), or the exit status with the reason printed. */
+static int make_backend(const args *a, const kr_job *job, kr_backend **gpu)
 {
-    int status = open_hardware(a, runner, ctl);
-    if (status)
-        return status;
-    warn_gpu(job, *runner);
-    kr_profiler_plan_params pp;
-    kr_profiler_plan_params_default(&pp);
-    pp.comm = a->comm;
-    oc->device = (*runner)->device_name;
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+    kr_profiler_open_options oo;
+    memset(&oo, 0, sizeof oo);
+    oo.device = a->device;
+    oo.devices = a->devices;
+    oo.control = a->control;
+    oo.comm = a->comm;
+    oo.protocol = &a->o;
+    oo.details = a->details;
+    oo.observer = observe;
+    memcpy(&oo.observer_ud, &a, sizeof a); /* read only by observe */
     kr_error err = {0};
-    int rc = kr_profiler_backend_create(job, *runner, *ctl, &a->o, &pp, NULL, observe, oc, gpu, &err);
-    if (rc) {
-        kr_profiler_runner_destroy(*runner);
-        *runner = NULL;
+    int rc = kr_profiler_open_backend(job, &oo, gpu, &err);
+    if (rc)
         return report_failure(rc, err.msg);
-    }
-    *runner = NULL; /* owned by the backend now */
+    warn_gpu(job, kr_profiler_backend_device(*gpu));
     return 0;
 }
 
@@ -411,10 +379,8 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
         sm.label[sm.n] = "sim_gpu_file";
         sm.n++;
     }
-    kr_profiler_runner *runner;
-    kr_backend *ctl, *gpu = NULL;
-    observer_ctx oc = {a, job, NULL, 0, {0}};
-    int status = make_backend(a, job, &runner, &ctl, &oc, &gpu);
+    kr_backend *gpu = NULL;
+    int status = make_backend(a, job, &gpu);
     if (status)
         return status;
     json_t *arr = json_array();
@@ -452,8 +418,7 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
     if (a->out && json_array_size(arr) > 0 && status == 0)
         status = write_json_file(a->out, arr);
     json_decref(arr);
-    kr_backend_destroy(gpu); /* resets the clocks it locked */
-    kr_backend_destroy(ctl);
+    kr_backend_destroy(gpu); /* resets the clocks it locked, closes the runner and NVML */
     return status;
 }
 
@@ -570,14 +535,70 @@ static int mode_calibrate(const args *a)
     return 0;
 }
 
-static int mode_search(const args *a, const kr_job *job, const kr_partition_set *set)
+static void search_progress(void *ud, const kr_search_progress *p)
 {
-    (void)set;
-    (void)job;
-    return cli_usage_error("profile",
-                           "--log: searching with the GPU backend needs the search module (search.h), which this build "
-                           "does not have yet; measure chosen configurations with --config");
-    (void)a;
+    const args *a = ud;
+    cli_progress(a->quiet, "kareus profile: %s (%d/%d): %ld of %ld configurations, %ld measured now, batch %d%s",
+                 p->key, p->index + 1, p->count, p->evaluated, p->space_size, p->measured, p->batch,
+                 p->done ? ", done" : "");
+    if (p->done)
+        cli_progress_done(a->quiet);
+}
+
+/* Search mode: the search module's strategies with the GPU backend, every measurement in the
+ * search's log as it is taken; frontier files per partition in --out (default "frontiers"). */
+static int mode_search(const args *a, const kr_job *job, kr_variant var)
+{
+    kr_search_options opt;
+    kr_search_options_default(&opt);
+    if (a->strategy && kr_strategy_parse(a->strategy, &opt.strategy))
+        return cli_usage_error("profile", "--strategy: expected bo, exhaustive or artifact, found '%s'", a->strategy);
+    opt.seed = a->seed;
+    kr_error err = {0};
+    kr_partition_set *set = malloc(sizeof *set);
+    if (set == NULL)
+        return CLI_EXIT_FAIL;
+    int status = 0, rc;
+    if (a->partition == NULL || strcmp(a->partition, "all") == 0)
+        rc = kr_search_partitions(job, var, 1, set, &err);
+    else
+        rc = KR_OK, status = select_partitions(job, var, a->partition, set);
+    if (rc)
+        status = cli_report(rc, &err);
+    kr_backend *gpu = NULL;
+    kr_search_log *log = NULL;
+    if (status == 0)
+        status = make_backend(a, job, &gpu);
+    if (status == 0 && (rc = kr_search_log_open(a->log, job, &log, &err)))
+        status = cli_report(rc, &err);
+    if (status == 0 && kr_search_log_warning(log)[0])
+        fprintf(stderr, "kareus profile: warning: %s\n", kr_search_log_warning(log));
+    const char *out = a->out ? a->out : "frontiers";
+    memcpy(&opt.progress_ud, &a, sizeof a); /* read only by search_progress */
+    opt.progress = search_progress;
+    if (status == 0)
+        printf("%s search of %s (%s) on %s, log %s -> %s\n", kr_strategy_name(opt.strategy), job->name,
+               kr_variant_name(var), kr_profiler_backend_device(gpu), a->log, out);
+    for (int i = 0; i < set->n && status == 0; i++) {
+        kr_partition_frontier front;
+        kr_search_stats st;
+        rc = kr_search_partition(job, &set->p[i], gpu, log, &opt, &front, &st, &err);
+        if (rc == KR_OK) {
+            rc = kr_search_write_frontier(out, &front, &err);
+            printf("  %-12s %5ld of %6ld configurations (%5.1f%%), %ld measured now, %ld from the log; %s; "
+                   "frontier %ld points\n",
+                   set->p[i].key, st.evaluated, st.space_size,
+                   st.space_size ? 100.0 * (double)st.evaluated / (double)st.space_size : 0.0, st.measured, st.from_log,
+                   st.stop, st.front_eff);
+            kr_frontier_free(&front);
+        }
+        if (rc)
+            status = report_failure(rc, err.msg);
+    }
+    kr_search_log_close(log);
+    kr_backend_destroy(gpu);
+    free(set);
+    return status;
 }
 
 /* ---- arguments ----------------------------------------------------------------------------------- */
@@ -706,12 +727,14 @@ int cmd_profile(int argc, char **argv)
     kr_job job;
     if ((rc = cli_load_job(a.job, &job)))
         return rc;
+    if (a.log)
+        return mode_search(&a, &job, var);
     kr_partition_set *set = malloc(sizeof *set);
     if (set == NULL)
         return CLI_EXIT_FAIL;
     rc = select_partitions(&job, var, a.partition ? a.partition : "all", set);
     if (rc == 0)
-        rc = a.plan ? mode_plan(&a, &job, set) : a.nconfigs > 0 ? mode_configs(&a, &job, set) : mode_search(&a, &job, set);
+        rc = a.plan ? mode_plan(&a, &job, set) : mode_configs(&a, &job, set);
     free(set);
     return rc;
 }

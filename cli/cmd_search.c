@@ -17,7 +17,7 @@
 static const char usage_text[] =
     "usage: kareus search [--job FILE] [--partition KEY|all] [--strategy exhaustive|bo|artifact]\n"
     "                     [--variant kareus|sequential|default-overlap] [--log FILE|none] [--seed N]\n"
-    "                     [--out DIR] [--backend sim|replay] [--replay [KEY=]FILE]... [--max-evals N]\n"
+    "                     [--out DIR] [--backend sim|replay|gpu] [--replay [KEY=]FILE]... [--max-evals N]\n"
     "                     [--stop X] [--clock-step MHZ] [--json] [--quiet]\n\n"
     "  --job FILE          job spec or built-in name (default: the built-in default job)\n"
     "  --partition KEY     one partition key, or all (default): every layer partition of the\n"
@@ -30,7 +30,8 @@ static const char usage_text[] =
     "                      'none' keeps no log)\n"
     "  --seed N            seed of every random choice (default 1)\n"
     "  --out DIR           where <key>.<variant>.json and .csv go (default: frontiers)\n"
-    "  --backend NAME      sim (default): the calibrated simulator; replay: recorded measurements\n"
+    "  --backend NAME      sim (default): the calibrated simulator; replay: recorded measurements;\n"
+    "                      gpu: measured on this machine's GPU(s) (see `kareus profile --help`)\n"
     "  --replay [KEY=]FILE a recording to replay (implies --backend replay; repeatable): our logs,\n"
     "                      or the artifact's eval_results.jsonl (KEY= names its partition when its\n"
     "                      directory does not); without it, replay reads --log\n"
@@ -163,8 +164,8 @@ int cmd_search(int argc, char **argv)
         return cli_usage_error("search", "--variant: expected kareus, sequential or default-overlap, found '%s'", var);
     if (backend == NULL)
         backend = nreplay ? "replay" : "sim";
-    if (strcmp(backend, "sim") != 0 && strcmp(backend, "replay") != 0)
-        return cli_usage_error("search", "--backend: expected sim or replay, found '%s'", backend);
+    if (strcmp(backend, "sim") != 0 && strcmp(backend, "replay") != 0 && strcmp(backend, "gpu") != 0)
+        return cli_usage_error("search", "--backend: expected sim, replay or gpu, found '%s'", backend);
     if (strcmp(backend, "sim") == 0 && nreplay)
         return cli_usage_error("search", "--replay needs --backend replay, found --backend sim");
     opt.seed = (unsigned long long)seed;
@@ -226,6 +227,8 @@ int cmd_search(int argc, char **argv)
     }
     if (strcmp(backend, "replay") == 0)
         rc = kr_replay_backend_create(&job, replay, nreplay, &b, &err);
+    else if (strcmp(backend, "gpu") == 0)
+        rc = kr_profiler_open_backend(&job, NULL, &b, &err); /* measured: see docs/profiler.md */
     else
         rc = kr_sim_backend_create(&job, NULL, &b, &err);
     if (rc == KR_OK && use_log)
@@ -235,8 +238,9 @@ int cmd_search(int argc, char **argv)
         goto done;
     }
     /* Simulated and replayed measurements cost microseconds and can be redone: fsync the log
-     * once per batch rather than once per line. */
-    kr_search_log_set_sync(log, KR_LOG_SYNC_BATCH);
+     * once per batch rather than once per line (a GPU's measurements cost seconds: every line). */
+    if (strcmp(backend, "gpu") != 0)
+        kr_search_log_set_sync(log, KR_LOG_SYNC_BATCH);
     const char *warning = log ? kr_search_log_warning(log) : "";
     if (warning[0])
         fprintf(stderr, "kareus search: warning: %s\n", warning);

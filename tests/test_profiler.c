@@ -1468,6 +1468,25 @@ static void loader_runs_a_library_through_the_abi(void **state)
     assert_int_equal(r->ndevices, 2);
     assert_int_equal(r->device[0], 1);
     kr_profiler_runner_destroy(r);
+    /* The backend in one call; it owns the runner and the control backend. */
+    unsetenv("KAREUS_MOCK_CUDA_DEVICES");
+    kr_job job;
+    kr_job_default(&job);
+    kr_profiler_open_options oo;
+    memset(&oo, 0, sizeof oo);
+    oo.control = "fake";
+    kr_backend *b;
+    assert_int_equal(kr_profiler_open_backend(&job, &oo, &b, &e), KR_OK);
+    assert_string_equal(kr_backend_name(b), "gpu");
+    assert_string_equal(kr_profiler_backend_device(b), "Kareus mock GPU");
+    kr_backend_destroy(b);
+    assert_string_equal(kr_profiler_backend_device(NULL), "");
+    oo.control = "nosuch";
+    KR_ASSERT_ERR(kr_profiler_open_backend(&job, &oo, &b, &e), KR_EINVAL, e, "cannot measure on this machine:");
+    setenv("KAREUS_MOCK_CUDA_FAIL", "nodev", 1);
+    KR_ASSERT_ERR(kr_profiler_open_backend(&job, &oo, &b, &e), KR_ENODEV, e, "no GPU: mock");
+    assert_non_null(strstr(e.msg, "nosuch")); /* both problems named */
+    unsetenv("KAREUS_MOCK_CUDA_FAIL");
     if (saved[0])
         setenv("CUDA_DEVICE_ORDER", saved, 1);
     else

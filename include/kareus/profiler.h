@@ -372,6 +372,40 @@ int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr
                                const kr_profiler_clock *clk, kr_profiler_observer observer, void *observer_ud,
                                kr_backend **out, kr_error *err);
 
+/*
+ * Opens what a measurement needs: the CUDA runner on `devices` GPUs from `first` (devices <= 0:
+ * all from first on) and the clock/energy backend named by control (a gpuctl spec, NULL:
+ * "nvml"). Tries both, so that one message names everything missing:
+ *   "cannot measure on this machine: no CUDA driver: …; no NVML: … (measuring needs …)".
+ * Returns KR_OK, or the first failure's code (KR_ENOLIB, KR_ENODEV, KR_EPERM, KR_EINVAL, …);
+ * nothing is left open on failure. Free with kr_profiler_runner_destroy / kr_backend_destroy.
+ */
+int kr_profiler_open_hardware(int first, int devices, const char *control, kr_profiler_runner **runner,
+                              kr_backend **ctl, kr_error *err);
+
+/* Everything kr_profiler_open_backend needs; zeroed fields take the defaults. */
+typedef struct kr_profiler_open_options {
+    int device;                     /* First CUDA device (default 0). */
+    int devices;                    /* GPUs (0: all from device on). */
+    const char *control;            /* gpuctl spec of the clock/energy backend (NULL: "nvml"). */
+    kr_profiler_comm comm;          /* Collective execution (default AUTO). */
+    const kr_profiler_options *protocol; /* NULL: kr_profiler_options_default. */
+    const char *details;            /* Detail log appended after every measurement (NULL: none). */
+    kr_profiler_observer observer;  /* Called after every measurement (may be NULL). */
+    void *observer_ud;
+} kr_profiler_open_options;
+
+/*
+ * The GPU backend in one call: kr_profiler_open_hardware, then kr_profiler_backend_create with
+ * the detail log and observer; the backend owns the runner and the control backend (destroying
+ * it resets the clocks it locked and closes both). This is what `kareus search --backend gpu`
+ * and `kareus profile` use. oo may be NULL. Errors as kr_profiler_open_hardware.
+ */
+int kr_profiler_open_backend(const kr_job *job, const kr_profiler_open_options *oo, kr_backend **out, kr_error *err);
+
+/* Name of the GPU the backend measures on ("" if b is not a GPU backend). */
+const char *kr_profiler_backend_device(const kr_backend *b);
+
 /* The result behind the backend's last successful measure (KR_ESTATE if none). */
 int kr_profiler_backend_last(kr_backend *b, kr_profiler_result *out);
 

@@ -29,4 +29,8 @@ int kr__profiler_idle_power(kr_backend *ctl, int dev, const kr_profiler_options 
 void kr__profiler_sleep(const kr_profiler_clock *clk, double s);
 double kr__profiler_now(const kr_profiler_clock *clk);
 
+/* Gives the GPU backend b something to free after it is destroyed (its clocks reset and its
+ * runner closed first): free_fn(ud). */
+void kr__profiler_backend_own(kr_backend *b, void *ud, void (*free_fn)(void *ud));
+
 #endif

@@ -458,6 +458,8 @@ typedef struct gpu_backend {
     kr_profiler_plan next;     /* scratch for the plan being built */
     kr_profiler_result last;
     int have_last;
+    void *owned;               /* freed by owned_free after everything else (open.c) */
+    void (*owned_free)(void *);
 } gpu_backend;
 
 static int gb_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
@@ -549,6 +551,8 @@ static void gb_destroy(kr_backend *b)
         for (int i = 0; i < g->runner->ndevices; i++)
             kr_backend_reset_clock(g->ctl, g->runner->device[i]);
     kr_profiler_runner_destroy(g->runner);
+    if (g->owned_free)
+        g->owned_free(g->owned);
     free(g);
 }
 
@@ -592,6 +596,21 @@ int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr
         return kr_error_set(err, rc, "out of memory");
     }
     return KR_OK;
+}
+
+const char *kr_profiler_backend_device(const kr_backend *b)
+{
+    if (b == NULL || b->ops != &gpu_ops)
+        return "";
+    const gpu_backend *g = b->impl;
+    return g->runner->device_name;
+}
+
+void kr__profiler_backend_own(kr_backend *b, void *ud, void (*free_fn)(void *ud))
+{
+    gpu_backend *g = b->impl;
+    g->owned = ud;
+    g->owned_free = free_fn;
 }
 
 int kr_profiler_backend_last(kr_backend *b, kr_profiler_result *out)

@@ -86,6 +86,23 @@ if [ -f "$mock" ]; then
       echo "ok: mock measurement: 2 configs, energy = 300 W x time within 2 %, sim columns, 2 detail lines"
     fi
   fi
+  # Search mode: the search's strategy with the GPU backend; every measurement lands in the
+  # search's log as it is taken (backend "gpu", spreads, repeats), and a rerun resumes from it.
+  cat >"$TMP/tiny.json" <<'JSON'
+{"schema": "kareus.job", "version": 1, "name": "tiny", "gpu": "a100", "model": "llama3.2-3b",
+ "parallelism": {"tp": 8, "cp": 1, "pp": 2, "dp": 1},
+ "planning": {"clock_min_mhz": 1410, "clock_max_mhz": 1410, "clock_step_mhz": 30, "sms_allreduce": [3]}}
+JSON
+  KAREUS_CUDA_LIB="$mock" expect_exit 0 "3 of      3 configurations (100.0%), 3 measured now, 0 from the log" -- \
+    profile --job "$TMP/tiny.json" --control fake:period_s=0.1,power_w=300 --partition fwd_mlp \
+    --log "$TMP/search.jsonl" --strategy exhaustive --out "$TMP/fronts" --cooldown-ratio 0 --quiet
+  if [ "$(grep -c '"backend":"gpu"' "$TMP/search.jsonl")" -ne 3 ] || ! grep -qF '"repeats":3' "$TMP/search.jsonl" || \
+     [ ! -f "$TMP/fronts/fwd_mlp.kareus.json" ]; then
+    echo "FAIL: search log / frontier files of the GPU search" >&2; fails=$((fails + 1))
+  fi
+  KAREUS_CUDA_LIB="$mock" expect_exit 0 "0 measured now, 3 from the log" -- \
+    profile --job "$TMP/tiny.json" --control fake:period_s=0.1,power_w=300 --partition fwd_mlp \
+    --log "$TMP/search.jsonl" --strategy exhaustive --out "$TMP/fronts" --quiet
   # The library's verdict, a failing preparation, and a missing permission are all named.
   KAREUS_CUDA_LIB="$mock" KAREUS_MOCK_CUDA_FAIL=nodev expect_exit 2 "no GPU: mock" -- \
     profile --control fake --partition fwd_mlp --config 1410,9,norm_0
@@ -97,6 +114,9 @@ if [ -f "$mock" ]; then
     profile --control fake:no_energy=1 --partition fwd_mlp --config 1410,9,norm_0 --quiet
   KAREUS_CUDA_LIB="$mock" expect_exit 0 "mock: no kernels to check" -- profile --control fake --check
 fi
+expect_exit 2 "cannot measure on this machine" -- profile --partition fwd_mlp --log "$TMP/none.jsonl"
+expect_exit 2 "--strategy: expected bo, exhaustive or artifact, found 'grid'" -- profile --log "$TMP/x.jsonl" --strategy grid
+expect_exit 1 "cannot measure on this machine" -- search --backend gpu --partition fwd_mlp --out "$TMP/sg" --quiet
 expect_exit 2 "/nonexistent/gpu.json" -- profile --partition fwd_attn --config 1410,9,linear_0 --sim-gpu /nonexistent/gpu.json
 
 # The kernel plan needs no GPU.
