@@ -435,6 +435,7 @@ static int mode_check(const args *a)
     for (int i = 0; i < info.ndevices && i < KR_PROFILER_MAX_RANKS; i++)
         printf("GPU %d     %s, %d SMs, compute capability %d.%d, %.1f GB\n", i, info.name[i], info.sm_count[i],
                info.cc_major[i], info.cc_minor[i], info.mem_bytes[i] / 1e9);
+    fflush(stdout);
     kr_profiler_runner *runner;
     kr_backend *ctl;
     int status = open_hardware(a, &runner, &ctl);
@@ -447,6 +448,10 @@ static int mode_check(const args *a)
     fputs(report, stdout);
     kr_profiler_runner_destroy(runner);
     kr_backend_destroy(ctl);
+    if (rc == KR_EMISMATCH) { /* a kernel disagrees with its reference: a failure, not bad input */
+        fprintf(stderr, "kareus profile: %s\n", err.msg);
+        return CLI_EXIT_FAIL;
+    }
     if (rc)
         return report_failure(rc, err.msg);
     return 0;
