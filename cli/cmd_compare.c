@@ -1,12 +1,212 @@
 /*
- * cmd_compare.c — `kareus compare`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_compare.c — `kareus compare`: the five methods on one job, or on the paper's ten
+ * configurations (--suite paper), printed as the paper's two tables: max-throughput reductions
+ * against Megatron, and iso-time energy / iso-energy time reductions against Perseus on the
+ * 10-point frontiers (kareus-method.md §10.4).
  */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+
+static const char usage_text[] =
+    "usage: kareus compare [--job FILE | --suite paper] [--out DIR] [--strategy NAME] [--seed N]\n"
+    "                      [--cost-model exact|lowtime] [--unit-time SEC] [--no-pictures] [--json] [--quiet]\n\n"
+    "Runs Megatron, Perseus, Nanobatching, Nanobatching+Perseus and Kareus through the same simulator,\n"
+    "search, composition and solver, and prints the paper's tables.\n"
+    "  --job FILE      one job (default: the built-in default job)\n"
+    "  --suite paper   the paper's ten configurations (Llama 3.2 3B and Qwen3 1.7B, PP 2, 16 A100s)\n"
+    "  --out DIR       where each job's results go (default kareus-compare; one directory per job)\n"
+    "  --no-pictures   no SVG pictures and reports (faster)\n"
+    "  --json          the figures as JSON\n"
+    "  other options as for 'kareus optimize'\n";
+
+static void on_progress(void *ud, const char *phase, const char *detail)
+{
+    const char *job = ud;
+    cli_progress(0, "%s: %-8s %s", job, phase, detail);
+}
+
+static void cell(char *buf, size_t cap, double v)
+{
+    if (isfinite(v))
+        snprintf(buf, cap, "%.1f%%", 100 * v);
+    else
+        snprintf(buf, cap, "--");
+}
+
+static void print_tables(const kr_optimize_result *res, int n)
+{
+    static const kr_method mt[3] = {KR_METHOD_PERSEUS, KR_METHOD_NANOBATCH_PERSEUS, KR_METHOD_KAREUS};
+    printf("Max-throughput plans: time and energy reduction against Megatron-LM (simulated)\n\n");
+    printf("%-32s | %-17s | %-17s | %-17s\n", "configuration", "M+P  time  energy", "N+P  time  energy",
+           "Kareus time energy");
+    for (int i = 0; i < n; i++) {
+        printf("%-32s |", res[i].job.name);
+        for (int k = 0; k < 3; k++) {
+            char a[16], b[16];
+            cell(a, sizeof a, res[i].rows[mt[k]].mt_time_red);
+            cell(b, sizeof b, res[i].rows[mt[k]].mt_energy_red);
+            printf(" %8s %7s |", a, b);
+        }
+        printf("\n");
+    }
+    printf("\nFrontiers: iso-time energy reduction and iso-energy time reduction against Perseus\n"
+           "(10-point frontiers chosen by the artifact's rule, simulated; '--' = no plan qualifies)\n\n");
+    printf("%-32s | %-21s | %-21s\n", "configuration", "N+P  iso-time iso-en.", "Kareus iso-time iso-en.");
+    double best_t = -INFINITY, best_e = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        printf("%-32s |", res[i].job.name);
+        for (int k = 1; k < 3; k++) {
+            char a[16], b[16];
+            cell(a, sizeof a, res[i].rows[mt[k]].iso_time_10pt);
+            cell(b, sizeof b, res[i].rows[mt[k]].iso_energy_10pt);
+            printf(" %10s %9s |", a, b);
+        }
+        printf("\n");
+        const kr_metric_row *kr = &res[i].rows[KR_METHOD_KAREUS];
+        if (isfinite(kr->iso_time_10pt) && kr->iso_time_10pt > best_t)
+            best_t = kr->iso_time_10pt;
+        if (isfinite(kr->iso_energy_10pt) && kr->iso_energy_10pt > best_e)
+            best_e = kr->iso_energy_10pt;
+    }
+    if (n > 1)
+        printf("\nKareus: up to %.1f%% energy at iso-time and up to %.1f%% time at iso-energy here "
+               "(the paper: up to 28.3%% and 27.5%% on real A100s).\n",
+               100 * best_t, 100 * best_e);
+}
+
+static void print_json(const kr_optimize_result *res, int n)
+{
+    printf("[\n");
+    for (int i = 0; i < n; i++) {
+        printf("  {\"job\": \"%s\", \"methods\": {", res[i].job.name);
+        int first = 1;
+        for (int m = 0; m < KR_NUM_METHODS; m++) {
+            const kr_metric_row *w = &res[i].rows[m];
+            if (!res[i].m[m].enabled)
+                continue;
+            double v[8] = {w->mt_time_red,   w->mt_energy_red,   w->iso_time_10pt, w->iso_energy_10pt,
+                           w->iso_time_full, w->iso_energy_full, w->robust_mean,   w->robust_max};
+            static const char *const names[8] = {"max_throughput_time_reduction", "max_throughput_energy_reduction",
+                                                 "iso_time_energy_reduction_10pt", "iso_energy_time_reduction_10pt",
+                                                 "iso_time_energy_reduction_full", "iso_energy_time_reduction_full",
+                                                 "robust_mean", "robust_max"};
+            printf("%s\n    \"%s\": {", first ? "" : ",", kr_method_name((kr_method)m));
+            for (int k = 0; k < 8; k++) {
+                if (isfinite(v[k]))
+                    printf("%s\"%s\": %.6f", k ? ", " : "", names[k], v[k]);
+                else
+                    printf("%s\"%s\": null", k ? ", " : "", names[k]);
+            }
+            printf("}");
+            first = 0;
+        }
+        printf("\n  }, \"wall_s\": %.3f}%s\n", res[i].wall_s, i + 1 < n ? "," : "");
+    }
+    printf("]\n");
+}
 
 int cmd_compare(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus compare: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    enum { O_JOB = 1, O_SUITE, O_OUT, O_STRATEGY, O_SEED, O_COST, O_UNIT, O_NOPIC, O_JSON, O_QUIET };
+    static const struct option opts[] = {
+        {"job", required_argument, 0, O_JOB},         {"suite", required_argument, 0, O_SUITE},
+        {"out", required_argument, 0, O_OUT},         {"strategy", required_argument, 0, O_STRATEGY},
+        {"seed", required_argument, 0, O_SEED},       {"cost-model", required_argument, 0, O_COST},
+        {"unit-time", required_argument, 0, O_UNIT},  {"no-pictures", no_argument, 0, O_NOPIC},
+        {"json", no_argument, 0, O_JSON},             {"quiet", no_argument, 0, O_QUIET},
+        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0},
+    };
+    if (cli_wants_help(argc, argv)) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    kr_optimize_options o;
+    kr_optimize_options_default(&o);
+    const char *jobpath = NULL, *suite = NULL, *out = "kareus-compare";
+    int json = 0, quiet = 0, c, rc;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_JOB: jobpath = optarg; break;
+        case O_SUITE: suite = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_STRATEGY:
+            if (kr_strategy_parse(optarg, &o.strategy))
+                return cli_usage_error("compare", "--strategy: expected exhaustive, bo or artifact, found '%s'", optarg);
+            o.strategy_set = 1;
+            break;
+        case O_SEED: {
+            long v;
+            if ((rc = cli_parse_long("compare", "--seed", optarg, 0, 2147483647L, &v)))
+                return rc;
+            o.seed = (unsigned long long)v;
+            break;
+        }
+        case O_COST:
+            if (kr_cost_model_parse(optarg, &o.cost_model))
+                return cli_usage_error("compare", "--cost-model: expected exact or lowtime, found '%s'", optarg);
+            break;
+        case O_UNIT:
+            if ((rc = cli_parse_double("compare", "--unit-time", optarg, 1e-6, 1.0, &o.unit_time_s)))
+                return rc;
+            break;
+        case O_NOPIC: o.pictures = 0; break;
+        case O_JSON: json = 1; break;
+        case O_QUIET: quiet = 1; break;
+        default: return cli_usage_error("compare", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("compare", "unexpected argument '%s'", argv[optind]);
+    if (suite && strcmp(suite, "paper") != 0)
+        return cli_usage_error("compare", "--suite: expected paper, found '%s'", suite);
+    if (suite && jobpath)
+        return cli_usage_error("compare", "--suite and --job exclude each other");
+    const char *const *names = NULL;
+    int n = suite ? kr_job_suite_paper(&names) : 1;
+    kr_optimize_result *res = calloc((size_t)n, sizeof *res);
+    if (res == NULL)
+        return cli_report(KR_ENOMEM, NULL);
+    int done = 0;
+    rc = 0;
+    for (int i = 0; i < n; i++) {
+        kr_job job;
+        kr_error err = {0};
+        if (suite)
+            rc = kr_job_builtin(names[i], &job, &err) ? cli_report(KR_ENOTFOUND, &err) : 0;
+        else
+            rc = cli_load_job(jobpath, &job);
+        if (rc)
+            break;
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/%s", out, job.name);
+        o.out_dir = dir;
+        o.progress = quiet ? NULL : on_progress;
+        o.progress_ud = job.name;
+        int krc = kr_optimize(&job, &o, &res[i], &err);
+        if (krc) {
+            cli_progress_done(quiet);
+            rc = cli_report(krc, &err);
+            break;
+        }
+        done++;
+    }
+    cli_progress_done(quiet);
+    if (done == n) {
+        if (json)
+            print_json(res, done);
+        else
+            print_tables(res, done);
+        if (!json)
+            printf("\nPer-job results, plans and reports in %s/<job>/.\n", out);
+    }
+    for (int i = 0; i < done; i++)
+        kr_optimize_result_free(&res[i]);
+    free(res);
+    return rc;
 }

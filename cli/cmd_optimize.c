@@ -1,12 +1,216 @@
 /*
- * cmd_optimize.c — `kareus optimize`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_optimize.c — `kareus optimize`: the whole flow on a job (the built-in default without
+ * --job): search, compose, solve, simulate, compare the five methods, write the results, the
+ * pictures and the report, and print a short table.
  */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+
+static const char usage_text[] =
+    "usage: kareus optimize [--job FILE] [--out DIR] [--methods LIST] [--strategy NAME] [--seed N]\n"
+    "                       [--cost-model exact|lowtime] [--unit-time SEC] [--backend sim|replay|gpu]\n"
+    "                       [--replay [KEY=]FILE]... [--log FILE] [--no-pictures] [--json] [--quiet]\n\n"
+    "Searches every partition, composes instruction options, solves the iteration time-energy\n"
+    "frontier, simulates the chosen plans on the pipeline simulator and compares Megatron, Perseus,\n"
+    "Nanobatching, Nanobatching+Perseus and Kareus on equal terms.\n\n"
+    "  --job FILE         job spec or built-in name (default: the built-in default job)\n"
+    "  --out DIR          output directory (default kareus-out): partitions/, options/, frontiers/,\n"
+    "                     plans/, summary.json, pictures and report.html\n"
+    "  --methods LIST     comma-separated: megatron, perseus, nanobatch, nanobatch+perseus, kareus\n"
+    "                     (default all; Megatron and Perseus always run: the metrics refer to them)\n"
+    "  --strategy NAME    exhaustive, bo or artifact (default: exhaustive on the simulator, else bo)\n"
+    "  --seed N           search seed (default 1)\n"
+    "  --cost-model NAME  exact (default) or lowtime\n"
+    "  --unit-time SEC    solver time step (default 0.001)\n"
+    "  --exchange MODE    solver's pairwise knob exchanges: off (default), on, auto\n"
+    "  --backend NAME     sim (default), replay (recorded measurements) or gpu (CUDA profiler)\n"
+    "  --replay FILE      a measurement log to replay (repeatable; implies --backend replay)\n"
+    "  --log FILE         measurement log (default DIR/measurements.jsonl; reruns resume from it)\n"
+    "  --no-pictures      no SVG pictures and no report.html\n"
+    "  --json             print the summary as JSON instead of the table\n"
+    "  --quiet            no progress on stderr\n";
+
+static void on_progress(void *ud, const char *phase, const char *detail)
+{
+    cli_progress(*(int *)ud, "%-8s %s", phase, detail);
+}
+
+static void pct(char *buf, size_t cap, double v)
+{
+    if (isfinite(v))
+        snprintf(buf, cap, "%+.1f%%", 100 * v);
+    else
+        snprintf(buf, cap, "--");
+}
+
+static void print_table(const kr_optimize_result *r, const char *out)
+{
+    char sum[256];
+    kr_job_summary(&r->job, sum, sizeof sum);
+    printf("kareus optimize: %s\n  %s\n  %s search, all figures simulated (whole cluster, per iteration)\n\n", r->job.name,
+           sum, kr_strategy_name(r->strategy));
+    printf("%-21s %6s %9s %9s %9s %9s %9s %9s %10s %10s\n", "method", "steps", "fastest", "energy", "frugal", "energy",
+           "time vs", "energy vs", "iso-time", "iso-energy");
+    printf("%-21s %6s %9s %9s %9s %9s %9s %9s %10s %10s\n", "", "", "(s)", "(kJ)", "(s)", "(kJ)", "Megatron",
+           "Megatron", "energy", "time");
+    for (int m = 0; m < KR_NUM_METHODS; m++) {
+        const kr_method_result *mr = &r->m[m];
+        if (!mr->enabled)
+            continue;
+        const kr_metric_row *w = &r->rows[m];
+        char a[16], b[16], c[16], d[16];
+        pct(a, sizeof a, w->mt_time_red);
+        pct(b, sizeof b, w->mt_energy_red);
+        pct(c, sizeof c, w->iso_time_10pt);
+        pct(d, sizeof d, w->iso_energy_10pt);
+        const kr_opt_plan *f = &mr->plans[mr->fastest], *g = &mr->plans[mr->frugal];
+        printf("%-21s %6d %9.4f %9.2f %9.4f %9.2f %9s %9s %10s %10s\n", kr_method_name((kr_method)m), mr->nsteps,
+               f->sim_time_s, f->sim_energy_j / 1e3, g->sim_time_s, g->sim_energy_j / 1e3, a, b, c, d);
+    }
+    printf("\nReductions are savings (positive = better); iso-time/iso-energy against Perseus on the 10-point\n"
+           "frontiers as the paper computes them; \"--\" = no plan qualifies. Solver vs simulation: at most\n"
+           "%.2f%% apart in time, %.2f%% in energy. %.2f s in all.\n",
+           100 * r->max_time_err, 100 * r->max_energy_err, r->wall_s);
+    if (out)
+        printf("Results in %s/ (report.html, summary.json, plans/, frontiers/).\n", out);
+}
 
 int cmd_optimize(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus optimize: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    enum { O_JOB = 1, O_OUT, O_METHODS, O_STRATEGY, O_SEED, O_COST, O_UNIT, O_BACKEND, O_REPLAY, O_LOG, O_NOPIC, O_JSON, O_QUIET, O_EXCH };
+    static const struct option opts[] = {
+        {"job", required_argument, 0, O_JOB},         {"out", required_argument, 0, O_OUT},
+        {"methods", required_argument, 0, O_METHODS}, {"strategy", required_argument, 0, O_STRATEGY},
+        {"seed", required_argument, 0, O_SEED},       {"cost-model", required_argument, 0, O_COST},
+        {"unit-time", required_argument, 0, O_UNIT},  {"backend", required_argument, 0, O_BACKEND},
+        {"replay", required_argument, 0, O_REPLAY},   {"log", required_argument, 0, O_LOG},
+        {"no-pictures", no_argument, 0, O_NOPIC},     {"json", no_argument, 0, O_JSON},
+        {"quiet", no_argument, 0, O_QUIET},           {"exchange", required_argument, 0, O_EXCH},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    if (cli_wants_help(argc, argv)) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    kr_optimize_options o;
+    kr_optimize_options_default(&o);
+    const char *jobpath = NULL, *out = "kareus-out", *backend = NULL, *replay[64];
+    int nreplay = 0, json = 0, quiet = 0, c, rc;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_JOB: jobpath = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_METHODS: {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            o.methods = 0;
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                kr_method m;
+                if (kr_method_parse(tok, &m))
+                    return cli_usage_error("optimize",
+                                           "--methods: expected megatron, perseus, nanobatch, nanobatch+perseus or kareus, "
+                                           "found '%s'",
+                                           tok);
+                o.methods |= 1u << m;
+            }
+            break;
+        }
+        case O_STRATEGY:
+            if (kr_strategy_parse(optarg, &o.strategy))
+                return cli_usage_error("optimize", "--strategy: expected exhaustive, bo or artifact, found '%s'", optarg);
+            o.strategy_set = 1;
+            break;
+        case O_SEED: {
+            long v;
+            if ((rc = cli_parse_long("optimize", "--seed", optarg, 0, 2147483647L, &v)))
+                return rc;
+            o.seed = (unsigned long long)v;
+            break;
+        }
+        case O_COST:
+            if (kr_cost_model_parse(optarg, &o.cost_model))
+                return cli_usage_error("optimize", "--cost-model: expected exact or lowtime, found '%s'", optarg);
+            break;
+        case O_UNIT:
+            if ((rc = cli_parse_double("optimize", "--unit-time", optarg, 1e-6, 1.0, &o.unit_time_s)))
+                return rc;
+            break;
+        case O_BACKEND: backend = optarg; break;
+        case O_REPLAY:
+            if (nreplay == 64)
+                return cli_usage_error("optimize", "--replay: at most 64 files");
+            replay[nreplay++] = optarg;
+            break;
+        case O_LOG: o.log_path = optarg; break;
+        case O_NOPIC: o.pictures = 0; break;
+        case O_JSON: json = 1; break;
+        case O_QUIET: quiet = 1; break;
+        case O_EXCH:
+            if (strcmp(optarg, "off") == 0)
+                o.exchange = -1;
+            else if (strcmp(optarg, "on") == 0)
+                o.exchange = 1;
+            else if (strcmp(optarg, "auto") == 0)
+                o.exchange = 0;
+            else
+                return cli_usage_error("optimize", "--exchange: expected off, on or auto, found '%s'", optarg);
+            break;
+        default: return cli_usage_error("optimize", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("optimize", "unexpected argument '%s'", argv[optind]);
+    if (backend == NULL)
+        backend = nreplay ? "replay" : "sim";
+    if (strcmp(backend, "sim") && strcmp(backend, "replay") && strcmp(backend, "gpu"))
+        return cli_usage_error("optimize", "--backend: expected sim, replay or gpu, found '%s'", backend);
+    if (strcmp(backend, "replay") == 0 && nreplay == 0)
+        return cli_usage_error("optimize", "--backend replay: expected at least one --replay FILE, found none");
+    if (strcmp(backend, "replay") != 0 && nreplay > 0)
+        return cli_usage_error("optimize", "--replay needs --backend replay, found --backend %s", backend);
+    kr_job job;
+    if ((rc = cli_load_job(jobpath, &job)))
+        return rc;
+    kr_error err = {0};
+    kr_backend *b = NULL;
+    if (strcmp(backend, "replay") == 0)
+        rc = kr_replay_backend_create(&job, replay, nreplay, &b, &err);
+    else if (strcmp(backend, "gpu") == 0)
+        rc = kr_profiler_open_backend(&job, NULL, &b, &err);
+    else
+        rc = kr_sim_backend_create(&job, NULL, &b, &err);
+    if (rc)
+        return cli_report(rc, &err);
+    o.backend = b;
+    o.out_dir = out;
+    o.progress = on_progress;
+    o.progress_ud = &quiet;
+    kr_optimize_result r;
+    rc = kr_optimize(&job, &o, &r, &err);
+    cli_progress_done(quiet);
+    kr_backend_destroy(b);
+    if (rc)
+        return cli_report(rc, &err);
+    if (json) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/summary.json", out);
+        FILE *f = fopen(path, "r");
+        char buf[8192];
+        size_t n;
+        while (f && (n = fread(buf, 1, sizeof buf, f)) > 0)
+            fwrite(buf, 1, n, stdout);
+        if (f)
+            fclose(f);
+    } else {
+        print_table(&r, out);
+    }
+    kr_optimize_result_free(&r);
+    return 0;
 }

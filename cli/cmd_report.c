@@ -1,12 +1,24 @@
 /*
- * cmd_report.c — `kareus report`: placeholder until its issue lands (prints that it is not built yet).
+ * cmd_report.c — `kareus report DIR`: (re)builds DIR/report.html from DIR/summary.json.
  */
+#include <string.h>
+
 #include "cli.h"
 
 int cmd_report(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kareus report: not implemented yet\n");
-    return CLI_EXIT_FAIL;
+    if (cli_wants_help(argc, argv)) {
+        printf("usage: kareus report DIR\n\n"
+               "Builds DIR/report.html (one self-contained page with the pictures inlined) from the\n"
+               "summary.json that 'kareus optimize --out DIR' wrote.\n");
+        return 0;
+    }
+    if (argc != 2)
+        return cli_usage_error("report", "expected one output directory of 'kareus optimize', found %d arguments", argc - 1);
+    kr_error err = {0};
+    int rc = kr_report_html(argv[1], &err);
+    if (rc)
+        return cli_report(rc, &err);
+    printf("%s/report.html\n", argv[1]);
+    return 0;
 }

@@ -33,6 +33,7 @@
 #include "kareus/pipesim.h"
 #include "kareus/metrics.h"
 #include "kareus/report.h"
+#include "kareus/optimize.h"
 #include "kareus/frontier.h"
 #include "kareus/gpuctl.h"
 #include "kareus/runtime.h"

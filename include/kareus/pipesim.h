@@ -105,8 +105,9 @@ int kr_pipesim_instruction_cost(const kr_job *job, kr_variant variant, int stage
                                 int freq_mhz, const kr_comm_setting *comm, int ncomm, kr_backend *backend,
                                 double *time_s, double *energy_j, kr_error *err);
 
-/* p2p transfer time of one microbatch's activations between stage and stage+1 on job's cluster:
- * latency + bytes / bandwidth (NVLink inside a node, the inter-node link across nodes). */
+/* p2p transfer time of one microbatch's activations between stage and stage+1 on job's cluster
+ * (the simulator's link model, kr_sim_p2p_time: NVLink inside a node, the node's network share
+ * across nodes); stage pp−1 means the interleaved wrap-around to stage 0. 0 with one stage. */
 double kr_pipesim_p2p_time(const kr_job *job, int stage);
 
 #ifdef __cplusplus

@@ -11,6 +11,7 @@
 
 #include "kareus/job.h"
 #include "kareus/pipesim.h"
+#include "kareus/sim.h"
 #include "kareus/status.h"
 
 #ifdef __cplusplus
@@ -45,6 +46,11 @@ int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *
  * clock, idle time hatched, the critical end marked; title with time and energy. */
 int kr_svg_timeline(const char *path, const char *title, const kr_pipe_result *r, const kr_job *job, kr_error *err);
 int kr_svg_timeline_text(char **svg, const char *title, const kr_pipe_result *r, const kr_job *job, kr_error *err);
+
+/* Renders simulated partition executions one above the other on a shared time axis: per panel
+ * the compute stream's ops and the comm stream's collective, and the board power under them. */
+int kr_svg_partition(const char *path, const char *title, const kr_sim_timeline *tl, const char *const *titles, int n,
+                     kr_error *err);
 
 /*
  * Writes DIR/report.html from DIR/summary.json (schema "kareus.summary", written by

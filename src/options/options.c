@@ -11,6 +11,10 @@
 
 #include "util/util.h"
 
+/* Key columns of a CSV: every key any instruction uses (a CP job has 5 forward, 7 backward and
+ * 5 recompute keys, more than one instruction holds). */
+#define MAX_KEY_COLUMNS (2 * KR_PLAN_MAX_COMM)
+
 int kr_options_init(kr_options *opts, int num_stages, int virtual_stages, kr_error *err)
 {
     memset(opts, 0, sizeof *opts);
@@ -178,7 +182,7 @@ static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_
         (rc = kr__csv_need_col(t, "frequency", &cf, err)) || (rc = kr__csv_need_col(t, "time", &ct, err)) ||
         (rc = kr__csv_need_col(t, "energy", &ce, err)))
         return rc;
-    keycol keys[KR_PLAN_MAX_COMM];
+    keycol keys[MAX_KEY_COLUMNS];
     int nkeys = 0;
     for (int c = 0; c < t->ncols; c++) {
         if (c == cs || c == ci || c == cf || c == ct || c == ce || c == cc)
@@ -186,11 +190,11 @@ static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_
         const char *h = t->header[c];
         int rec = strncmp(h, RECOMPUTE_PREFIX, strlen(RECOMPUTE_PREFIX)) == 0;
         const char *key = rec ? h + strlen(RECOMPUTE_PREFIX) : h;
-        if (nkeys >= KR_PLAN_MAX_COMM || key[0] == '\0' || strlen(key) >= KR_KEY_MAX)
+        if (nkeys >= MAX_KEY_COLUMNS || key[0] == '\0' || strlen(key) >= KR_KEY_MAX)
             return kr_error_set(err, KR_EPARSE,
                                 "%s:1: column '%s': expected at most %d partition-key columns with names of 1..%d "
                                 "characters",
-                                t->file, h, KR_PLAN_MAX_COMM, KR_KEY_MAX - 1);
+                                t->file, h, MAX_KEY_COLUMNS, KR_KEY_MAX - 1);
         keys[nkeys].col = c;
         keys[nkeys].recompute = rec;
         kr__strlcpy(keys[nkeys].key, key, sizeof keys[nkeys].key);
@@ -304,7 +308,7 @@ int kr_options_read_csv(const char *path, int num_stages, int virtual_stages, kr
 int kr_options_write_csv(const char *path, const kr_options *opts, kr_error *err)
 {
     /* Distinct (key, recompute) pairs in order of first appearance. */
-    keycol keys[KR_PLAN_MAX_COMM];
+    keycol keys[MAX_KEY_COLUMNS];
     int nkeys = 0;
     for (int i = 0; i < opts->ncomm; i++) {
         const kr_comm_setting *c = &opts->comm[i];
@@ -312,8 +316,8 @@ int kr_options_write_csv(const char *path, const kr_options *opts, kr_error *err
         for (int k = 0; k < nkeys && !found; k++)
             found = keys[k].recompute == c->recompute && strcmp(keys[k].key, c->key) == 0;
         if (!found) {
-            if (nkeys >= KR_PLAN_MAX_COMM)
-                return kr_error_set(err, KR_ERANGE, "%s: more than %d distinct partition keys", path, KR_PLAN_MAX_COMM);
+            if (nkeys >= MAX_KEY_COLUMNS)
+                return kr_error_set(err, KR_ERANGE, "%s: more than %d distinct partition keys", path, MAX_KEY_COLUMNS);
             keys[nkeys].recompute = c->recompute;
             kr__strlcpy(keys[nkeys].key, c->key, sizeof keys[nkeys].key);
             nkeys++;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kareus/sim.h"
 #include "util/util.h"
 
 void kr_pipe_result_free(kr_pipe_result *r)
@@ -207,10 +208,14 @@ done:
 
 double kr_pipesim_p2p_time(const kr_job *job, int stage)
 {
-    double bytes = kr_job_p2p_bytes(job);
-    if (kr_job_p2p_inter_node(job, stage))
-        return job->cluster.inter_node_latency_s + bytes / job->cluster.inter_node_bw_Bps;
-    return job->gpu.coll_alpha_s + bytes / job->gpu.p2p_bw_Bps;
+    /* The link model is the simulator's (kr_sim_p2p_time). Interleaved 1F1B also sends from the
+     * last stage back to the first; that wrap-around link is priced like the 0 → 1 link. */
+    if (job->pp < 2)
+        return 0.0;
+    double t = 0.0;
+    if (kr_sim_p2p_time(job, stage < job->pp - 1 ? stage : 0, kr_job_p2p_bytes(job), &t, NULL) != KR_OK)
+        return 0.0;
+    return t;
 }
 
 static const kr_comm_setting *find_comm(const kr_comm_setting *comm, int ncomm, const char *key, int recompute)

@@ -137,7 +137,7 @@ int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *
     area a = {tmin - padt, tmax + padt, emin - pade, emax + pade, 90, 50, 640, 400};
     double yscale = emax >= 2e6 ? 1e6 : 1e3;
     const char *yunit = yscale == 1e6 ? "MJ" : "kJ";
-    int W = 960, H = 520;
+    int W = 1060, H = 520;
     kr__sb sb = {0};
     header(&sb, W, H);
     text(&sb, a.px + a.pw / 2, 28, "middle", "font-size=\"16\" font-weight=\"bold\"", title);
@@ -224,7 +224,7 @@ int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *
 int kr_svg_frontiers(const char *path, const char *title, const kr_chart_series *series, int nseries,
                      const kr_chart_marks *marks, kr_error *err)
 {
-    char *svg;
+    char *svg = NULL;
     int rc = kr_svg_frontiers_text(&svg, title, series, nseries, marks, err);
     return rc ? rc : write_svg(path, svg, err);
 }
@@ -332,7 +332,103 @@ int kr_svg_timeline_text(char **svg, const char *title, const kr_pipe_result *r,
 
 int kr_svg_timeline(const char *path, const char *title, const kr_pipe_result *r, const kr_job *job, kr_error *err)
 {
-    char *svg;
+    char *svg = NULL;
     int rc = kr_svg_timeline_text(&svg, title, r, job, err);
+    return rc ? rc : write_svg(path, svg, err);
+}
+
+/* ---- inside a partition --------------------------------------------------------------------- */
+
+static const char *op_colour(const char *name, int stream)
+{
+    if (stream == KR_SIM_STREAM_COMM)
+        return "#D55E00";
+    if (strstr(name, "linear") || strstr(name, "output_layer"))
+        return "#0072B2";
+    if (strstr(name, "attn"))
+        return "#E69F00";
+    if (strstr(name, "swiglu"))
+        return "#009E73";
+    if (strstr(name, "rotary") || strstr(name, "qkv_post"))
+        return "#CC79A7";
+    return "#999999";
+}
+
+int kr_svg_partition(const char *path, const char *title, const kr_sim_timeline *tl, const char *const *titles, int n,
+                     kr_error *err)
+{
+    if (n < 1)
+        return kr_error_set(err, KR_EINVAL, "svg: expected at least one partition timeline, found none");
+    double tmax = 0, pmax = 0;
+    for (int k = 0; k < n; k++) {
+        tmax = KR_MAX(tmax, tl[k].result.time_s);
+        for (int i = 0; i < tl[k].nsegments; i++)
+            pmax = KR_MAX(pmax, tl[k].segments[i].power_w);
+    }
+    if (!(tmax > 0))
+        return kr_error_set(err, KR_EINVAL, "svg: expected timelines with a positive duration");
+    pmax = ceil(pmax / 100.0) * 100.0;
+    const double panel = 150, top = 56, left = 150, width = 860;
+    int W = 1060, H = (int)(top + panel * n + 60);
+    kr__sb sb = {0};
+    header(&sb, W, H);
+    text(&sb, left + width / 2, 26, "middle", "font-size=\"16\" font-weight=\"bold\"", title);
+    text(&sb, left + width / 2, 44, "middle", "fill=\"#444\" font-size=\"12\"",
+         "blue: GEMMs, orange: attention, green: SwiGLU, pink: rotary/QKV, grey: norms and residuals, red: the collective");
+    double xs = nice_step(tmax * 1e3, 10);
+    char buf[96];
+    for (int k = 0; k < n; k++) {
+        const kr_sim_timeline *t = &tl[k];
+        double y0 = top + panel * k;
+        area a = {0, tmax, 0, pmax, left, y0 + 76, width, 46};
+        text(&sb, left, y0 + 12, "start", "font-weight=\"bold\"", titles ? titles[k] : "");
+        snprintf(buf, sizeof buf, "%.3f ms, %.2f J per GPU", t->result.time_s * 1e3, t->result.energy_j);
+        text(&sb, left + width, y0 + 12, "end", "fill=\"#444\"", buf);
+        for (int row = 0; row < 2; row++) {
+            double y = y0 + 18 + 27 * row;
+            text(&sb, left - 8, y + 16, "end", NULL, row == 0 ? "compute" : "comm");
+            kr__sb_printf(&sb, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"22\" fill=\"#f6f6f6\"/>\n", left, y,
+                          width);
+        }
+        for (int i = 0; i < t->nevents; i++) {
+            const kr_sim_event *ev = &t->events[i];
+            double x0 = ax(&a, ev->start_s), x1 = ax(&a, ev->end_s);
+            double y = y0 + 18 + 27 * (ev->stream == KR_SIM_STREAM_COMM);
+            kr__sb_printf(&sb,
+                          "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"22\" fill=\"%s\" stroke=\"white\" "
+                          "stroke-width=\"0.6\"><title>%s: %.3f-%.3f ms, %.0f W</title></rect>\n",
+                          x0, y, KR_MAX(x1 - x0, 0.5), op_colour(ev->name, ev->stream), ev->name, ev->start_s * 1e3,
+                          ev->end_s * 1e3, ev->power_w);
+            if (x1 - x0 > 60) {
+                kr__sb_printf(&sb, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"white\" font-size=\"11\">",
+                              (x0 + x1) / 2, y + 15);
+                kr__sb_xml(&sb, ev->name);
+                kr__sb_puts(&sb, "</text>\n");
+            }
+        }
+        /* board power as a step function */
+        kr__sb_printf(&sb, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#ccc\"/>\n",
+                      a.px, a.py, a.pw, a.ph);
+        kr__sb_puts(&sb, "<polyline fill=\"none\" stroke=\"#333\" stroke-width=\"1.3\" points=\"");
+        for (int i = 0; i < t->nsegments; i++) {
+            const kr_sim_segment *sg = &t->segments[i];
+            kr__sb_printf(&sb, "%.1f,%.1f %.1f,%.1f ", ax(&a, sg->start_s), ay(&a, sg->power_w), ax(&a, sg->end_s),
+                          ay(&a, sg->power_w));
+        }
+        kr__sb_puts(&sb, "\"/>\n");
+        text(&sb, left - 8, a.py + 10, "end", "font-size=\"11\"", "power (W)");
+        snprintf(buf, sizeof buf, "%.0f", pmax);
+        text(&sb, left - 8, a.py + 22, "end", "font-size=\"10\" fill=\"#666\"", buf);
+        text(&sb, left - 8, a.py + a.ph, "end", "font-size=\"10\" fill=\"#666\"", "0");
+    }
+    double yb = top + panel * n;
+    for (double x = 0; x <= tmax * 1e3 + 1e-9 * xs; x += xs) {
+        double X = left + x / (tmax * 1e3) * width;
+        snprintf(buf, sizeof buf, "%g", x);
+        text(&sb, X, yb + 6, "middle", NULL, buf);
+    }
+    text(&sb, left + width / 2, yb + 26, "middle", NULL, "time in the partition (ms)");
+    char *svg = NULL;
+    int rc = finish(&sb, &svg, err);
     return rc ? rc : write_svg(path, svg, err);
 }

@@ -1,0 +1,133 @@
+/*
+ * optimize.h — the whole flow on one job, and the five methods compared on equal terms.
+ *
+ * For each method (design §7) the same backend, search, composition and solver are used; only
+ * the execution variant and the knobs differ:
+ *   Megatron               sequential execution (compute, then the collective with NCCL's
+ *                          default SMs), the highest planning clock everywhere: one plan;
+ *   Perseus                sequential execution, one clock per instruction: a frontier;
+ *   Nanobatching           two nanobatches, the collective launched at partition start with
+ *                          NCCL's default SMs, the highest clock: one plan;
+ *   Nanobatching+Perseus   as Nanobatching, one clock per instruction: a frontier;
+ *   Kareus                 launch slot and comm SMs per partition chosen with the clock: a
+ *                          frontier.
+ * Flow per variant: search every partition (kr_search_job), compose instruction options
+ * (kr_compose), build the pipeline DAG with the p2p transfer times as edge lags, solve
+ * (kr_solve); single-plan methods take the highest-clock option of every instruction. Chosen
+ * plans (fastest, most frugal, the artifact's 10-point frontier) are simulated with the pipeline
+ * simulator; the paper's metrics are computed on the simulated 10-point frontiers and on the
+ * solver's full frontiers (kr_metric_…).
+ */
+#ifndef KAREUS_OPTIMIZE_H
+#define KAREUS_OPTIMIZE_H
+
+#include "kareus/backend.h"
+#include "kareus/job.h"
+#include "kareus/search.h"
+#include "kareus/solver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kr_method {
+    KR_METHOD_MEGATRON = 0,
+    KR_METHOD_PERSEUS = 1,
+    KR_METHOD_NANOBATCH = 2,
+    KR_METHOD_NANOBATCH_PERSEUS = 3,
+    KR_METHOD_KAREUS = 4,
+    KR_NUM_METHODS = 5
+} kr_method;
+
+const char *kr_method_name(kr_method m);  /* "Megatron", …, "Nanobatching+Perseus", "Kareus" */
+const char *kr_method_slug(kr_method m);  /* "megatron", "perseus", "nanobatch", "nanobatch+perseus", "kareus" */
+/* Accepts the slug or the name, case-insensitively. KR_EINVAL otherwise. */
+int kr_method_parse(const char *s, kr_method *out);
+kr_variant kr_method_variant(kr_method m);
+/* 1 for the methods that are one plan at the highest clock (Megatron, Nanobatching). */
+int kr_method_is_point(kr_method m);
+
+/* Progress: phase ("search", "compose", "solve", "simulate", "write") and a detail line. */
+typedef void (*kr_optimize_progress_fn)(void *ud, const char *phase, const char *detail);
+
+typedef struct kr_optimize_options {
+    unsigned methods;            /* Bit (1u << kr_method) per method to run; 0 = all five. The
+                                    metrics need Megatron and Perseus (added when missing). */
+    int strategy_set;            /* 0: exhaustive on the simulator, bo on other backends. */
+    kr_strategy strategy;        /* Search strategy when strategy_set. */
+    unsigned long long seed;     /* Search seed (default 1). */
+    kr_cost_model cost_model;    /* Solver cost model (default exact). */
+    double unit_time_s;          /* Solver unit (default 0.001). */
+    int exchange;                /* Solver's pairwise knob exchanges (kr_solver_config.exchange):
+                                    default −1 (off): on the default job they change the frontier
+                                    by ~1e-5 relative and cost up to 100× the solve time on CP jobs. */
+    kr_backend *backend;         /* NULL: the simulator of the job. Not owned. */
+    const char *out_dir;         /* NULL: nothing written. Otherwise created; see docs/formats.md. */
+    const char *log_path;        /* Measurement log (default out_dir/measurements.jsonl; NULL with
+                                    no out_dir: none). */
+    int pictures;                /* With out_dir: SVG pictures and report.html. */
+    kr_optimize_progress_fn progress; /* May be NULL. */
+    void *progress_ud;
+} kr_optimize_options;
+
+/* Defaults as documented above. */
+void kr_optimize_options_default(kr_optimize_options *o);
+
+#define KR_OPT_MAX_PLANS 16
+
+/* One chosen plan: its solver prediction and its pipeline simulation. */
+typedef struct kr_opt_plan {
+    char label[24];        /* "fastest", "frugal", "10pt-1" … "10pt-10", "max-clock". */
+    int step;              /* Solver step (0 for single-plan methods). */
+    double pred_time_s;    /* Solver (or option-sum) iteration time. */
+    double pred_energy_j;  /* … and whole-cluster energy. */
+    double sim_time_s;     /* Pipeline simulation, settle and p2p included. */
+    double sim_energy_j;
+    char file[128];        /* Plan file relative to out_dir ("" when not written). */
+} kr_opt_plan;
+
+typedef struct kr_method_result {
+    kr_method method;
+    int enabled;              /* 0 when not run. */
+    int nsteps;               /* Frontier points (1 for single-plan methods). */
+    double *time_s;           /* Predicted frontier: iteration time of every step (owned). */
+    double *energy_j;         /* … whole-cluster energy (owned). */
+    int nplans;
+    kr_opt_plan plans[KR_OPT_MAX_PLANS];
+    int fastest, frugal;      /* Indices into plans. */
+    int nten;                 /* The 10-point frontier: indices into plans. */
+    int ten[10];
+    long evaluated, space;    /* Search totals over the variant's partitions. */
+    double solve_s;           /* Solver wall time. */
+} kr_method_result;
+
+/* The paper's figures of one method (NaN where a figure does not exist). */
+typedef struct kr_metric_row {
+    double mt_time_red, mt_energy_red;   /* max throughput vs Megatron (simulated) */
+    double iso_time_10pt, iso_energy_10pt; /* vs Perseus, simulated 10-point frontiers */
+    double iso_time_full, iso_energy_full; /* vs Perseus, predicted full frontiers */
+    double robust_mean, robust_max;      /* vs Perseus, predicted full frontiers */
+} kr_metric_row;
+
+typedef struct kr_optimize_result {
+    kr_job job;
+    kr_strategy strategy;
+    kr_method_result m[KR_NUM_METHODS];
+    kr_metric_row rows[KR_NUM_METHODS];
+    double max_time_err;       /* Largest |simulated − predicted| / predicted over the plans. */
+    double max_energy_err;
+    double wall_s;             /* Whole run. */
+    double search_s, compose_s, solve_s, simulate_s, write_s;
+} kr_optimize_result;
+
+/*
+ * Runs the flow. Returns KR_OK or the failing step's code with its message (the step named).
+ * Free with kr_optimize_result_free.
+ */
+int kr_optimize(const kr_job *job, const kr_optimize_options *o, kr_optimize_result *out, kr_error *err);
+void kr_optimize_result_free(kr_optimize_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
