@@ -108,3 +108,18 @@ int cli_wants_help(int argc, char **argv)
     }
     return 0;
 }
+
+int cli_print_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "kareus: %s: cannot read: %s\n", path, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, n, stdout);
+    fclose(f);
+    return 0;
+}

@@ -40,6 +40,9 @@ int cli_load_job(const char *path, kr_job *job);
 void cli_progress(int quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_progress_done(int quiet);
 
+/* Copies a file to stdout; returns 0, or 1 with a message if it cannot be read. */
+int cli_print_file(const char *path);
+
 /* 1 if --help/-h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
 

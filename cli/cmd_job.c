@@ -77,15 +77,9 @@ int cmd_job(int argc, char **argv)
             unlink(tmp);
             return cli_report(rc, &err);
         }
-        FILE *f = fopen(tmp, "r");
-        char buf[4096];
-        size_t n;
-        while (f && (n = fread(buf, 1, sizeof buf, f)) > 0)
-            fwrite(buf, 1, n, stdout);
-        if (f)
-            fclose(f);
+        rc = cli_print_file(tmp);
         unlink(tmp);
-        return 0;
+        return rc;
     }
     char sum[256], fp[17];
     kr_job_summary(&job, sum, sizeof sum);

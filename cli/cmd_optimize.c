@@ -201,16 +201,10 @@ int cmd_optimize(int argc, char **argv)
     if (json) {
         char path[4200];
         snprintf(path, sizeof path, "%s/summary.json", out);
-        FILE *f = fopen(path, "r");
-        char buf[8192];
-        size_t n;
-        while (f && (n = fread(buf, 1, sizeof buf, f)) > 0)
-            fwrite(buf, 1, n, stdout);
-        if (f)
-            fclose(f);
+        rc = cli_print_file(path);
     } else {
         print_table(&r, out);
     }
     kr_optimize_result_free(&r);
-    return 0;
+    return rc;
 }

@@ -507,11 +507,5 @@ int kr_plan_export_zeus(const kr_plan *plan, const char *path, kr_error *err)
     kr__sb_printf(&sb, "# kareus plan: method %s, job %s, step %d\n", plan->method, plan->job_name, plan->step);
     kr__sb_printf(&sb, "# iteration time %.6f s\n", plan->pred_time_s);
     kr__sb_printf(&sb, "# total cost with P2P %.6f J (whole cluster)\n", plan->pred_energy_j);
-    if (sb.oom) {
-        kr__sb_free(&sb);
-        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
-    }
-    int rc = kr__write_file_atomic(path, sb.buf, sb.len, err);
-    kr__sb_free(&sb);
-    return rc;
+    return kr__sb_write_atomic(&sb, path, err);
 }

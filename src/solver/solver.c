@@ -1171,11 +1171,5 @@ int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_err
         }
         kr__sb_puts(&sb, "\n");
     }
-    if (sb.oom) {
-        kr__sb_free(&sb);
-        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
-    }
-    int rc = kr__write_file_atomic(path, kr__sb_str(&sb), sb.len, err);
-    kr__sb_free(&sb);
-    return rc;
+    return kr__sb_write_atomic(&sb, path, err);
 }

@@ -138,3 +138,11 @@ int kr__write_file_atomic(const char *path, const char *data, size_t len, kr_err
     }
     return kr__afile_commit(&af, err);
 }
+
+int kr__sb_write_atomic(kr__sb *sb, const char *path, kr_error *err)
+{
+    int rc = sb->oom ? kr_error_set(err, KR_ENOMEM, "%s: out of memory", path)
+                     : kr__write_file_atomic(path, kr__sb_str(sb), sb->len, err);
+    kr__sb_free(sb);
+    return rc;
+}

@@ -57,6 +57,8 @@ void kr__sb_puts(kr__sb *sb, const char *s);
 /* Appends s with &, <, >, " escaped for XML/HTML. */
 void kr__sb_xml(kr__sb *sb, const char *s);
 const char *kr__sb_str(const kr__sb *sb); /* "" when empty. */
+/* Writes the buffer to path atomically (KR_ENOMEM if an append failed) and frees it. */
+int kr__sb_write_atomic(kr__sb *sb, const char *path, kr_error *err);
 void kr__sb_free(kr__sb *sb);
 
 /* ---- random numbers (deterministic for a seed) -------------------------------------- */

@@ -61,10 +61,13 @@ typedef struct gpu_entry_value {
     const char *source;
 } gpu_entry_value;
 
+/* A built-in GPU. An entry with a base starts from that entry's values and sources and lists
+ * only what differs (the A100 80GB differs from the 40GB in six constants). */
 typedef struct gpu_entry {
     const char *name;
     const char *display;
     const char *aliases[3];
+    const char *base;
     gpu_entry_value v[KR_GPU_NPARAMS];
 } gpu_entry;
 
@@ -121,7 +124,7 @@ typedef struct gpu_entry {
 static const gpu_entry gpu_entries[] = {
     {"a100-sxm4-40gb",
      "NVIDIA A100-SXM4-40GB",
-     {"a100", "a100-40gb", "a100-sxm4"},
+     {"a100", "a100-40gb", "a100-sxm4"}, NULL,
      {
          {P(sm_count), 108, "M: glennklockwood.com/garden/processors/A100; " SRC_STAS},
          {P(clock_min_mhz), 210, SRC_SMI_A100},
@@ -162,48 +165,18 @@ static const gpu_entry gpu_entries[] = {
      }},
     {"a100-sxm4-80gb",
      "NVIDIA A100-SXM4-80GB",
-     {"a100-80gb", NULL, NULL},
+     {"a100-80gb", NULL, NULL}, "a100-sxm4-40gb",
      {
-         {P(sm_count), 108, "M: glennklockwood.com/garden/processors/A100; " SRC_STAS},
-         {P(clock_min_mhz), 210, SRC_SMI_A100},
-         {P(clock_max_mhz), 1410, SRC_SMI_A100},
-         {P(clock_step_mhz), 15, SRC_SMI_A100},
-         {P(plan_min_mhz), 900, SRC_KAREUS_RANGE},
-         {P(plan_max_mhz), 1410, SRC_KAREUS_RANGE},
-         {P(plan_step_mhz), 30, SRC_KAREUS_RANGE},
          {P(default_clock_mhz), 1155, "M: 1155 MHz (A100-80GB nvidia-smi dump; 1140 on the 500 W CTS board, thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
          {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table; CTS variant up to 500 W)"},
          {P(idle_w), 60, "M: 58.8-62.2 W idle (thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
-         {P(static_w), 85, SRC_P2P_A100},
-         {P(mem_power_w), 60, SRC_MEMPOW},
-         {P(dyn_coeff_w), C_A100, SRC_C_A100},
-         {P(v_min), 0.71, SRC_VMIN_A100},
-         {P(v_max), 0.775, SRC_VFIT_A100},
-         {P(v_floor_mhz), 485, SRC_VFIT_A100},
-         {P(v_exp), 2, SRC_VEXP},
-         {P(flops_per_sm_clk), 2048, SRC_FLOPS_A100},
-         {P(vec_flops_per_sm_clk), 128, SRC_VEC_A100},
-         {P(gemm_eff), 0.945, SRC_GEMMEFF},
-         {P(attn_eff), 0.65, SRC_ATTN_EFF},
          {P(hbm_bw_Bps), 2039e9, "M: 2039 GB/s (" SRC_STAS " memory table)"},
-         {P(mem_eff), 0.85, SRC_MEMEFF},
-         {P(mem_knee_frac), 0.55, SRC_KNEE},
-         {P(sm_activity_membound), 0.15, SRC_ACT_MEM},
-         {P(launch_s), 5e-6, SRC_LAUNCH},
          {P(busbw_ar_Bps), 220e9, "M: 8xA100 80GB ~200-220 GB/s busbw (NVIDIA/nccl-tests issues #149, #228)"},
          {P(busbw_ag_Bps), 220e9, "M: as all-reduce (NVIDIA/nccl-tests issue #228: 220 GB/s)"},
-         {P(coll_alpha_s), 25e-6, SRC_ALPHA_A100},
-         {P(busbw_per_cta_Bps), 12e9, SRC_CTA_A100},
-         {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
-         {P(nccl_ctas), 24, SRC_NCCL_A100},
-         {P(comm_activity), 0.30, SRC_COMMACT},
-         {P(p2p_bw_Bps), 230e9, SRC_NVLINK_A100},
-         {P(kappa_tensor), 0.05, SRC_KAPPA},
-         {P(clock_switch_s), 0.015, SRC_SWITCH},
      }},
     {"h100-sxm",
      "NVIDIA H100 80GB HBM3",
-     {"h100", "h100-sxm5", "h100-sxm5-80gb"},
+     {"h100", "h100-sxm5", "h100-sxm5-80gb"}, NULL,
      {
          {P(sm_count), 132, "M: glennklockwood.com/garden/processors/H100; " SRC_STAS},
          {P(clock_min_mhz), 345, SRC_SMI_H100},
@@ -244,44 +217,25 @@ static const gpu_entry gpu_entries[] = {
      }},
     {"h200",
      "NVIDIA H200",
-     {"h200-sxm", "h200-sxm-141gb", NULL},
+     {"h200-sxm", "h200-sxm-141gb", NULL}, "h100-sxm",
      {
          {P(sm_count), 132, SRC_STAS " (H200 = H100 compute die)"},
          {P(clock_min_mhz), 345, SRC_SMI_H200},
          {P(clock_max_mhz), 1980, SRC_SMI_H200},
          {P(clock_step_mhz), 15, SRC_SMI_H200},
-         {P(plan_min_mhz), 1020, SRC_HOPPER_RANGE},
-         {P(plan_max_mhz), 1980, SRC_HOPPER_RANGE},
-         {P(plan_step_mhz), 30, SRC_HOPPER_RANGE},
          {P(default_clock_mhz), 1980, "M: applications clock 1980 MHz (thamada/gls:gls/H200_smi.py)"},
          {P(tdp_w), 700, "M: H200 SXM 700 W (" SRC_STAS " power table)"},
          {P(idle_w), 74.6, "M: 74.6 W idle (thamada/gls:gls/H200_smi.py)"},
          {P(static_w), 105, SRC_P2P_HOPPER},
-         {P(mem_power_w), 80, SRC_MEMPOW_HOPPER},
-         {P(dyn_coeff_w), C_HOPPER, SRC_C_HOPPER},
          {P(v_min), 0.685, "M: 0.685 V at the 345 MHz idle clock (thamada/gls:gls/H200_smi.py)"},
          {P(v_max), 0.85, "E: as H100 (no loaded-voltage reading published)"},
-         {P(v_floor_mhz), 680, SRC_VFLOOR_HOPPER},
-         {P(v_exp), 2, SRC_VEXP},
          {P(flops_per_sm_clk), 4096, "D: 989 TF dense BF16 = 132 x 4096 x 1.83 GHz (" SRC_STAS ")"},
-         {P(vec_flops_per_sm_clk), 256, SRC_VEC_HOPPER},
-         {P(gemm_eff), 0.945, SRC_GEMMEFF_HOPPER},
-         {P(attn_eff), 0.55, SRC_ATTN_HOPPER},
          {P(hbm_bw_Bps), 4800e9, "M: 4800 GB/s (" SRC_STAS " memory table)"},
-         {P(mem_eff), 0.85, SRC_MEMEFF},
-         {P(mem_knee_frac), 0.55, SRC_KNEE},
-         {P(sm_activity_membound), 0.15, SRC_ACT_MEM},
-         {P(launch_s), 4e-6, SRC_LAUNCH},
          {P(busbw_ar_Bps), 475e9, "M: 8xH200 all-reduce peak 475 GB/s busbw, NCCL 2.20.3 (NVIDIA/nccl-tests issue #272)"},
          {P(busbw_ag_Bps), 370e9, "M: as H100 ring/AG/RS ~370 GB/s (NVIDIA/nccl-tests issue #212)"},
          {P(coll_alpha_s), 30e-6, "D: as H100 (8xH20 curve, kvcache-ai/Mooncake PR #3484)"},
-         {P(busbw_per_cta_Bps), 36e9, SRC_CTA_HOPPER},
-         {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
          {P(nccl_ctas), 16, "M: as H100 with NVLS (16 coll channels)"},
-         {P(comm_activity), 0.30, SRC_COMMACT},
          {P(p2p_bw_Bps), 360e9, "D: as H100; NV18 on 8xH200 (sgl-project/sglang issue #12601)"},
-         {P(kappa_tensor), 0.05, SRC_KAPPA},
-         {P(clock_switch_s), 0.015, SRC_SWITCH},
      }},
 };
 
@@ -292,12 +246,14 @@ int kr_catalog_gpu_count(void)
     return (int)KR_ARRAY_LEN(gpu_entries);
 }
 
-void kr_catalog_gpu_at(int i, kr_gpu *out)
+/* Applies entry e (after its base, if any) to out. */
+static void apply_entry(const gpu_entry *e, kr_gpu *out)
 {
-    const gpu_entry *e = &gpu_entries[i];
-    memset(out, 0, sizeof *out);
-    kr__strlcpy(out->name, e->name, sizeof out->name);
-    kr__strlcpy(out->display, e->display, sizeof out->display);
+    if (e->base) {
+        for (size_t b = 0; b < KR_ARRAY_LEN(gpu_entries); b++)
+            if (strcmp(gpu_entries[b].name, e->base) == 0 && &gpu_entries[b] != e)
+                apply_entry(&gpu_entries[b], out);
+    }
     for (int j = 0; j < KR_GPU_NPARAMS; j++) {
         const gpu_entry_value *v = &e->v[j];
         if (v->source == NULL)
@@ -305,6 +261,15 @@ void kr_catalog_gpu_at(int i, kr_gpu *out)
         kr_gpu_param_set(out, v->param, v->value);
         kr__strlcpy(out->source[v->param], v->source, KR_SOURCE_MAX);
     }
+}
+
+void kr_catalog_gpu_at(int i, kr_gpu *out)
+{
+    const gpu_entry *e = &gpu_entries[i];
+    memset(out, 0, sizeof *out);
+    apply_entry(e, out);
+    kr__strlcpy(out->name, e->name, sizeof out->name);
+    kr__strlcpy(out->display, e->display, sizeof out->display);
 }
 
 static int name_matches(const char *a, const char *b)
