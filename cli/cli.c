@@ -109,6 +109,14 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
+int cli_subcommand_usage(int argc, char **argv, const char *usage)
+{
+    if (argc >= 2 && !cli_wants_help(argc, argv))
+        return -1;
+    fputs(usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? CLI_EXIT_INPUT : 0;
+}
+
 int cli_print_file(const char *path)
 {
     FILE *f = fopen(path, "r");

@@ -46,6 +46,10 @@ int cli_print_file(const char *path);
 /* 1 if --help/-h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
 
+/* For commands with subcommands: with no subcommand prints usage to stderr and returns
+ * CLI_EXIT_INPUT; with --help prints it to stdout and returns 0; otherwise returns -1 (go on). */
+int cli_subcommand_usage(int argc, char **argv, const char *usage);
+
 /* Composes instruction options for job from the partition frontiers in dir, non-partition work
  * measured on the simulator (cli/cmd_compose.c; used by compose and solve --frontiers). Prints
  * the error and returns the exit status on failure, 0 on success (*out then owned by caller). */

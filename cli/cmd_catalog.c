@@ -42,24 +42,6 @@ static json_t *gpu_json(const kr_gpu *g)
     return o;
 }
 
-static json_t *model_json(const kr_model *m)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(m->name));
-    json_object_set_new(o, "display", json_string(m->display));
-    json_object_set_new(o, "hidden", json_integer(m->hidden));
-    json_object_set_new(o, "ffn", json_integer(m->ffn));
-    json_object_set_new(o, "heads", json_integer(m->heads));
-    json_object_set_new(o, "kv_groups", json_integer(m->kv_groups));
-    json_object_set_new(o, "head_dim", json_integer(m->head_dim));
-    json_object_set_new(o, "layers", json_integer(m->layers));
-    json_object_set_new(o, "vocab", json_integer(m->vocab));
-    json_object_set_new(o, "tied_embeddings", json_boolean(m->tied_embeddings));
-    json_object_set_new(o, "qk_norm", json_boolean(m->qk_norm));
-    json_object_set_new(o, "source", json_string(m->source));
-    return o;
-}
-
 static void print_value(double v, const char *unit)
 {
     if (strcmp(unit, "B/s") == 0)
@@ -280,7 +262,7 @@ int cmd_catalog(int argc, char **argv)
         int rc = kr_catalog_model_find(model, &m, &err);
         if (rc)
             return cli_report(rc, &err);
-        json_t *o = model_json(&m);
+        json_t *o = kr_model_json(&m);
         json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("\n");
         json_decref(o);
@@ -298,7 +280,7 @@ int cmd_catalog(int argc, char **argv)
         for (int i = 0; i < kr_catalog_model_count(); i++) {
             kr_model m;
             kr_catalog_model_at(i, &m);
-            json_array_append_new(models, model_json(&m));
+            json_array_append_new(models, kr_model_json(&m));
         }
         json_array_append_new(jobs, json_string("default"));
         for (int i = 0; i < nsuite; i++)

@@ -176,10 +176,9 @@ static int gpu_reset(kr_backend *b, int only, int all, const char *lock_dir, int
 
 int cmd_gpu(int argc, char **argv)
 {
-    if (argc < 2 || cli_wants_help(argc, argv)) {
-        fputs(usage_text, argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_INPUT : 0;
-    }
+    int urc = cli_subcommand_usage(argc, argv, usage_text);
+    if (urc >= 0)
+        return urc;
     const char *sub = argv[1];
     static const struct option opts[] = {
         {"device", required_argument, 0, 'd'}, {"backend", required_argument, 0, 'b'},

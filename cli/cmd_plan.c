@@ -43,10 +43,9 @@ static void show(const kr_plan *p)
 
 int cmd_plan(int argc, char **argv)
 {
-    if (argc < 2 || cli_wants_help(argc, argv)) {
-        fputs(usage_text, argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_INPUT : 0;
-    }
+    int urc = cli_subcommand_usage(argc, argv, usage_text);
+    if (urc >= 0)
+        return urc;
     const char *sub = argv[1];
     static const struct option opts[] = {
         {"job", required_argument, 0, 'j'}, {"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};

@@ -152,10 +152,9 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
 
 int cmd_run(int argc, char **argv)
 {
-    if (argc < 2 || cli_wants_help(argc, argv)) {
-        fputs(usage_text, argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_INPUT : 0;
-    }
+    int urc = cli_subcommand_usage(argc, argv, usage_text);
+    if (urc >= 0)
+        return urc;
     static const struct option opts[] = {
         {"plan", required_argument, 0, 'p'},     {"stage", required_argument, 0, 's'},
         {"device", required_argument, 0, 'd'},   {"backend", required_argument, 0, 'b'},

@@ -117,6 +117,12 @@ int kr_catalog_model_count(void);
 void kr_catalog_model_at(int i, kr_model *out);
 int kr_catalog_model_find(const char *name, kr_model *out, kr_error *err);
 
+/* A model as a jansson JSON object (a new reference; NULL when out of memory), with the fields
+ * job specs accept for an inline model: name, display, hidden, ffn, heads, kv_groups, head_dim,
+ * layers, vocab, tied_embeddings, qk_norm, source. For callers that build JSON with jansson. */
+struct json_t;
+struct json_t *kr_model_json(const kr_model *m);
+
 /*
  * GPU entries as JSON: {"name", "display", "params": {field: {"value", "source"}}}.
  * Reading validates every field (unknown fields are errors; missing ones are errors unless

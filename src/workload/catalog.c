@@ -465,6 +465,26 @@ done:
     return rc;
 }
 
+json_t *kr_model_json(const kr_model *m)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "name", json_string(m->name));
+    json_object_set_new(o, "display", json_string(m->display));
+    json_object_set_new(o, "hidden", json_integer(m->hidden));
+    json_object_set_new(o, "ffn", json_integer(m->ffn));
+    json_object_set_new(o, "heads", json_integer(m->heads));
+    json_object_set_new(o, "kv_groups", json_integer(m->kv_groups));
+    json_object_set_new(o, "head_dim", json_integer(m->head_dim));
+    json_object_set_new(o, "layers", json_integer(m->layers));
+    json_object_set_new(o, "vocab", json_integer(m->vocab));
+    json_object_set_new(o, "tied_embeddings", json_boolean(m->tied_embeddings));
+    json_object_set_new(o, "qk_norm", json_boolean(m->qk_norm));
+    json_object_set_new(o, "source", json_string(m->source));
+    return o;
+}
+
 int kr_gpu_write_json(const char *path, const kr_gpu *gpu, kr_error *err)
 {
     json_t *root = json_object();

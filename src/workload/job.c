@@ -600,21 +600,7 @@ int kr_job_write(const char *path, const kr_job *job, kr_error *err)
     if (kr_catalog_model_find(job->model.name, &bm, NULL) == KR_OK && memcmp(&bm, &job->model, sizeof bm) == 0) {
         json_object_set_new(root, "model", json_string(job->model.name));
     } else {
-        const kr_model *m = &job->model;
-        json_t *o = json_object();
-        json_object_set_new(o, "name", json_string(m->name));
-        json_object_set_new(o, "display", json_string(m->display));
-        json_object_set_new(o, "hidden", json_integer(m->hidden));
-        json_object_set_new(o, "ffn", json_integer(m->ffn));
-        json_object_set_new(o, "heads", json_integer(m->heads));
-        json_object_set_new(o, "kv_groups", json_integer(m->kv_groups));
-        json_object_set_new(o, "head_dim", json_integer(m->head_dim));
-        json_object_set_new(o, "layers", json_integer(m->layers));
-        json_object_set_new(o, "vocab", json_integer(m->vocab));
-        json_object_set_new(o, "tied_embeddings", json_boolean(m->tied_embeddings));
-        json_object_set_new(o, "qk_norm", json_boolean(m->qk_norm));
-        json_object_set_new(o, "source", json_string(m->source));
-        json_object_set_new(root, "model", o);
+        json_object_set_new(root, "model", kr_model_json(&job->model));
     }
     json_t *cl = json_object();
     json_object_set_new(cl, "gpus_per_node", json_integer(job->cluster.gpus_per_node));
