@@ -26,7 +26,7 @@ static const char usage_text[] =
     "  --seed N           search seed (default 1)\n"
     "  --cost-model NAME  exact (default) or lowtime\n"
     "  --unit-time SEC    solver time step (default 0.001)\n"
-    "  --exchange MODE    solver's pairwise knob exchanges: off (default), on, auto\n"
+    "  --exchange MODE    solver's knob exchanges and window search: off (default), on, auto\n"
     "  --backend NAME     sim (default), replay (recorded measurements) or gpu (CUDA profiler)\n"
     "  --replay FILE      a measurement log to replay (repeatable; implies --backend replay)\n"
     "  --log FILE         measurement log (default DIR/measurements.jsonl; reruns resume from it)\n"

@@ -306,10 +306,10 @@ static void exact_matches_brute_force(void **state)
     printf("exact vs brute force: %d points; largest gap, GPU-like options: %.4f%% (20 W static), %.4f%% (no "
            "static); arbitrary 2-4 options: %.4f%%, %.4f%%\n",
            points, 100 * worst[1], 100 * worst_dyn[1], 100 * worst[0], 100 * worst_dyn[0]);
-    /* The brief targets 0.5 %. Measured (docs/solver.md): about 0.6 % on GPU-like options, up to
-     * 2.3 % on arbitrary 2-4 options (gains that need three ops to move at once). Guard against
-     * regressions. */
-    assert_true(worst[1] <= 0.01 && worst_dyn[1] <= 0.01 && worst[0] <= 0.03 && worst_dyn[0] <= 0.03);
+    /* The target is 0.5 %. Measured (docs/solver.md): 0.014 % / 0.028 % on GPU-like options, 0 on
+     * arbitrary 2-4 options (the window search, which re-chooses up to 6 ops at once). Guard
+     * against regressions with a little margin. */
+    assert_true(worst[1] <= 0.001 && worst_dyn[1] <= 0.001 && worst[0] <= 0.001 && worst_dyn[0] <= 0.001);
 }
 
 /* Exact is never worse than lowtime in true energy at equal (or better) iteration time. */

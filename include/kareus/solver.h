@@ -47,8 +47,9 @@ typedef struct kr_solver_config {
     double static_power_w;    /* P_static per GPU, >= 0 (A100: 85 W). */
     int gpus_per_stage;       /* G: GPUs per stage for whole-cluster energy (>= 1). */
     int final_pass;           /* Exact mode: 1 = move knobs to cheaper options within slack. */
-    int exchange;             /* Exact mode, with final_pass: pairwise knob exchanges after it;
-                                 0 = only up to 256 instructions (default), 1 = always, −1 = never. */
+    int exchange;             /* Exact mode, with final_pass: pairwise knob exchanges and the
+                                 window search after it; 0 = only up to 256 instructions
+                                 (default), 1 = always, −1 = never. */
     int max_steps;            /* Stop after this many steps (0: run to the end). */
 } kr_solver_config;
 

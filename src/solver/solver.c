@@ -29,6 +29,12 @@
  * + Σ_{v∈S, b<0} −b(v) − Σ_{b<0} −b(v), an ordinary s–t cut. After a step every operation with
  * free float is lengthened within it (free: no start time moves), which keeps π = ES optimal.
  * Capacities are int64 nano-joules; INF = 1e15 nJ (1 MJ), far above any real step.
+ *
+ * Rounding (exact mode, record()): the hull durations become real options — the cheapest that
+ * fits each duration, then the final pass (each op slows into its room), then on graphs of up
+ * to 256 instructions the exchange pass (one op slower, one faster) and the window search
+ * (up to 6 nearby ops re-chosen by branch and bound), all against the budget max(real
+ * critical path, T · unit). See each pass's comment for its cost and measured effect.
  */
 #include "kareus/solver.h"
 
@@ -45,6 +51,8 @@
 #define EX_SCALE 1e9        /* exact mode: capacity units per joule */
 #define EX_INF ((int64_t)1000000000000000LL)
 #define FLOW_BIG (INT64_MAX / 8)
+#define KR__WINDOW_OPS 6       /* Window search: ops per window (see window_pass). */
+#define KR__WINDOW_NODES 1000  /* Window search: branch-and-bound nodes per window. */
 
 const char *kr_cost_model_name(kr_cost_model m)
 {
@@ -106,6 +114,21 @@ typedef struct solver {
     int *opa, *depa, *sa, *ta; /* Arc ids: op arcs, dependency arcs, s → x, x → t. */
     int64_t *ex;          /* Excess created by capacity cuts, per AOA node. */
     int net_ready;        /* 1 once the network is built. */
+    /* Window search scratch (see bb_search, window_pass). */
+    char *crit;           /* Op on the real critical path. */
+    int *kbak;            /* Knobs before a search. */
+    char *bfree;          /* Op free in the current window (source, sink: visited marks). */
+    int *tpos;            /* Topological position of each node. */
+    double *bbuf;         /* 3n doubles: durations, fixed-only heads, fixed-only tails. */
+    int *bq;              /* Window BFS queue. */
+    int *win_in, *win_out; /* Knobs entering and leaving the last window pass (n each). */
+    int win_valid;
+    /* The window's free ops in topological order and their reduced graph (bb_search). */
+    int bk, bop[KR__WINDOW_OPS], bbestk[KR__WINDOW_OPS];
+    double bdist[KR__WINDOW_OPS][KR__WINDOW_OPS], bhd[KR__WINDOW_OPS], btt[KR__WINDOW_OPS];
+    double blbs[KR__WINDOW_OPS + 1], bes[KR__WINDOW_OPS], bdur[KR__WINDOW_OPS];
+    double bbound, bcur, bbest_e;
+    long bnodes, blimit;
 } solver;
 
 static void groups_free(solver *sv)
@@ -148,6 +171,13 @@ static void solver_free(solver *sv)
     free(sv->ta);
     free(sv->ex);
     kr__flow_free(&sv->flow);
+    free(sv->crit);
+    free(sv->kbak);
+    free(sv->bfree);
+    free(sv->bbuf);
+    free(sv->tpos);
+    free(sv->bq);
+    free(sv->win_in);
 }
 
 static const char *set_name(const kr_option_set *set, char *buf, size_t cap)
@@ -824,8 +854,9 @@ static int pareto_step(const solver *sv, int v, int k, int dir)
  * KR__EXCHANGE_ALL_OPS instructions. Each trial is checked with a full real-time critical path
  * against the budget; first improvement wins; rounds repeat while something improves (at most
  * 4). Cost O(rounds · ops · candidates · (V + E)) per step, hence only for graphs up to
- * KR__EXCHANGE_MAX_OPS instructions unless forced. Measured effect: tests/test_solver.c and
- * docs/solver.md (largest gap to brute force on GPU-like options 1.5 % → 0.6 %).
+ * KR__EXCHANGE_MAX_OPS instructions unless forced (the window search below shares the gate).
+ * Measured effect: tests/test_solver.c and docs/solver.md (largest gap to brute force on
+ * GPU-like options 1.5 % → 0.6 % before the window search existed).
  */
 #define KR__EXCHANGE_MAX_OPS 256
 #define KR__EXCHANGE_ALL_OPS 64
@@ -878,6 +909,267 @@ static void exchange_pass(solver *sv, double budget)
     }
 }
 
+/*
+ * Branch and bound for one time budget B over the free ops (bfree, at most KR__WINDOW_OPS;
+ * the others keep their knobs): minimise their total effective energy subject to the real
+ * critical path <= B. The graph is first reduced to the free ops: dist[i][j] is the longest
+ * path from free op i's end to free op j's start through fixed ops only (−∞ if none), hd[j]
+ * the longest from the source to j's start and tl[i] from i's end to the sink through fixed
+ * ops only (one forward pass per free op and two whole passes, O(k (V + E))). Then ES(j) =
+ * max(hd[j], max_i ES(i) + d_i + dist[i][j]) exactly, and a path through no free op keeps its
+ * current, feasible length. The free ops are branched in topological order on their Pareto
+ * options, slowest (cheapest) first. Pruning: (a) time — ES(j) + d_j + tt[j] > B, tt[j] being
+ * the longest path after j with the later free ops at their fastest options; when j is the
+ * last free op on a path this is that path's exact length, so every leaf meets B; (b) energy —
+ * the energy so far plus, for each free op not yet placed, the cheapest option that fits
+ * between its head and tail bounds at all must stay below the best plan known. The incumbent
+ * is the current knobs, so the search only returns something strictly better. Each node
+ * counts against blimit: within it the search is exact (the optimum over the free ops), past
+ * it the best plan found so far is kept.
+ */
+static void bb_dfs(solver *sv, int j)
+{
+    if (sv->bnodes++ >= sv->blimit)
+        return;
+    int k = sv->bk;
+    if (j == k) {
+        if (sv->bcur < sv->bbest_e - 1e-9) {
+            sv->bbest_e = sv->bcur;
+            for (int i = 0; i < k; i++)
+                sv->bbestk[i] = sv->knob[sv->bop[i]];
+        }
+        return;
+    }
+    double e0 = sv->bhd[j];
+    for (int i = 0; i < j; i++)
+        e0 = fmax(e0, sv->bes[i] + sv->bdur[i] + sv->bdist[i][j]);
+    sv->bes[j] = e0;
+    double B = sv->bbound + 1e-12;
+    int v = sv->bop[j];
+    const group *g = &sv->groups[sv->gidx[v]];
+    int keep = sv->knob[v];
+    for (int p = g->npar - 1; p >= 0 && sv->bnodes < sv->blimit; p--) {
+        int o = g->par[p];
+        double t = g->set->opt[o].time_s, eo = opt_eff(sv, v, o);
+        if (e0 + t + sv->btt[j] > B)
+            continue;
+        if (!(sv->bcur + eo + sv->blbs[j + 1] < sv->bbest_e - 1e-9))
+            break; /* faster options cost more */
+        sv->knob[v] = o;
+        sv->bdur[j] = t;
+        sv->bcur += eo;
+        bb_dfs(sv, j + 1);
+        sv->bcur -= eo;
+    }
+    sv->knob[v] = keep;
+}
+
+/* Runs the branch and bound above on the ops marked in bfree within `limit` nodes; applies
+ * the best plan if it beats the current knobs and meets the budget. Returns 1 if it did. */
+static int bb_search(solver *sv, double budget, long limit)
+{
+    const kr_dag *dag = sv->dag;
+    int n = sv->n, k = 0;
+    double *dur = sv->bbuf, *hf = sv->bbuf + n, *tf = sv->bbuf + 2 * n;
+    for (int i = 0; i < n; i++) {
+        int v = dag->topo[i];
+        dur[v] = sv->gidx[v] >= 0 ? sv->groups[sv->gidx[v]].set->opt[sv->knob[v]].time_s : 0;
+        if (sv->bfree[v]) {
+            if (k == KR__WINDOW_OPS)
+                return 0;
+            sv->bop[k++] = v;
+        }
+    }
+    if (k == 0)
+        return 0;
+    sv->bk = k;
+    /* Fixed-only heads (hf) forward and tails (tf, from a node's start) backward; −∞ through
+     * a free op. */
+    for (int i = 0; i < n; i++) {
+        int v = dag->topo[i];
+        double h = dag->in_off[v] == dag->in_off[v + 1] ? 0 : -INFINITY;
+        for (int q = dag->in_off[v]; q < dag->in_off[v + 1]; q++) {
+            int e = dag->in_e[q], u = dag->eu[e];
+            if (!sv->bfree[u])
+                h = fmax(h, hf[u] + dur[u] + dag->lag_s[e]);
+        }
+        hf[v] = h; /* for a free op: its head bound through fixed ops */
+        if (sv->bfree[v])
+            for (int j = 0; j < k; j++)
+                if (sv->bop[j] == v)
+                    sv->bhd[j] = h;
+        if (sv->bfree[v])
+            hf[v] = -INFINITY;
+    }
+    double tl[KR__WINDOW_OPS];
+    for (int i = n - 1; i >= 0; i--) {
+        int v = dag->topo[i];
+        double t = dag->out_off[v] == dag->out_off[v + 1] ? 0 : -INFINITY;
+        for (int q = dag->out_off[v]; q < dag->out_off[v + 1]; q++) {
+            int e = dag->out_e[q];
+            t = fmax(t, dag->lag_s[e] + tf[dag->ev[e]]);
+        }
+        if (sv->bfree[v]) {
+            for (int j = 0; j < k; j++)
+                if (sv->bop[j] == v)
+                    tl[j] = t;
+            tf[v] = -INFINITY;
+        } else {
+            tf[v] = dur[v] + t;
+        }
+    }
+    /* dist[i][j]: forward from free op i over the fixed ops up to the last free op (hf is
+     * reused as scratch). */
+    int last = sv->tpos[sv->bop[k - 1]];
+    for (int i = 0; i < k; i++) {
+        for (int j = 0; j < k; j++)
+            sv->bdist[i][j] = -INFINITY;
+        int a = sv->bop[i];
+        for (int p = sv->tpos[a] + 1; p <= last; p++) {
+            int v = dag->topo[p];
+            double h = -INFINITY;
+            for (int q = dag->in_off[v]; q < dag->in_off[v + 1]; q++) {
+                int e = dag->in_e[q], u = dag->eu[e];
+                if (u == a)
+                    h = fmax(h, dag->lag_s[e]);
+                else if (!sv->bfree[u] && sv->tpos[u] > sv->tpos[a])
+                    h = fmax(h, hf[u] + dur[u] + dag->lag_s[e]);
+            }
+            hf[v] = h;
+            if (sv->bfree[v]) {
+                for (int j = 0; j < k; j++)
+                    if (sv->bop[j] == v)
+                        sv->bdist[i][j] = h;
+                hf[v] = -INFINITY;
+            }
+        }
+    }
+    /* Bounds with the free ops at their fastest options: tails tt, heads hh. */
+    double tmin[KR__WINDOW_OPS], hh[KR__WINDOW_OPS];
+    for (int j = 0; j < k; j++) {
+        const group *g = &sv->groups[sv->gidx[sv->bop[j]]];
+        tmin[j] = g->set->opt[g->par[0]].time_s;
+    }
+    for (int j = k - 1; j >= 0; j--) {
+        sv->btt[j] = tl[j];
+        for (int m = j + 1; m < k; m++)
+            sv->btt[j] = fmax(sv->btt[j], sv->bdist[j][m] + tmin[m] + sv->btt[m]);
+    }
+    for (int j = 0; j < k; j++) {
+        hh[j] = sv->bhd[j];
+        for (int i = 0; i < j; i++)
+            hh[j] = fmax(hh[j], hh[i] + tmin[i] + sv->bdist[i][j]);
+    }
+    double cur = 0;
+    sv->blbs[k] = 0;
+    for (int j = k - 1; j >= 0; j--) {
+        int v = sv->bop[j];
+        const group *g = &sv->groups[sv->gidx[v]];
+        double lb = opt_eff(sv, v, sv->knob[v]);
+        for (int p = g->npar - 1; p >= 0; p--)
+            if (hh[j] + g->set->opt[g->par[p]].time_s + sv->btt[j] <= budget + 1e-12) {
+                lb = fmin(lb, opt_eff(sv, v, g->par[p]));
+                break;
+            }
+        cur += opt_eff(sv, v, sv->knob[v]);
+        sv->blbs[j] = sv->blbs[j + 1] + lb;
+    }
+    sv->bbound = budget;
+    sv->bcur = 0;
+    sv->bbest_e = cur;
+    sv->bnodes = 0;
+    sv->blimit = limit;
+    bb_dfs(sv, 0);
+    if (!(sv->bbest_e < cur - 1e-9))
+        return 0;
+    int keep[KR__WINDOW_OPS];
+    for (int j = 0; j < k; j++) {
+        keep[j] = sv->knob[sv->bop[j]];
+        sv->knob[sv->bop[j]] = sv->bbestk[j];
+    }
+    if (knob_cpm(sv) <= budget + 1e-12)
+        return 1;
+    for (int j = 0; j < k; j++)
+        sv->knob[sv->bop[j]] = keep[j];
+    return 0;
+}
+
+/*
+ * Window search (exact mode, with the exchange pass): the convex relaxation's rounding can
+ * leave gains that need several ops to move at once (slow two, speed one, ...), which the
+ * single-op final pass and the pairwise exchange pass cannot see. For each op u on the real
+ * critical path (only there can slowing something pay; an op with float already sits at its
+ * cheapest option that fits), the window is u and the ops nearest to it in the DAG, breadth
+ * first over predecessors and successors (the source and sink are passed through, so parts
+ * linked only through them are reached), at most KR__WINDOW_OPS ops; bb_search re-chooses the
+ * window's knobs optimally for the budget with the rest fixed, within KR__WINDOW_NODES
+ * nodes. One sweep per step. A window that holds the whole graph is the last one: completed
+ * within the node limit it is the exact optimum for the budget.
+ * Cost per step: (critical ops) × (O(k (V + E)) reduction + at most KR__WINDOW_NODES search
+ * nodes of O(k) each), k = KR__WINDOW_OPS; a step entering with the same knobs as the last
+ * one reuses its result when that still meets the budget (frequent with fine units). The
+ * limits were chosen on tests/test_solver.c's brute-force comparison (largest gap, GPU-like
+ * 20 W / 0 W, arbitrary 20 W / 0 W): 6 ops, 1,000 nodes: 0.014 / 0.028 / 0 / 0 %; 6 ops, 300
+ * nodes: 0.38 / 0.50 / 0 / 0 %; 5 ops: 0.36 / 0.41 / 0 / 1.37 %; 8 ops within 1,000 nodes:
+ * 0.38 / 0.50 / 0 / 0 % (the search stops early). Solve times: docs/solver.md.
+ */
+static void window_sweep(solver *sv, double budget);
+static void window_pass(solver *sv, double budget)
+{
+    int n = sv->n;
+    size_t nb = sizeof(int) * (size_t)n;
+    /* Consecutive steps often enter with the same knobs (fine units): reuse the last result
+     * when it still meets this budget (it is no worse than the entering knobs). */
+    if (sv->win_valid && memcmp(sv->win_in, sv->knob, nb) == 0) {
+        memcpy(sv->kbak, sv->knob, nb);
+        memcpy(sv->knob, sv->win_out, nb);
+        if (knob_cpm(sv) <= budget + 1e-12)
+            return;
+        memcpy(sv->knob, sv->kbak, nb);
+    }
+    memcpy(sv->win_in, sv->knob, nb);
+    window_sweep(sv, budget);
+    memcpy(sv->win_out, sv->knob, nb);
+    sv->win_valid = 1;
+}
+
+static void window_sweep(solver *sv, double budget)
+{
+    const kr_dag *dag = sv->dag;
+    int n = sv->n;
+    double span = knob_cpm(sv);
+    kr_dag_cpm(dag, sv->rt, sv->res, sv->rlf, &span, NULL);
+    for (int v = 0; v < n; v++)
+        sv->crit[v] = v >= 2 && sv->rlf[v] - sv->res[v] - sv->rt[v] <= 1e-9 * (1 + span);
+    for (int u = 2; u < n; u++) {
+        if (!sv->crit[u])
+            continue;
+        memset(sv->bfree, 0, (size_t)n);
+        int qh = 0, qt = 0, cnt = 1;
+        sv->bq[qt++] = u;
+        sv->bfree[u] = 1;
+        while (qh < qt && cnt < KR__WINDOW_OPS) {
+            int x = sv->bq[qh++];
+            for (int side = 0; side < 2 && cnt < KR__WINDOW_OPS; side++) {
+                int lo = side ? dag->out_off[x] : dag->in_off[x], hi = side ? dag->out_off[x + 1] : dag->in_off[x + 1];
+                for (int k = lo; k < hi && cnt < KR__WINDOW_OPS; k++) {
+                    int e = side ? dag->out_e[k] : dag->in_e[k];
+                    int y = side ? dag->ev[e] : dag->eu[e];
+                    if (sv->bfree[y])
+                        continue;
+                    sv->bfree[y] = 1; /* for the source and sink: visited, cleared below */
+                    sv->bq[qt++] = y;
+                    cnt += y >= 2;
+                }
+            }
+        }
+        sv->bfree[KR_DAG_SOURCE] = sv->bfree[KR_DAG_SINK] = 0;
+        (void)bb_search(sv, budget, KR__WINDOW_NODES);
+        if (cnt >= n - 2)
+            return; /* the window was the whole graph */
+    }
+}
+
 /* Fills the step's figures from the current durations; knobs per the cost model. */
 static void record(solver *sv, kr_solver_step *st, long T)
 {
@@ -905,6 +1197,8 @@ static void record(solver *sv, kr_solver_step *st, long T)
         if (cfg->exchange > 0 || (cfg->exchange == 0 && sv->n - 2 <= KR__EXCHANGE_MAX_OPS)) {
             exchange_pass(sv, KR_MAX(span, budget));
             (void)final_pass(sv, KR_MAX(span, budget));
+            span = knob_cpm(sv);
+            window_pass(sv, KR_MAX(span, budget));
             span = knob_cpm(sv);
         }
     }
@@ -1004,6 +1298,15 @@ static int setup(solver *sv, kr_error *err)
     sv->res = malloc(sizeof(double) * (size_t)n);
     sv->rlf = malloc(sizeof(double) * (size_t)n);
     sv->knob = calloc((size_t)n, sizeof(int));
+    sv->kbak = calloc((size_t)n, sizeof(int));
+    sv->crit = malloc((size_t)n);
+    sv->bfree = calloc((size_t)n, 1);
+    sv->bbuf = malloc(sizeof(double) * 3 * (size_t)n);
+    sv->tpos = malloc(sizeof(int) * (size_t)n);
+    sv->bq = malloc(sizeof(int) * (size_t)n);
+    sv->win_in = malloc(sizeof(int) * 2 * (size_t)n);
+    if (sv->win_in)
+        sv->win_out = sv->win_in + n;
     sv->mark = malloc((size_t)N + 2);
     sv->lb = malloc(sizeof(int64_t) * (size_t)A);
     sv->ub = malloc(sizeof(int64_t) * (size_t)A);
@@ -1012,9 +1315,11 @@ static int setup(solver *sv, kr_error *err)
     sv->ngroups = opts->nsets;
     sv->groups = calloc((size_t)opts->nsets, sizeof *sv->groups);
     if (!sv->gidx || !sv->lagq || !sv->d || !sv->es || !sv->ef || !sv->ls || !sv->lf || !sv->rt || !sv->res ||
-        !sv->rlf || !sv->knob || !sv->mark || !sv->lb || !sv->ub || !sv->bal || !sv->incut || !sv->groups)
+        !sv->rlf || !sv->knob || !sv->kbak || !sv->crit || !sv->bfree || !sv->bbuf || !sv->tpos || !sv->bq || !sv->win_in || !sv->mark || !sv->lb || !sv->ub || !sv->bal || !sv->incut || !sv->groups)
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
     sv->gidx[KR_DAG_SOURCE] = sv->gidx[KR_DAG_SINK] = -1;
+    for (int i = 0; i < n; i++)
+        sv->tpos[dag->topo[i]] = i;
     for (int v = 2; v < n; v++) {
         const kr_dag_node *nd = &dag->node[v];
         int gi = kr_options_index(opts, nd->stage, nd->kind, nd->chunk);
