@@ -170,11 +170,19 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
     return total;
 }
 
-int64_t kr__flow_max(kr__flow *f, int s, int t)
+/* Runs Dinic's phases; returns the flow and sets *exhausted when the last BFS found no path
+ * (then level[v] >= 0 marks exactly the nodes reachable from s in the residual graph: a BFS that
+ * never reaches t never stops early). */
+static int64_t flow_run(kr__flow *f, int s, int t, int *exhausted)
 {
     const int64_t big = INT64_MAX / 4;
     int64_t flow = 0;
-    while (bfs(f, s, t)) {
+    *exhausted = 0;
+    for (;;) {
+        if (!bfs(f, s, t)) {
+            *exhausted = 1;
+            break;
+        }
         for (int v = 0; v < f->n; v++)
             f->iter[v] = f->first[v];
         int64_t pushed = dfs(f, s, t, big);
@@ -183,6 +191,26 @@ int64_t kr__flow_max(kr__flow *f, int s, int t)
         flow += pushed;
         if (flow >= big)
             break;
+    }
+    return flow;
+}
+
+int64_t kr__flow_max(kr__flow *f, int s, int t)
+{
+    int exhausted;
+    return flow_run(f, s, t, &exhausted);
+}
+
+int64_t kr__flow_min_cut(kr__flow *f, int s, int t, char *mark)
+{
+    int exhausted;
+    int64_t flow = flow_run(f, s, t, &exhausted);
+    if (exhausted) {
+        /* The failed BFS already walked the residual graph from s: reuse its labels. */
+        for (int v = 0; v < f->n; v++)
+            mark[v] = f->level[v] >= 0;
+    } else {
+        kr__flow_reach(f, s, 0, mark);
     }
     return flow;
 }

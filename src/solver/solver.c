@@ -483,8 +483,7 @@ static int lt_cut(solver *sv)
     /* Phase 2: the residual of f = f' + lb on the original arcs; drop the auxiliary arcs. */
     for (int a = first_aux; a < sv->flow.m; a++)
         sv->flow.cap[a] = 0;
-    kr__flow_max(&sv->flow, LNODE(KR_DAG_SOURCE), RNODE(KR_DAG_SINK));
-    kr__flow_reach(&sv->flow, LNODE(KR_DAG_SOURCE), 0, sv->mark);
+    kr__flow_min_cut(&sv->flow, LNODE(KR_DAG_SOURCE), RNODE(KR_DAG_SINK), sv->mark);
     return 1;
 }
 
@@ -698,8 +697,7 @@ static int64_t ex_cut(solver *sv)
         }
         memset(sv->ex, 0, sizeof(int64_t) * (size_t)N);
     }
-    kr__flow_max(&sv->flow, s, t);
-    kr__flow_reach(&sv->flow, s, 0, sv->mark);
+    kr__flow_min_cut(&sv->flow, s, t, sv->mark);
     /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph. */
     int64_t cut = 0;
     for (int v = 0; v < n; v++) {

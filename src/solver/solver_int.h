@@ -87,6 +87,9 @@ int kr__flow_arc(kr__flow *f, int u, int v, int64_t c);
 void kr__flow_pop(kr__flow *f, int m_old);
 /* Augments a maximum flow from s to t on the current residual capacities; returns its value. */
 int64_t kr__flow_max(kr__flow *f, int s, int t);
+/* A maximum flow as kr__flow_max, then the source side of the source-minimal minimum cut in
+ * mark[] (1/0): what kr__flow_reach(f, s, 0, mark) gives, without walking the graph again. */
+int64_t kr__flow_min_cut(kr__flow *f, int s, int t, char *mark);
 /* Marks in mark[] (1/0) the nodes reachable from s through arcs with residual > thresh. */
 void kr__flow_reach(const kr__flow *f, int s, int64_t thresh, char *mark);
 
