@@ -109,6 +109,44 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
+int cli_parse_exchange(const char *cmd, const char *s, int *out)
+{
+    if (strcmp(s, "auto") == 0)
+        *out = 0;
+    else if (strcmp(s, "on") == 0)
+        *out = 1;
+    else if (strcmp(s, "off") == 0)
+        *out = -1;
+    else
+        return cli_usage_error(cmd, "--exchange: expected auto, on or off, found '%s'", s);
+    return 0;
+}
+
+int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_options *o)
+{
+    long v;
+    int rc;
+    switch (code) {
+    case CLI_OPT_STRATEGY:
+        if (kr_strategy_parse(arg, &o->strategy))
+            return cli_usage_error(cmd, "--strategy: expected exhaustive, bo or artifact, found '%s'", arg);
+        o->strategy_set = 1;
+        return 0;
+    case CLI_OPT_SEED:
+        if ((rc = cli_parse_long(cmd, "--seed", arg, 0, 2147483647L, &v)))
+            return rc;
+        o->seed = (unsigned long long)v;
+        return 0;
+    case CLI_OPT_COST:
+        if (kr_cost_model_parse(arg, &o->cost_model))
+            return cli_usage_error(cmd, "--cost-model: expected exact or lowtime, found '%s'", arg);
+        return 0;
+    case CLI_OPT_UNIT: return cli_parse_double(cmd, "--unit-time", arg, 1e-6, 1.0, &o->unit_time_s);
+    case CLI_OPT_EXCHANGE: return cli_parse_exchange(cmd, arg, &o->exchange);
+    default: return cli_usage_error(cmd, "unknown option");
+    }
+}
+
 int cli_subcommand_usage(int argc, char **argv, const char *usage)
 {
     if (argc >= 2 && !cli_wants_help(argc, argv))

@@ -32,6 +32,15 @@ int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, lon
 int cli_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
 
+/* --exchange MODE of the exact solver: auto (0), on (1) or off (-1); anything else prints the
+ * usage error and returns 2. */
+int cli_parse_exchange(const char *cmd, const char *s, int *out);
+
+/* getopt codes of the options optimize and compare share, and their handler: sets the field
+ * of o that option `code` names from arg; returns 0, or 2 after printing the usage error. */
+enum { CLI_OPT_STRATEGY = 1000, CLI_OPT_SEED, CLI_OPT_COST, CLI_OPT_UNIT, CLI_OPT_EXCHANGE };
+int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_options *o);
+
 /* Loads --job FILE (a path or a built-in name) or the default job when path is NULL. */
 int cli_load_job(const char *path, kr_job *job);
 

@@ -111,12 +111,12 @@ static void print_json(const kr_optimize_result *res, int n)
 
 int cmd_compare(int argc, char **argv)
 {
-    enum { O_JOB = 1, O_SUITE, O_OUT, O_STRATEGY, O_SEED, O_COST, O_UNIT, O_NOPIC, O_JSON, O_QUIET };
+    enum { O_JOB = 1, O_SUITE, O_OUT, O_NOPIC, O_JSON, O_QUIET };
     static const struct option opts[] = {
         {"job", required_argument, 0, O_JOB},         {"suite", required_argument, 0, O_SUITE},
-        {"out", required_argument, 0, O_OUT},         {"strategy", required_argument, 0, O_STRATEGY},
-        {"seed", required_argument, 0, O_SEED},       {"cost-model", required_argument, 0, O_COST},
-        {"unit-time", required_argument, 0, O_UNIT},  {"no-pictures", no_argument, 0, O_NOPIC},
+        {"out", required_argument, 0, O_OUT},         {"strategy", required_argument, 0, CLI_OPT_STRATEGY},
+        {"seed", required_argument, 0, CLI_OPT_SEED},       {"cost-model", required_argument, 0, CLI_OPT_COST},
+        {"unit-time", required_argument, 0, CLI_OPT_UNIT},  {"no-pictures", no_argument, 0, O_NOPIC},
         {"json", no_argument, 0, O_JSON},             {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0},
     };
@@ -135,24 +135,11 @@ int cmd_compare(int argc, char **argv)
         case O_JOB: jobpath = optarg; break;
         case O_SUITE: suite = optarg; break;
         case O_OUT: out = optarg; break;
-        case O_STRATEGY:
-            if (kr_strategy_parse(optarg, &o.strategy))
-                return cli_usage_error("compare", "--strategy: expected exhaustive, bo or artifact, found '%s'", optarg);
-            o.strategy_set = 1;
-            break;
-        case O_SEED: {
-            long v;
-            if ((rc = cli_parse_long("compare", "--seed", optarg, 0, 2147483647L, &v)))
-                return rc;
-            o.seed = (unsigned long long)v;
-            break;
-        }
-        case O_COST:
-            if (kr_cost_model_parse(optarg, &o.cost_model))
-                return cli_usage_error("compare", "--cost-model: expected exact or lowtime, found '%s'", optarg);
-            break;
-        case O_UNIT:
-            if ((rc = cli_parse_double("compare", "--unit-time", optarg, 1e-6, 1.0, &o.unit_time_s)))
+        case CLI_OPT_STRATEGY:
+        case CLI_OPT_SEED:
+        case CLI_OPT_COST:
+        case CLI_OPT_UNIT:
+            if ((rc = cli_optimize_option("compare", c, optarg, &o)))
                 return rc;
             break;
         case O_NOPIC: o.pictures = 0; break;

@@ -81,15 +81,15 @@ static void print_table(const kr_optimize_result *r, const char *out)
 
 int cmd_optimize(int argc, char **argv)
 {
-    enum { O_JOB = 1, O_OUT, O_METHODS, O_STRATEGY, O_SEED, O_COST, O_UNIT, O_BACKEND, O_REPLAY, O_LOG, O_NOPIC, O_JSON, O_QUIET, O_EXCH };
+    enum { O_JOB = 1, O_OUT, O_METHODS, O_BACKEND, O_REPLAY, O_LOG, O_NOPIC, O_JSON, O_QUIET };
     static const struct option opts[] = {
         {"job", required_argument, 0, O_JOB},         {"out", required_argument, 0, O_OUT},
-        {"methods", required_argument, 0, O_METHODS}, {"strategy", required_argument, 0, O_STRATEGY},
-        {"seed", required_argument, 0, O_SEED},       {"cost-model", required_argument, 0, O_COST},
-        {"unit-time", required_argument, 0, O_UNIT},  {"backend", required_argument, 0, O_BACKEND},
+        {"methods", required_argument, 0, O_METHODS}, {"strategy", required_argument, 0, CLI_OPT_STRATEGY},
+        {"seed", required_argument, 0, CLI_OPT_SEED},       {"cost-model", required_argument, 0, CLI_OPT_COST},
+        {"unit-time", required_argument, 0, CLI_OPT_UNIT},  {"backend", required_argument, 0, O_BACKEND},
         {"replay", required_argument, 0, O_REPLAY},   {"log", required_argument, 0, O_LOG},
         {"no-pictures", no_argument, 0, O_NOPIC},     {"json", no_argument, 0, O_JSON},
-        {"quiet", no_argument, 0, O_QUIET},           {"exchange", required_argument, 0, O_EXCH},
+        {"quiet", no_argument, 0, O_QUIET},           {"exchange", required_argument, 0, CLI_OPT_EXCHANGE},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -122,24 +122,12 @@ int cmd_optimize(int argc, char **argv)
             }
             break;
         }
-        case O_STRATEGY:
-            if (kr_strategy_parse(optarg, &o.strategy))
-                return cli_usage_error("optimize", "--strategy: expected exhaustive, bo or artifact, found '%s'", optarg);
-            o.strategy_set = 1;
-            break;
-        case O_SEED: {
-            long v;
-            if ((rc = cli_parse_long("optimize", "--seed", optarg, 0, 2147483647L, &v)))
-                return rc;
-            o.seed = (unsigned long long)v;
-            break;
-        }
-        case O_COST:
-            if (kr_cost_model_parse(optarg, &o.cost_model))
-                return cli_usage_error("optimize", "--cost-model: expected exact or lowtime, found '%s'", optarg);
-            break;
-        case O_UNIT:
-            if ((rc = cli_parse_double("optimize", "--unit-time", optarg, 1e-6, 1.0, &o.unit_time_s)))
+        case CLI_OPT_STRATEGY:
+        case CLI_OPT_SEED:
+        case CLI_OPT_COST:
+        case CLI_OPT_UNIT:
+        case CLI_OPT_EXCHANGE:
+            if ((rc = cli_optimize_option("optimize", c, optarg, &o)))
                 return rc;
             break;
         case O_BACKEND: backend = optarg; break;
@@ -152,16 +140,6 @@ int cmd_optimize(int argc, char **argv)
         case O_NOPIC: o.pictures = 0; break;
         case O_JSON: json = 1; break;
         case O_QUIET: quiet = 1; break;
-        case O_EXCH:
-            if (strcmp(optarg, "off") == 0)
-                o.exchange = -1;
-            else if (strcmp(optarg, "on") == 0)
-                o.exchange = 1;
-            else if (strcmp(optarg, "auto") == 0)
-                o.exchange = 0;
-            else
-                return cli_usage_error("optimize", "--exchange: expected off, on or auto, found '%s'", optarg);
-            break;
         default: return cli_usage_error("optimize", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }

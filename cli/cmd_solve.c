@@ -123,14 +123,8 @@ int cmd_solve(int argc, char **argv)
     kr_solver_config_default(&cfg);
     if (kr_cost_model_parse(model, &cfg.cost_model))
         return cli_usage_error("solve", "--cost-model: expected exact or lowtime, found '%s'", model);
-    if (strcmp(exch, "auto") == 0)
-        cfg.exchange = 0;
-    else if (strcmp(exch, "on") == 0)
-        cfg.exchange = 1;
-    else if (strcmp(exch, "off") == 0)
-        cfg.exchange = -1;
-    else
-        return cli_usage_error("solve", "--exchange: expected auto, on or off, found '%s'", exch);
+    if ((rc = cli_parse_exchange("solve", exch, &cfg.exchange)))
+        return rc;
     kr_schedule sch = KR_SCHEDULE_1F1B;
     if (schedule && kr_schedule_parse(schedule, &sch))
         return cli_usage_error("solve", "--schedule: expected 1f1b, gpipe or interleaved-1f1b, found '%s'", schedule);
