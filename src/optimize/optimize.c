@@ -98,8 +98,8 @@ typedef struct variant_state {
     kr_options opts;          /* composed options (owned) */
     int have_opts;
     kr_dag dag;               /* pipeline DAG with p2p lags (owned) */
-    kr_dag dag0;              /* the same without lags (lowtime mode) */
-    int have_dag;
+    kr_dag dag0;              /* the same without lags, lowtime cost model only (owned) */
+    int have_dag, have_dag0;
 } variant_state;
 
 typedef struct run {
@@ -171,14 +171,16 @@ static int prepare_variant(run *r, kr_variant var)
     double lags[KR_MAX_STAGES];
     for (int s = 0; s < job->pp; s++)
         lags[s] = kr_pipesim_p2p_time(job, s);
-    if ((rc = kr_dag_pipeline(job->schedule, job->pp, job->num_microbatches, job->virtual_stages, lags, &vs->dag,
-                              r->err)) ||
-        (rc = kr_dag_pipeline(job->schedule, job->pp, job->num_microbatches, job->virtual_stages, NULL, &vs->dag0,
-                              r->err))) {
-        kr_dag_free(&vs->dag);
+    if (kr_dag_pipeline(job->schedule, job->pp, job->num_microbatches, job->virtual_stages, lags, &vs->dag, r->err))
         return kr_error_prefix(r->err, "pipeline DAG");
-    }
     vs->have_dag = 1;
+    /* lowtime has no edge lags: it solves on the DAG without them. */
+    if (r->o->cost_model == KR_COST_LOWTIME) {
+        if (kr_dag_pipeline(job->schedule, job->pp, job->num_microbatches, job->virtual_stages, NULL, &vs->dag0,
+                            r->err))
+            return kr_error_prefix(r->err, "pipeline DAG");
+        vs->have_dag0 = 1;
+    }
     r->out->compose_s += kr__now_s() - t0;
     if (r->o->out_dir) {
         char dir[4200], path[4400], name[64];
@@ -197,16 +199,22 @@ static int prepare_variant(run *r, kr_variant var)
     return KR_OK;
 }
 
+/* The DAG the solver works on (and its plans are built from) under the run's cost model. */
+static const kr_dag *solve_dag(const variant_state *vs)
+{
+    return vs->have_dag0 ? &vs->dag0 : &vs->dag;
+}
+
 static void free_variant(variant_state *vs)
 {
     if (vs->res)
         kr_search_results_free(vs->res, vs->nres);
     if (vs->have_opts)
         kr_options_free(&vs->opts);
-    if (vs->have_dag) {
+    if (vs->have_dag)
         kr_dag_free(&vs->dag);
+    if (vs->have_dag0)
         kr_dag_free(&vs->dag0);
-    }
     memset(vs, 0, sizeof *vs);
 }
 
@@ -268,6 +276,17 @@ static int max_clock_plan(run *r, kr_method m, variant_state *vs, kr_plan *plan,
     return KR_OK;
 }
 
+/* The plans whose timeline is drawn: each method's fastest (max-clock for single-plan methods)
+ * and Kareus's most frugal. */
+static const char *const timeline_labels[] = {"max-clock", "fastest", "frugal"};
+
+static int draws_timeline(kr_method m, const char *label)
+{
+    if (strcmp(label, "frugal") == 0)
+        return m == KR_METHOD_KAREUS;
+    return strcmp(label, kr_method_is_point(m) ? "max-clock" : "fastest") == 0;
+}
+
 /* Writes, simulates and records one plan of method m. */
 static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state *vs, int step, const char *label,
                     kr_plan *given)
@@ -291,8 +310,7 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
     if (given) {
         plan = *given; /* ownership moves here */
     } else {
-        const kr_dag *dag = r->o->cost_model == KR_COST_LOWTIME ? &vs->dag0 : &vs->dag;
-        if ((rc = kr_solve_plan(f, dag, &vs->opts, step, r->job, &plan, r->err)))
+        if ((rc = kr_solve_plan(f, solve_dag(vs), &vs->opts, step, r->job, &plan, r->err)))
             return rc;
         kr__strlcpy(plan.method, kr_method_slug(m), sizeof plan.method);
         kr__strlcpy(plan.variant, kr_variant_name(kr_method_variant(m)), sizeof plan.variant);
@@ -325,8 +343,7 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
             return rc;
         }
         kr__strlcpy(p->file, rel, sizeof p->file);
-        if (r->o->pictures && (strcmp(label, "fastest") == 0 || strcmp(label, "max-clock") == 0 ||
-                               (m == KR_METHOD_KAREUS && strcmp(label, "frugal") == 0))) {
+        if (r->o->pictures && draws_timeline(m, label)) {
             char title[160];
             snprintf(title, sizeof title, "%s — %s plan (simulated)", kr_method_name(m), label);
             snprintf(rel, sizeof rel, "timeline-%s-%s.svg", kr_method_slug(m), label);
@@ -386,20 +403,18 @@ static int run_method(run *r, kr_method m)
         mr->fastest = mr->frugal = mr->ten[0] = rc;
         mr->nten = 1;
         return KR_OK;
-    } else {
-        kr_solver_config cfg;
-        kr_solver_config_default(&cfg);
-        cfg.cost_model = r->o->cost_model;
-        cfg.unit_time_s = r->o->unit_time_s;
-        cfg.static_power_w = r->job->static_power_w;
-        cfg.gpus_per_stage = kr_job_gpus_per_stage(r->job);
-        cfg.exchange = r->o->exchange;
-        progress(r, "solve", "%s frontier (%s cost model, unit %g ms)", kr_method_name(m),
-                 kr_cost_model_name(cfg.cost_model), 1e3 * cfg.unit_time_s);
-        const kr_dag *dag = cfg.cost_model == KR_COST_LOWTIME ? &vs->dag0 : &vs->dag;
-        if ((rc = kr_solve(dag, &vs->opts, &cfg, &f, r->err)))
-            return kr_error_prefix(r->err, "solve (%s)", kr_method_name(m));
     }
+    kr_solver_config cfg;
+    kr_solver_config_default(&cfg);
+    cfg.cost_model = r->o->cost_model;
+    cfg.unit_time_s = r->o->unit_time_s;
+    cfg.static_power_w = r->job->static_power_w;
+    cfg.gpus_per_stage = kr_job_gpus_per_stage(r->job);
+    cfg.exchange = r->o->exchange;
+    progress(r, "solve", "%s frontier (%s cost model, unit %g ms)", kr_method_name(m),
+             kr_cost_model_name(cfg.cost_model), 1e3 * cfg.unit_time_s);
+    if ((rc = kr_solve(solve_dag(vs), &vs->opts, &cfg, &f, r->err)))
+        return kr_error_prefix(r->err, "solve (%s)", kr_method_name(m));
     mr->solve_s = kr__now_s() - t0;
     r->out->solve_s += mr->solve_s;
     mr->nsteps = f.nsteps;
@@ -758,12 +773,13 @@ static int write_summary(run *r)
             const kr_method_result *mr = &o->m[m];
             if (!mr->enabled)
                 continue;
-            const char *labels[2] = {kr_method_is_point((kr_method)m) ? "max-clock" : "fastest",
-                                     m == KR_METHOD_KAREUS ? "frugal" : NULL};
-            for (int k = 0; k < 2 && labels[k]; k++) {
+            for (size_t k = 0; k < KR_ARRAY_LEN(timeline_labels); k++) {
+                const char *label = timeline_labels[k];
+                if (!draws_timeline((kr_method)m, label))
+                    continue;
                 char file[128], title[160];
-                snprintf(file, sizeof file, "timeline-%s-%s.svg", kr_method_slug((kr_method)m), labels[k]);
-                snprintf(title, sizeof title, "%s, %s plan", kr_method_name((kr_method)m), labels[k]);
+                snprintf(file, sizeof file, "timeline-%s-%s.svg", kr_method_slug((kr_method)m), label);
+                snprintf(title, sizeof title, "%s, %s plan", kr_method_name((kr_method)m), label);
                 json_t *t = json_object();
                 json_object_set_new(t, "title", json_string(title));
                 json_object_set_new(t, "file", json_string(file));

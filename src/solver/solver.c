@@ -820,8 +820,9 @@ static void ex_relax(solver *sv)
     }
 }
 
-/* Real-time critical path of the knobs in sv->knob; fills rt (durations) and res (starts). */
-static double knob_cpm(solver *sv)
+/* Real-time critical path of the knobs in sv->knob; fills rt (durations), res (starts) and,
+ * when lf is not NULL, the latest finishes. */
+static double knob_cpm_lf(solver *sv, double *lf)
 {
     const kr_dag *dag = sv->dag;
     for (int v = 0; v < sv->n; v++) {
@@ -830,8 +831,13 @@ static double knob_cpm(solver *sv)
             sv->rt[v] = sv->groups[sv->gidx[v]].set->opt[sv->knob[v]].time_s;
     }
     double span;
-    kr_dag_cpm(dag, sv->rt, sv->res, NULL, &span, NULL);
+    kr_dag_cpm(dag, sv->rt, sv->res, lf, &span, NULL);
     return span;
+}
+
+static double knob_cpm(solver *sv)
+{
+    return knob_cpm_lf(sv, NULL);
 }
 
 /*
@@ -1204,8 +1210,7 @@ static void window_sweep(solver *sv, double budget)
 {
     const kr_dag *dag = sv->dag;
     int n = sv->n;
-    double span = knob_cpm(sv);
-    kr_dag_cpm(dag, sv->rt, sv->res, sv->rlf, &span, NULL);
+    double span = knob_cpm_lf(sv, sv->rlf);
     for (int v = 0; v < n; v++)
         sv->crit[v] = v >= 2 && sv->rlf[v] - sv->res[v] - sv->rt[v] <= 1e-9 * (1 + span);
     for (int u = 2; u < n; u++) {
