@@ -46,7 +46,7 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const bench_case *c = &cases[i];
         char path[512];
-        snprintf(path, sizeof path, "%s/golden/lowtime/opts_S%d.csv", KR_SHARED_DIR, c->stages);
+        snprintf(path, sizeof path, "%s/golden/lowtime/opts_S%d.csv", KR_TESTDATA_DIR, c->stages);
         kr_error e = {0};
         kr_options o;
         if (kr_options_read_csv(path, c->stages, 1, &o, &e)) {

@@ -11,7 +11,7 @@ static void golden_csv_loads(void **state)
     (void)state;
     kr_options o;
     kr_error e = {0};
-    assert_int_equal(kr_options_read_csv(KR_SHARED_DIR "/golden/lowtime/opts_S4.csv", 0, 0, &o, &e), KR_OK);
+    assert_int_equal(kr_options_read_csv(KR_TESTDATA_DIR "/golden/lowtime/opts_S4.csv", 0, 0, &o, &e), KR_OK);
     assert_int_equal(o.num_stages, 4);
     assert_int_equal(o.virtual_stages, 1);
     const kr_option_set *s = kr_options_get(&o, 3, KR_INSTR_BACKWARD, 0);

@@ -9,7 +9,7 @@
 #include "solver/solver_int.h"
 #include "util/util.h"
 
-#define GOLDEN KR_SHARED_DIR "/golden/lowtime"
+#define GOLDEN KR_TESTDATA_DIR "/golden/lowtime"
 
 static void load_opts(int stages, kr_options *o)
 {

@@ -4,7 +4,7 @@
 # input (missing column, stage out of range, NaN/negative energy, non-positive time or unit,
 # an instruction with no options, unknown rules).
 . "$(dirname "$0")/lib.sh"
-G="$KR_SHARED_DIR/golden/lowtime"
+G="$KR_TESTDATA_DIR/golden/lowtime"
 
 # Lowtime mode reproduces the golden frontier's quantized times (512 steps at 1 ms).
 expect_exit 0 "lowtime frontier: 512 steps" -- solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8 \
