@@ -63,9 +63,9 @@ static void every_constant_has_a_labelled_source(void **state)
         for (int i = 0; i < KR_GPU_NPARAMS; i++) {
             const char *s = g.source[i];
             size_t n = strlen(s);
-            if (n < 4 || (strncmp(s, "M: ", 3) && strncmp(s, "D: ", 3) && strncmp(s, "E: ", 3)) ||
+            if (n < 4 || (strncmp(s, "M: ", 3) && strncmp(s, "D: ", 3) && strncmp(s, "E: ", 3) && strncmp(s, "F: ", 3)) ||
                 n >= KR_SOURCE_MAX - 1 || !isfinite(kr_gpu_param_value(&g, i)) || kr_gpu_param_value(&g, i) <= 0) {
-                print_error("%s.%s = %g: source '%s' (need an M:/D:/E: label, < %d chars, a positive value)\n",
+                print_error("%s.%s = %g: source '%s' (need an M:/D:/E:/F: label, < %d chars, a positive value)\n",
                             g.name, kr_gpu_param(i)->field, kr_gpu_param_value(&g, i), s, KR_SOURCE_MAX - 1);
                 fail();
             }
@@ -119,8 +119,8 @@ static void measure_basic_and_deterministic(void **state)
     kr_config c = {1410, 24, 0};
     assert_int_equal(kr_sim_partition(&job, p, &c, &r, &e), KR_OK);
     assert_true(r.time_s == a.time_s && r.energy_j == a.energy_j);
-    /* Power never below static, never above TDP. */
-    assert_true(r.max_power_w <= job.gpu.tdp_w + 1e-9 && r.energy_j / r.time_s >= job.gpu.static_w);
+    /* Power never below the floor, never above TDP. */
+    assert_true(r.max_power_w <= job.gpu.tdp_w + 1e-9 && r.energy_j / r.time_s >= r.floor_w);
     free(set);
 }
 
@@ -189,7 +189,9 @@ static void check_time_vs_clock(const kr_job *job, const kr_partition *p, const 
             for (int ci = 1; ci < n; ci++) {
                 kr_measurement hi = measure(job, p, clocks[ci - 1], sl->v[s], slot);
                 kr_measurement lo = measure(job, p, clocks[ci], sl->v[s], slot);
-                if (hi.time_s > lo.time_s * (1 + 1e-12)) {
+                /* Overlapped work may be a hair faster at a lower clock: a slower comm kernel
+                 * takes less HBM bandwidth from the op it overlaps. Allow 0.1 %. */
+                if (hi.time_s > lo.time_s * (1 + 1e-3)) {
                     print_error("%s %s sms=%d slot=%d: %.9g s at %d MHz > %.9g s at %d MHz\n", job->gpu.name, p->key,
                                 sl->v[s], slot, hi.time_s, clocks[ci - 1], lo.time_s, clocks[ci]);
                     fail();
@@ -375,7 +377,8 @@ static void variants_launch_where_they_should(void **state)
                 assert_int_equal(kr_sim_partition(&job, p, &c, &r, &e), KR_OK);
                 if (v == KR_VARIANT_SEQUENTIAL) {
                     /* compute, then the collective */
-                    assert_true(r.comm_start_s == r.compute_end_s && r.comm_end_s == r.time_s);
+                    assert_true(r.comm_start_s == r.compute_end_s);
+                    KR_ASSERT_CLOSE(r.time_s, r.comm_end_s + r.skew_s + (r.dispatch_s > 0 ? 0 : 0), 1e-9);
                 } else {
                     assert_true(r.comm_start_s == 0.0 && r.comm_end_s <= r.time_s);
                 }
@@ -473,7 +476,8 @@ static void timeline_is_consistent(void **state)
                 for (int i = 0; i < tl->nsegments; i++) {
                     const kr_sim_segment *s = &tl->segments[i];
                     assert_true(s->start_s == t && s->end_s >= s->start_s);
-                    assert_true(s->power_w >= job.gpu.static_w && s->power_w <= job.gpu.tdp_w + 1e-9);
+                    assert_true(s->power_w >= kr_sim_floor_power_w(&job.gpu, s->f_eff_mhz) - 1e-9 &&
+                                s->power_w <= job.gpu.tdp_w + 1e-9);
                     energy += s->power_w * (s->end_s - s->start_s);
                     t = s->end_s;
                 }
@@ -484,7 +488,7 @@ static void timeline_is_consistent(void **state)
                 for (int i = 0; i < tl->nevents; i++) {
                     const kr_sim_event *ev = &tl->events[i];
                     assert_true(ev->start_s >= 0 && ev->end_s <= tl->result.time_s && ev->end_s > ev->start_s);
-                    assert_true(ev->power_w >= job.gpu.static_w);
+                    assert_true(ev->power_w >= kr_sim_floor_power_w(&job.gpu, job.gpu.plan_min_mhz) - 1e-9);
                     if (ev->stream == KR_SIM_STREAM_COMPUTE) {
                         assert_string_equal(ev->name, p->ops[ncompute].name);
                         assert_true(ev->start_s == prev_end);
@@ -634,11 +638,11 @@ static void device_energy_counter_and_clock_log(void **state)
     KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w, 1e-12);
     assert_int_equal(kr_backend_get_clock(b, 0, &cur, &lo, &hi), KR_OK);
     assert_true(cur == 210 && lo == 0 && hi == 0);
-    /* Locked: static power (activity 0). */
+    /* Locked: the floor power at the locked clock (activity 0). */
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_OK);
     clk.t = 115.0;
     assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
-    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * job.gpu.static_w, 1e-12);
+    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * kr_sim_floor_power_w(&job.gpu, 1200), 1e-12);
     assert_int_equal(kr_backend_get_clock(b, 0, &cur, &lo, &hi), KR_OK);
     assert_true(cur == 1200 && lo == 1200 && hi == 1200);
     /* Fully active at 1410 MHz: a big GEMM's power, capped at TDP. */
@@ -649,11 +653,11 @@ static void device_energy_counter_and_clock_log(void **state)
     assert_int_equal(kr_backend_set_clock(b, 0, 900, 900), KR_OK);
     double p900;
     assert_int_equal(kr_backend_read_power(b, 0, &p900), KR_OK);
-    assert_true(p900 > job.gpu.static_w && p900 < p);
+    assert_true(p900 > kr_sim_floor_power_w(&job.gpu, 900) && p900 < p);
     clk.t = 117.0;
     assert_int_equal(kr_backend_reset_clock(b, 0), KR_OK);
     assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
-    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * job.gpu.static_w + 2 * p900, 1e-12);
+    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * kr_sim_floor_power_w(&job.gpu, 1200) + 2 * p900, 1e-12);
     /* A time source stepping back adds nothing, and nothing is counted twice afterwards. */
     double before = en;
     clk.t = 116.0;

@@ -62,7 +62,7 @@ static double device_power(const sim_backend *s, const sim_dev *d)
     op.gemms = 1;
     op.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
     op.bytes = 2.0 * 3.0 * 8192.0 * 8192.0;
-    kr__sim_mix mix = {&op, (int)g->sm_count, NULL, 0};
+    kr__sim_mix mix = {&op, (int)g->sm_count, NULL, 0, 0};
     kr__sim_rates r;
     kr__sim_throttle(&s->sg, &mix, d->locked_max / 1000.0, &r);
     return floor_w + d->activity * (r.power_w - floor_w);

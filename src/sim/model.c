@@ -206,7 +206,7 @@ void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim
             double sms = (double)m->op_sms;
             if (is_tensor(m->op->kind)) {
                 t_peak = m->op->flops / (sms * sg->tensor_rate * f);
-                t_c = t_peak / op_eff(sg, m->op, sms);
+                t_c = t_peak / (m->op_eff > 0 ? m->op_eff : op_eff(sg, m->op, sms));
             } else {
                 t_c = m->op->flops / (sms * sg->vec_rate * f);
             }
@@ -262,12 +262,16 @@ void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim
         u_sm += m->comm->units / sg->n_sm * g->comm_activity;
     double u_mem = KR_MIN(1.0, used_Bps / sg->hbm_Bps);
     double v = kr__sim_volt(sg, f);
-    out->floor_w = kr__sim_floor(sg, f);
+    out->floor_w = g->floor_const_w + (g->static_w - g->floor_const_w) * (f * v * v / sg->fv2_max);
     out->power_w = out->floor_w + g->mem_power_w * u_mem + g->dyn_coeff_w * f * v * v * u_sm;
 }
 
-double kr__sim_throttle(const kr__sim_gpu *sg, const kr__sim_mix *m, double f_req, kr__sim_rates *r)
+double kr__sim_throttle(const kr__sim_gpu *sg, const kr__sim_mix *m0, double f_req, kr__sim_rates *r)
 {
+    kr__sim_mix mm = *m0; /* the op's efficiency does not depend on the clock: once per mix */
+    if (mm.op && is_tensor(mm.op->kind) && mm.op_sms > 0 && mm.op_eff <= 0)
+        mm.op_eff = op_eff(sg, mm.op, (double)mm.op_sms);
+    const kr__sim_mix *m = &mm;
     double tdp = sg->g->tdp_w;
     kr__sim_eval(sg, m, f_req, r);
     if (r->power_w <= tdp)
@@ -374,7 +378,7 @@ int kr_sim_collective_kernel(const kr_gpu *gpu, const kr_cluster *cluster, const
         return KR_OK;
     }
     /* The latency phase moves no bytes; the time and power reported are the bytes phase's. */
-    kr__sim_mix m = {NULL, 0, &cm, 1};
+    kr__sim_mix m = {NULL, 0, &cm, 1, 0};
     kr__sim_rates mov;
     double f = kr__sim_throttle(&sg, &m, freq_mhz / 1000.0, &mov);
     out->time_s = cm.alpha_s + cm.bus_bytes / mov.bus_Bps;
@@ -394,7 +398,7 @@ static void kernel_alone(const kr_gpu *gpu, const kr_op *op, int sms, double fre
 {
     kr__sim_gpu sg;
     kr__sim_gpu_init(&sg, gpu);
-    kr__sim_mix mix = {op, sms, NULL, 0};
+    kr__sim_mix mix = {op, sms, NULL, 0, 0};
     kr__sim_rates r;
     double f = kr__sim_throttle(&sg, &mix, freq_mhz / 1000.0, &r);
     out->time_s = gpu->launch_s + r.op_time_s;
@@ -484,7 +488,7 @@ double kr_sim_derive_dyn_coeff(const kr_gpu *gpu, double tflops)
     op.gemms = 1;
     op.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
     op.bytes = 2.0 * 3.0 * 8192.0 * 8192.0;
-    kr__sim_mix mix = {&op, (int)g.sm_count, NULL, 0};
+    kr__sim_mix mix = {&op, (int)g.sm_count, NULL, 0, 0};
     kr__sim_rates r;
     kr__sim_eval(&sg, &mix, f, &r);
     double per_c = r.power_w - r.floor_w - g.mem_power_w * KR_MIN(1.0, op.bytes / r.op_time_s / sg.hbm_Bps);

@@ -112,6 +112,7 @@ static void run_streams(pass *ps, trace *tr)
         mix.op_sms = comm_on ? n_sm - cm->sms : n_sm;
         mix.comm = comm_on ? cm : NULL;
         mix.comm_moving = cs == COMM_MOVING;
+        mix.op_eff = 0;
         kr__sim_rates r;
         double f = kr__sim_throttle(ps->sg, &mix, ps->f_req, &r);
         double dt_op = in_launch ? launch_left : op_on ? left * r.op_time_s : INFINITY;
@@ -239,7 +240,7 @@ static int simulate(const kr_job *job, const kr_partition *p, const kr_config *c
     /* Phases where the GPU holds its clock and draws the floor: the host still dispatching,
      * then the wait for the slowest rank of the collective's group. */
     kr__sim_rates idle;
-    kr__sim_mix none = {NULL, (int)job->gpu.sm_count, NULL, 0};
+    kr__sim_mix none = {NULL, (int)job->gpu.sm_count, NULL, 0, 0};
     kr__sim_throttle(&sg, &none, ps.f_req, &idle);
     double host_wait = host_bound ? KR_MAX(0.0, host_total - ps.t) : 0.0;
     res->dispatch_s = ps.dispatch + host_wait;

@@ -65,6 +65,7 @@ typedef struct kr__sim_mix {
     int op_sms;               /* SMs the op may use (all, or all minus the comm's). */
     const kr__sim_comm *comm; /* Resident comm kernel, or NULL. */
     int comm_moving;          /* 1 in the comm's bytes phase, 0 in its latency phase. */
+    double op_eff;            /* The op's efficiency on op_sms SMs, or 0: computed when needed. */
 } kr__sim_mix;
 
 /* The mix evaluated at one clock. */

@@ -131,7 +131,7 @@ typedef struct gpu_entry {
 #define A100_FLOOR_CONST 53.015
 #define HOST_OP_S 30e-6
 #define FIT_A100_TUNED_CTA 6.8510e9
-#define FIT_A100_TUNED_CAP 0.20141
+#define FIT_A100_TUNED_CAP 1.0
 #define FIT_A100_COMM_EXP 0.65564
 #define FIT_A100_VMAX 1.10
 #define H100_FLOOR_CONST 86.297
