@@ -13,7 +13,7 @@
 #include "cli.h"
 
 static const char check_usage[] =
-    "usage: kareus sim check --data CALIB.json [--gpu FILE] [--fold all|odd|even] [--json]\n\n"
+    "usage: kareus sim check --data CALIB.json [--gpu FILE] [--fold all|odd|even] [--rows OUT.csv] [--json]\n\n"
     "Predicts every measured row of a calibration set (a kareus.calib manifest: job, partition,\n"
     "CSV files in the Kareus artifact's energy_results.csv layout, the clock of each) and prints,\n"
     "per clock: median and 90th-percentile relative error of time, energy and average power,\n"
@@ -22,6 +22,7 @@ static const char check_usage[] =
     "  --data FILE   the manifest (e.g. tests/data/calibration/a100-attn-tp2/calib.json)\n"
     "  --gpu FILE    predict with this GPU entry (e.g. from kareus calibrate) instead of the job's\n"
     "  --fold F      rows to use: all (default), odd or even CTA counts\n"
+    "  --rows FILE   also write every row, measured and predicted, with where the time goes (CSV)\n"
     "  --json        machine-readable output\n";
 
 static const char calib_usage[] =
@@ -107,14 +108,16 @@ static int sim_check(int argc, char **argv)
 {
     static const struct option opts[] = {{"data", required_argument, NULL, 'd'}, {"gpu", required_argument, NULL, 'g'},
                                          {"fold", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
-    const char *data = NULL, *gpu_file = NULL;
+                                         {"rows", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *data = NULL, *gpu_file = NULL, *rows = NULL;
     int fold = KR_CALIB_ALL, json = 0, ch, rc;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'd': data = optarg; break;
         case 'g': gpu_file = optarg; break;
+        case 'r': rows = optarg; break;
         case 'f':
             if ((rc = parse_fold("sim check", optarg, &fold)))
                 return rc;
@@ -141,6 +144,8 @@ static int sim_check(int argc, char **argv)
     }
     kr_sim_calib_report rep;
     rc = kr_sim_calib_check(cs, gpu_file ? gpu : NULL, fold, &rep, &err);
+    if (rc == KR_OK && rows)
+        rc = kr_sim_calib_write_rows(cs, gpu_file ? gpu : NULL, rows, &err);
     if (rc == KR_OK) {
         if (json) {
             json_t *o = json_object();

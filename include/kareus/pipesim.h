@@ -45,7 +45,9 @@ typedef struct kr_pipe_input {
     int microbatches;           /* Microbatches M. */
     int virtual_stages;         /* Chunks per stage V (1 unless interleaved). */
     int gpus_per_stage;         /* GPUs each stage runs on (tp·cp·dp). */
-    double static_power_w;      /* Power of a GPU that waits. */
+    double static_power_w;      /* Power of a GPU that waits (when gpu is NULL). */
+    const kr_gpu *gpu;          /* If set, a waiting GPU draws the floor power at the clock it
+                                   holds (its previous instruction's; kr_sim_floor_power_w). */
     double p2p_time_s[KR_MAX_STAGES]; /* Transfer time between stage s and s+1 (either direction). */
     int ninstr[KR_MAX_STAGES];  /* Instructions of each stage (2·M·V). */
     kr_pipe_instr *instr[KR_MAX_STAGES]; /* Each stage's instructions in execution order. */

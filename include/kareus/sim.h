@@ -22,6 +22,8 @@
 #ifndef KAREUS_SIM_H
 #define KAREUS_SIM_H
 
+#include <jansson.h>
+
 #include "kareus/backend.h"
 #include "kareus/job.h"
 #include "kareus/partition.h"
@@ -338,6 +340,15 @@ void kr_sim_calib_free(kr_sim_calib *cs);
 int kr_sim_calib_predict(const kr_sim_calib *cs, const kr_gpu *gpu, int i, kr_sim_result *out, kr_error *err);
 
 /* Prediction errors per clock, ratios between clocks and rank agreement, on the rows of fold. */
+/* The result as a JSON object (time, energy, effective energy at static_power_w, streams, the
+ * floor and work energy, dispatch/sync/skew time, the comm kernel, its SMs and HBM bytes).
+ * NULL when out of memory; the caller owns the reference. */
+json_t *kr_sim_result_json(const kr_sim_result *r, double static_power_w);
+
+/* Writes every row of cs with its prediction on gpu (NULL: the job's) and where the time goes,
+ * as CSV (atomic). KR_EIO, KR_ENOMEM, or a prediction's error. */
+int kr_sim_calib_write_rows(const kr_sim_calib *cs, const kr_gpu *gpu, const char *path, kr_error *err);
+
 int kr_sim_calib_check(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, kr_sim_calib_report *rep,
                        kr_error *err);
 

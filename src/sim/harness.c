@@ -259,6 +259,29 @@ int kr_sim_calib_predict(const kr_sim_calib *cs, const kr_gpu *gpu, int i, kr_si
     return kr__sim_partition_run(&job, &cs->part, &c, &run, out, NULL, err);
 }
 
+int kr_sim_calib_write_rows(const kr_sim_calib *cs, const kr_gpu *gpu, const char *path, kr_error *err)
+{
+    kr__sb sb = {0};
+    kr__sb_puts(&sb, "line,clock_mhz,overlap_start,overlap_end,ctas,block,time_s,energy_j,pred_time_s,pred_energy_j,"
+                     "pred_compute_end_s,pred_comm_start_s,pred_comm_end_s,pred_floor_energy_j,pred_dispatch_s,"
+                     "pred_skew_s\n");
+    for (int i = 0; i < cs->n; i++) {
+        kr_sim_result r;
+        int rc = kr_sim_calib_predict(cs, gpu, i, &r, err);
+        if (rc) {
+            kr__sb_free(&sb);
+            return rc;
+        }
+        const kr_sim_calib_row *w = &cs->rows[i];
+        kr__sb_printf(&sb, "%d,%g,%d,%d,%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", w->line,
+                      w->clock_mhz, w->start, w->end, w->ctas, w->block, w->time_s, w->energy_j, r.time_s, r.energy_j,
+                      r.compute_end_s, r.comm_start_s, r.comm_end_s, r.floor_energy_j, r.dispatch_s, r.skew_s);
+    }
+    int rc = kr__sb_write_atomic(&sb, path, err);
+    kr__sb_free(&sb);
+    return rc;
+}
+
 /* ---- summary ------------------------------------------------------------------------------ */
 
 static double quantile(double *v, int n, double q)
