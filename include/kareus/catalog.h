@@ -71,7 +71,8 @@ extern "C" {
     X(tuned_cta_Bps, "B/s", "tuned comm kernel: bus bandwidth of one 1024-thread CTA at clock_max_mhz") \
     X(tuned_cap_frac, "", "tuned comm kernel: saturation bus bandwidth as a fraction of the link peak") \
     X(comm_clock_exp, "", "tuned comm kernel: per-CTA bandwidth scales as (f/f_max)^comm_clock_exp") \
-    X(nccl_hbm_factor, "", "NCCL all-reduce HBM bytes per GPU per buffer byte (FIFO staging)")
+    X(nccl_hbm_factor, "", "NCCL all-reduce HBM bytes per GPU per buffer byte (FIFO staging)")  \
+    X(attn_activity, "", "SM power activity of flash attention at attn_eff, relative to a GEMM at gemm_eff")
 
 enum {
 #define KR_GPU_ENUM_(f, u, d) KR_GPU_P_##f,

@@ -495,15 +495,15 @@ done:
 
 /* ---- fit ---------------------------------------------------------------------------------- */
 
-enum { FIT_VMAX, FIT_ATTN, FIT_CTA, FIT_CAP, FIT_EXP, FIT_N };
+enum { FIT_VMAX, FIT_ATTN, FIT_CTA, FIT_CAP, FIT_EXP, FIT_ACT, FIT_N };
 
-static const int fit_param[FIT_N] = {KR_GPU_P_v_max, KR_GPU_P_attn_eff, KR_GPU_P_tuned_cta_Bps, KR_GPU_P_tuned_cap_frac,
-                                     KR_GPU_P_comm_clock_exp};
+static const int fit_param[FIT_N] = {KR_GPU_P_v_max,          KR_GPU_P_attn_eff,        KR_GPU_P_tuned_cta_Bps,
+                                     KR_GPU_P_tuned_cap_frac, KR_GPU_P_comm_clock_exp, KR_GPU_P_attn_activity};
 
 /* Physical bounds of each fitted constant: the fit searches inside them (logistic transform),
  * so a poor model shows as a poor fit instead of as an unphysical constant. */
-static const double fit_lo[FIT_N] = {0.76, 0.15, 1e9, 0.05, 0.0};
-static const double fit_hi[FIT_N] = {1.10, 0.80, 60e9, 1.0, 1.5};
+static const double fit_lo[FIT_N] = {0.76, 0.15, 1e9, 0.05, 0.0, 0.2};
+static const double fit_hi[FIT_N] = {1.10, 0.80, 60e9, 1.0, 1.5, 1.0};
 
 static double to_param(int k, double x)
 {

@@ -41,8 +41,9 @@
  *             kernel; static_w is the floor measured at the top clock while blocked in a recv)
  *     u_mem = HBM bytes/s used / (hbm_bw·mem_eff)              (≤ 1)
  *     u_sm  = (n/N) · a_op + (u/N) · comm_activity
- *     a_op  = a_m + (1 − a_m) · (achieved FLOP rate / per-clock tensor peak of its n SMs) for
- *             tensor ops (power from the work actually done), a_m = sm_activity_membound else
+ *     a_op  = a_m + (1 − a_m) · achieved/(gemm_eff · peak) for GEMMs, a_m + (1 − a_m) ·
+ *             attn_activity · achieved/(attn_eff · peak) for attention (power from the work
+ *             actually done), a_m = sm_activity_membound for memory-bound ops
  *     V(f)  = v_min up to v_floor, then v_min + (v_max − v_min) · x^v_exp,
  *             x = (f − v_floor)/(f_max − v_floor); v_max is the *loaded* voltage at f_max.
  *   The same P_floor is the power of a GPU waiting in a pipeline bubble (pipesim.c) and of a
@@ -157,14 +158,6 @@ static int is_tensor(kr_op_kind k)
     return k == KR_OP_GEMM || k == KR_OP_ATTN;
 }
 
-/* The efficiency a tensor kernel reaches when nothing idles its SMs. */
-static double nominal_eff(const kr_gpu *g, const kr_op *op)
-{
-    if (op->kind == KR_OP_ATTN)
-        return op->backward ? g->attn_bwd_eff : g->attn_eff;
-    return g->gemm_eff;
-}
-
 /* Achievable fraction of the per-clock peak for op on `sms` SMs. */
 static double op_eff(const kr__sim_gpu *sg, const kr_op *op, double sms)
 {
@@ -247,12 +240,17 @@ void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim
             body = KR_MAX(body, bytes / g_op);
         if (m->comm && is_tensor(m->op->kind))
             body *= 1.0 + g->kappa_tensor;
-        /* Power from the work done: a tensor op at its kernel's nominal efficiency (gemm_eff,
-         * attn_eff) keeps every SM busy; tiles and waves that leave SMs idle, a small K, HBM
-         * stalls and interference lower the activity in proportion. */
+        /* Power from the work done: a GEMM's activity is its achieved tensor throughput relative
+         * to the best GEMM's (gemm_eff of the per-clock peak), so tiles and waves that leave SMs
+         * idle, a small K, HBM stalls and interference lower it in proportion; attention's is
+         * attn_activity (its tensor and softmax work at its own efficiency, fitted) scaled the
+         * same way. */
         double am = g->sm_activity_membound, act = am;
-        if (is_tensor(m->op->kind) && body > 0)
-            act = am + (1.0 - am) * KR_MIN(1.0, t_peak / (nominal_eff(g, m->op) * body));
+        if (m->op->kind == KR_OP_GEMM && body > 0)
+            act = am + (1.0 - am) * KR_MIN(1.0, t_peak / (g->gemm_eff * body));
+        else if (m->op->kind == KR_OP_ATTN && body > 0)
+            act = am + (1.0 - am) * g->attn_activity *
+                           KR_MIN(1.0, t_peak / ((m->op->backward ? g->attn_bwd_eff : g->attn_eff) * body));
         u_sm += (double)m->op_sms / sg->n_sm * act;
         if (body > 0)
             used_Bps += bytes / body;

@@ -78,8 +78,8 @@ typedef struct gpu_entry {
  * value for which the simulator's random-data 8192^3 BF16 GEMM at the max clock draws exactly
  * TDP while delivering the published throughput (`kareus catalog --check` re-derives it).
  */
-#define C_A100 389.26
-#define C_A100_80 387.28
+#define C_A100 403.88
+#define C_A100_80 402.55
 #define C_H200 670.77
 #define C_HOPPER 660.89
 #define SRC_C_A100 "D: P = TDP for an 8192^3 BF16 GEMM at 1410 MHz requested, 264 TF (midpoint of 257 thonking.ai, 271.2 MAMF), loaded V(f) (kr_sim_derive_dyn_coeff)"
@@ -128,16 +128,17 @@ typedef struct gpu_entry {
  * partition (tests/data/calibration/a100-attn-tp2: Kareus artifact, ml-energy/kareus@9b64d9e9),
  * fit fold = rows with an odd CTA count at both clocks; docs/calibration.md gives the run.
  */
-#define A100_FLOOR_CONST 53.015
+#define A100_FLOOR_CONST 52.350
 #define HOST_OP_S 30e-6
-#define FIT_A100_TUNED_CTA 6.8510e9
-#define FIT_A100_TUNED_CAP 1.0
-#define FIT_A100_COMM_EXP 0.65564
-#define FIT_A100_VMAX 1.10
+#define FIT_A100_TUNED_CTA 6.5593e9
+#define FIT_A100_TUNED_CAP 0.43901
+#define FIT_A100_COMM_EXP 0.068879
+#define FIT_A100_VMAX 0.96178
 #define H100_FLOOR_CONST 86.297
 #define H200_FLOOR_CONST 70.721
-#define FIT_A100_ATTN 0.19317
-#define FIT_A100_VEXP 7.5649
+#define FIT_A100_ATTN 0.15
+#define FIT_A100_ATTN_ACT 0.47457
+#define FIT_A100_VEXP 6.2080
 #define SRC_VEXP_A100 "D: V(f) through v_min, the 0.744 V @1155 MHz reading (A100-80GB dump) and the fitted loaded v_max"
 #define SRC_FIT_A100 "F: kareus calibrate on the measured A100 fwd_attn partition (ml-energy/kareus@9b64d9e9 energy_results.csv), odd-CTA fold"
 #define SRC_TILE "E: 256x128 threadblock tile of large BF16 GEMMs on Ampere (NVIDIA CUTLASS default GEMM configuration for SM80)"
@@ -151,6 +152,7 @@ typedef struct gpu_entry {
 #define SRC_NCCL_HBM "D: ring all-reduce stages each chunk through the FIFO: ~5.25 S HBM bytes per GPU vs 2 S for a read-based kernel (kareus-method sec. 11 item 12; NCCL ring Simple protocol)"
 #define SRC_FLOOR "D: floor = idle_w at clock_min (M) and static_w at clock_max (M), f*V(f)^2 between (kr_sim_derive_floor)"
 #define SRC_FLOOR_HOPPER "D: as A100 from idle_w (M) and static_w (E) (kr_sim_derive_floor)"
+#define SRC_ATTN_ACT_HOPPER "E: the A100 fit (attention power relative to a GEMM is a property of the kernel, not measured on Hopper)"
 #define SRC_HOST_HOPPER "E: as A100 (host dispatch is a CPU/framework cost, not a GPU one)"
 #define SRC_TUNED_HOPPER "E: A100 fit scaled by the clock ratio 1980/1410 (per-CTA issue rate ~ SM clock); no Hopper measurement"
 
@@ -207,6 +209,7 @@ static const gpu_entry gpu_entries[] = {
          {P(tuned_cap_frac), FIT_A100_TUNED_CAP, SRC_FIT_A100},
          {P(comm_clock_exp), FIT_A100_COMM_EXP, SRC_FIT_A100},
          {P(nccl_hbm_factor), 5.25, SRC_NCCL_HBM},
+         {P(attn_activity), FIT_A100_ATTN_ACT, SRC_FIT_A100},
      }},
     {"a100-sxm4-80gb",
      "NVIDIA A100-SXM4-80GB",
@@ -215,7 +218,7 @@ static const gpu_entry gpu_entries[] = {
          {P(default_clock_mhz), 1155, "M: 1155 MHz (A100-80GB nvidia-smi dump; 1140 on the 500 W CTS board, thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
          {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table; CTS variant up to 500 W)"},
          {P(idle_w), 60, "M: 58.8-62.2 W idle (thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
-         {P(floor_const_w), 58.346, SRC_FLOOR},
+         {P(floor_const_w), 57.792, SRC_FLOOR},
          {P(dyn_coeff_w), C_A100_80, SRC_C_A100},
          {P(hbm_bw_Bps), 2039e9, "M: 2039 GB/s (" SRC_STAS " memory table)"},
          {P(busbw_ar_Bps), 220e9, "M: 8xA100 80GB ~200-220 GB/s busbw (NVIDIA/nccl-tests issues #149, #228)"},
@@ -273,6 +276,7 @@ static const gpu_entry gpu_entries[] = {
          {P(tuned_cap_frac), FIT_A100_TUNED_CAP, SRC_TUNED_HOPPER},
          {P(comm_clock_exp), FIT_A100_COMM_EXP, SRC_TUNED_HOPPER},
          {P(nccl_hbm_factor), 5.25, SRC_NCCL_HBM},
+         {P(attn_activity), FIT_A100_ATTN_ACT, SRC_ATTN_ACT_HOPPER},
      }},
     {"h200",
      "NVIDIA H200",
