@@ -24,7 +24,8 @@
  *   Two comm kernels. s CTAs of `block` threads, u = s·block/1024 thread-equivalents:
  *     tuned (Kareus, MSCCL++-style read-based kernel, one CTA per SM):
  *       B(u, f) = B_sat · (1 − exp(−u · tuned_cta · (f/f_max)^comm_clock_exp / B_sat)),
- *       B_sat = tuned_cap_frac · link busbw: bandwidth saturates smoothly in the CTA count and,
+ *       B_sat = min(link busbw, tuned_cap_frac · link busbw · (n−1)) (saturation per peer
+ *       connection, fitted on 2 GPUs): bandwidth saturates smoothly in the CTA count and,
  *       while CTA-starved, falls with the SM clock (SM-issued 128 B NVLink payloads);
  *       HBM traffic 2·S per GPU per all-reduce of S (read the peers' chunks, write the result).
  *     NCCL (the baselines; ring, Simple protocol, nccl_ctas channels):
@@ -331,7 +332,10 @@ int kr__sim_comm_init(kr__sim_comm *c, const kr__sim_gpu *sg, const kr_cluster *
         c->alpha_s += cluster->inter_node_latency_s;
     }
     if (tuned) {
-        c->busbw_cap = g->tuned_cap_frac * link;
+        /* The saturation measured on 2 GPUs is that of one peer connection (one memory channel
+         * of the read-based kernel); with n−1 peers the channels run side by side, up to the
+         * link (a stated hypothesis: no 8-GPU measurement of the tuned kernel yet). */
+        c->busbw_cap = KR_MIN(link, g->tuned_cap_frac * link * (n - 1));
         c->cta_Bps = g->tuned_cta_Bps;
         c->clk_exp = g->comm_clock_exp;
         c->hbm_per_bus = (double)n / (n - 1); /* 2·S per GPU for an all-reduce */
