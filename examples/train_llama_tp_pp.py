@@ -15,8 +15,9 @@ rank finds its stage, TP rank and GPU from torchrun's or Slurm's variables throu
 with one GPU per rank.
 
 --check runs the acceptance comparison instead of training: for every launch slot and two CTA
-counts of every partition key, one nanobatched step must give the loss and parameter gradients
-of the sequential tensor-parallel step, and both those of the single-process reference model.
+counts of every partition key, one nanobatched step (of PP microbatches, which covers 1F1B's
+warm-up, steady state and cool-down) must give the loss and parameter gradients of the
+sequential tensor-parallel step, and both those of the single-process reference model.
 --json writes what this rank did (clocks the backend recorded, comm configs applied per
 partition, losses, the comparison) to FILE with {rank} replaced.
 """
@@ -126,9 +127,9 @@ def main():
     report = {"rank": rank, "stage": stage, "tp_rank": info["tp_rank"], "launcher": info["launcher"],
               "layers": list(layers), "world_size": world}
 
-    if a.check:
-        report["check"] = check(ex, cfg, full, layers, tp, info, tokens, targets, shape, stage, pp, m, neighbour,
-                                catalog, check_sms)
+    if a.check:  # pp microbatches are enough for 1F1B's warm-up, steady state and cool-down
+        report["check"] = check(ex, cfg, full, layers, tp, info, tokens[:pp], targets[:pp], shape, stage, pp, pp,
+                                neighbour, catalog, check_sms)
     else:
         train(a, ex, plan, info, tokens, targets, shape, stage, pp, m, neighbour, report, dtype, device)
     if a.json:
@@ -189,8 +190,10 @@ def train(a, ex, plan, info, tokens, targets, shape, stage, pp, m, neighbour, re
             rt.close()  # restore the clocks before leaving
         os._exit(3)  # the other ranks wait for this one's sends: end the job
     if rt is not None:
-        rt.sync()
+        rt.sync(timeout_s=0.5)
         report["status"] = {k: v for k, v in rt.status().items() if isinstance(v, (int, str))}
+        e = rt.energy()
+        report["energy"] = {k: e[k] for k in ("available", "steps", "total_time_s", "total_energy_j")}
         rt.close()
         report["clock_log"] = rt.clock_log()
     report.update(losses=losses, step_times_s=times, nanobatched=not a.sequential,
