@@ -15,8 +15,8 @@ rank finds its stage, TP rank and GPU from torchrun's or Slurm's variables throu
 with one GPU per rank.
 
 --check runs the acceptance comparison instead of training: for every launch slot and two CTA
-counts of every partition key, one nanobatched step (of PP microbatches, which covers 1F1B's
-warm-up, steady state and cool-down) must give the loss and parameter gradients of the
+counts of every partition key (microbatch i at count i mod 2), one nanobatched step (of PP
+microbatches, which covers 1F1B's warm-up, steady state and cool-down) must give the loss and parameter gradients of the
 sequential tensor-parallel step, and both those of the single-process reference model.
 --json writes what this rank did (clocks the backend recorded, comm configs applied per
 partition, losses, the comparison) to FILE with {rank} replaced.
@@ -237,19 +237,25 @@ def check(ex, cfg, full, layers, tp, info, tokens, targets, shape, stage, pp, m,
     keys = list(FORWARD_OPS) + list(BACKWARD_OPS)
     parts = {p["key"]: p for p in catalog}
     nslots = max(len(parts[k]["slots"]) for k in keys)
+    # Run r gives every key its slot r (mod its slot count); microbatch i runs at CTA count
+    # check_sms[i % 2], so the configs change between instructions as a plan's do and each run
+    # covers both counts.
     for r in range(nslots):
-        for sms in check_sms:
-            cfg_ = {k: {"slot": list(parts[k]["slots"])[r % len(parts[k]["slots"])], "sms": sms} for k in keys}
-            loss, grads, log = run(True, cfg_)
-            applied = {(e["key"], e["slot"], e["sms"]) for e in log if e["key"] != "trail"}
-            want = {(k, c["slot"], sms) for k, c in cfg_.items()}
-            out["runs"].append({"config": cfg_, "loss": loss,
-                                "vs_seq_loss": abs(loss - seq_loss) / abs(seq_loss) if loss is not None else None,
-                                "vs_seq_grad": max(rel(grads[n], seq_grads[n]) for n in grads),
-                                "vs_ref_grad": max(rel(grads[n], ref_grads[n]) for n in grads),
-                                "applied_as_configured": applied == want,
-                                "partitions": len(log)})
-    out["covered"] = sorted({(k, c["slot"], c["sms"]) for run_ in out["runs"] for k, c in run_["config"].items()})
+        def conf(kind, mb, r=r):
+            return {k: {"slot": list(parts[k]["slots"])[r % len(parts[k]["slots"])],
+                        "sms": check_sms[mb % len(check_sms)]} for k in keys}
+        loss, grads, log = run(True, conf)
+        applied = {(e["tag"][1], e["key"], e["slot"], e["sms"]) for e in log if e["key"] != "trail"}
+        want = {(mb, k, c["slot"], c["sms"]) for mb in range(m) for kind in ("forward", "backward")
+                for k, c in conf(kind, mb).items() if (k in FORWARD_OPS) == (kind == "forward")}
+        out["runs"].append({"configs": [conf("forward", mb) for mb in range(m)], "loss": loss,
+                            "vs_seq_loss": abs(loss - seq_loss) / abs(seq_loss) if loss is not None else None,
+                            "vs_seq_grad": max(rel(grads[n], seq_grads[n]) for n in grads),
+                            "vs_ref_grad": max(rel(grads[n], ref_grads[n]) for n in grads),
+                            "applied_as_configured": applied == want,
+                            "partitions": len(log)})
+    out["covered"] = sorted({(k, c["slot"], c["sms"]) for run_ in out["runs"] for cf in run_["configs"]
+                             for k, c in cf.items()})
     return out
 
 

@@ -58,7 +58,7 @@ for r in range(4):
     if last:
         assert c["seq_vs_ref_loss"] < TOL, (r, c["seq_vs_ref_loss"])
     for run in c["runs"]:
-        assert run["applied_as_configured"], (r, run["config"])
+        assert run["applied_as_configured"], (r, run["configs"])
         assert run["vs_seq_grad"] < TOL and run["vs_ref_grad"] < TOL, (r, run)
         if last:
             assert run["vs_seq_loss"] < TOL, (r, run)

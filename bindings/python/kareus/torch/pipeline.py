@@ -29,7 +29,8 @@ class PipelineDriver:
     microbatches   per step; act_shape: [microbatch size, seq, hidden] of the activations sent
     runtime        a kareus.Runtime of this stage (None: no plan: comm_config gives the configs)
     nanobatched    False: the sequential execution (no partitions, blocking all-reduces)
-    comm_config    {key: {slot, sms}} used without a runtime
+    comm_config    {key: {slot, sms}} used without a runtime, or a function (kind, microbatch) → such a
+                   dict (configs that change per instruction, as a plan's do)
     order          the instruction order to run (default: the schedule's; tests pass a wrong one)
     """
 
@@ -43,9 +44,13 @@ class PipelineDriver:
         self.dtype, self.device = dtype, device
         self.applied = []  # (kind, microbatch, {key: config}) per instruction, in order
 
-    def _cfg(self, keys, on_plan):
+    def _static(self, keys, kind, mb):
+        c = self.static_cfg(kind, mb) if callable(self.static_cfg) else self.static_cfg
+        return {k: c.get(k) for k in keys}
+
+    def _cfg(self, keys, on_plan, kind, mb):
         if self.rt is None or not on_plan:  # off the plan (a reported mismatch): the defaults
-            return {k: self.static_cfg.get(k) for k in keys}
+            return self._static(keys, kind, mb)
         out = {}
         for k in keys:
             try:
@@ -53,7 +58,7 @@ class PipelineDriver:
             except KareusError as exc:  # KR_ESTATE: the step already left the plan
                 if exc.name != "KR_ESTATE":
                     raise
-                out[k] = self.static_cfg.get(k)
+                out[k] = self._static([k], kind, mb)[k]
         return out
 
     def step(self, tokens, targets):
@@ -65,7 +70,7 @@ class PipelineDriver:
             on_plan = self.rt is not None and self.rt.begin(kind, mb) == 0  # strict runtimes raise
             try:
                 if kind == "forward":
-                    cfg = self._cfg(FWD_KEYS, on_plan)
+                    cfg = self._cfg(FWD_KEYS, on_plan, kind, mb)
                     if self.stage == 0:
                         x = tokens[mb]
                     else:
@@ -78,7 +83,7 @@ class PipelineDriver:
                     else:
                         sends.append(dist.isend(out.contiguous(), self.next))
                 else:
-                    cfg = self._cfg(BWD_KEYS, on_plan)
+                    cfg = self._cfg(BWD_KEYS, on_plan, kind, mb)
                     g = None
                     if not self.x.last:
                         g = torch.empty(self.act_shape, dtype=self.dtype, device=self.device)
