@@ -31,6 +31,7 @@ check() { # check NAME CMD… : runs CMD, reports ok/FAIL
   shift
   if "$@" >"$TMP/out" 2>&1; then
     echo "ok: $name"
+    grep -E '^(rank|raised) ' "$TMP/out"  # the figures the checks measured
   else
     echo "FAIL: $name (exit $?):" >&2
     tail -30 "$TMP/out" >&2
