@@ -231,6 +231,10 @@ static void visible_mismatches(void **state)
     const char *e9[] = {"RANK=0", "WORLD_SIZE=4", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=4", "CUDA_VISIBLE_DEVICES=", NULL};
     assert_int_equal(device_of(e9, b, &dev, &e), KR_ENODEV);
     assert_non_null(strstr(e.msg, "hides every GPU"));
+    kr_launch cpu; /* a CPU-only rank resolves; only asking for its GPU fails */
+    assert_int_equal(resolve(e9, 2, 1, 2, &cpu, &e), KR_OK);
+    assert_int_equal(cpu.visible_count, 0);
+    assert_int_equal(cpu.local_device, -1);
     kr_backend_destroy(b);
 }
 

@@ -71,7 +71,8 @@ typedef struct kr_launch {
     int tp, cp, dp, pp;      /* Degrees (tp·cp·dp·pp = world_size). */
     int tp_rank, cp_rank, dp_rank, pp_rank;
     int stage;               /* Pipeline stage = pp_rank. */
-    int visible_count;       /* Entries of CUDA_VISIBLE_DEVICES; -1 when unset (all GPUs visible). */
+    int visible_count;       /* Entries of CUDA_VISIBLE_DEVICES; -1 when unset (all GPUs visible); 0 when
+                                it hides every GPU ("" or "-1": a CPU-only rank, local_device -1). */
     int per_task_binding;    /* 1: this rank sees only its own GPU (local_device = 0). */
     int local_device;        /* CUDA device index inside this process (torch.cuda.set_device). */
     char visible_entry[KR_LAUNCH_ENTRY_MAX]; /* The CUDA_VISIBLE_DEVICES entry of local_device ("" if unset). */
@@ -85,7 +86,8 @@ typedef struct kr_launch {
  * KR_EPARSE (a variable is not an integer, a CUDA_VISIBLE_DEVICES entry is malformed),
  * KR_ERANGE (RANK ≥ WORLD_SIZE, LOCAL_RANK ≥ LOCAL_WORLD_SIZE, a stage outside the plan, more
  * local ranks than visible GPUs), KR_EMISMATCH (WORLD_SIZE not a multiple of the degrees),
- * KR_EINVAL (bad order string or degree), KR_ENODEV (CUDA_VISIBLE_DEVICES hides every GPU).
+ * KR_EINVAL (bad order string or degree). A CUDA_VISIBLE_DEVICES that hides every GPU is not an
+ * error here (CPU-only ranks): kr_launch_device reports it.
  */
 int kr_launch_resolve(const kr_launch_options *opt, kr_launch *out, kr_error *err);
 
@@ -96,8 +98,8 @@ int kr_launch_resolve(const kr_launch_options *opt, kr_launch *out, kr_error *er
  * device (under shared binding). Fills *device and, if info is not NULL, its identity.
  * Returns KR_OK, KR_ERANGE (more local ranks than the backend's devices, index out of range),
  * KR_ENOTFOUND (no device has that UUID; the message lists the UUIDs), KR_EMISMATCH (two local
- * ranks on one GPU, an ambiguous UUID prefix), KR_EUNSUPPORTED (a bare MIG UUID), or the
- * backend's failure.
+ * ranks on one GPU, an ambiguous UUID prefix), KR_EUNSUPPORTED (a bare MIG UUID), KR_ENODEV
+ * (CUDA_VISIBLE_DEVICES hides every GPU), or the backend's failure.
  */
 int kr_launch_device(const kr_launch *l, kr_backend *b, int *device, kr_gpu_device_info *info, kr_error *err);
 

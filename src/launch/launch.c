@@ -272,9 +272,12 @@ int kr_launch_resolve(const kr_launch_options *opt, kr_launch *out, kr_error *er
         int n = strncmp(vis, "-1", 2) == 0 ? 0 : split_visible(vis, entries, MAX_VISIBLE, err);
         if (n < 0)
             return n;
-        if (n == 0)
-            return kr_error_set(err, KR_ENODEV, "CUDA_VISIBLE_DEVICES='%s' hides every GPU: rank %d has none", vis,
-                                l.rank);
+        if (n == 0) { /* a CPU-only rank: fine until a GPU is asked for (kr_launch_device) */
+            l.visible_count = 0;
+            l.local_device = -1;
+            *out = l;
+            return KR_OK;
+        }
         if (n > MAX_VISIBLE)
             return kr_error_set(err, KR_ERANGE, "CUDA_VISIBLE_DEVICES: expected at most %d entries, found %d",
                                 MAX_VISIBLE, n);
@@ -360,6 +363,9 @@ int kr_launch_device(const kr_launch *l, kr_backend *b, int *device, kr_gpu_devi
     int ndev = 0, rc;
     if ((rc = kr_backend_device_count(b, &ndev)))
         return kr_error_set(err, rc, "%s", kr_backend_errmsg(b));
+    if (l->visible_count == 0)
+        return kr_error_set(err, KR_ENODEV, "CUDA_VISIBLE_DEVICES='%s' hides every GPU: rank %d has none", l->visible,
+                            l->rank);
     if (l->visible_count < 0) { /* every GPU visible: local rank i computes on device i */
         if (l->local_world_size > ndev)
             return kr_error_set(err, KR_ERANGE, "more local ranks than GPUs: %d ranks on this node but the %s "
