@@ -217,6 +217,11 @@ class PartitionedStage(torch.nn.Module):
         if device is not None:
             self.cos, self.sin = self.cos.to(device), self.sin.to(device)
         self.partitions = {p["key"]: p for p in catalog}
+        unknown = sorted(set(self.partitions) - set(FORWARD_OPS) - set(BACKWARD_OPS))
+        if unknown:
+            raise ValueError("the job's partitions include %s: context parallelism (cp > 1) is not implemented by "
+                             "this executor (keys implemented: %s)" % (", ".join(unknown),
+                                                                       ", ".join(list(FORWARD_OPS) + list(BACKWARD_OPS))))
         for key, ops in list(FORWARD_OPS.items()) + list(BACKWARD_OPS.items()):
             got = self.partitions.get(key)
             if got is None or got["ops"] != ops:
