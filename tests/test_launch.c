@@ -82,6 +82,11 @@ static void slurm_variables(void **state)
     assert_int_equal(l.stage, 1);
     const char *env2[] = {"SLURM_PROCID=7", "SLURM_NTASKS=7", "SLURM_LOCALID=2", "SLURM_NTASKS_PER_NODE=4", NULL};
     expect_error(env2, 1, 1, 0, KR_ERANGE, "SLURM_PROCID: expected 0..6 (SLURM_NTASKS=7), found 7");
+    /* The step's layout wins over the allocation's: 3 tasks on node 1 of this step. */
+    const char *envs[] = {"SLURM_PROCID=5", "SLURM_NTASKS=6", "SLURM_LOCALID=2", "SLURM_TASKS_PER_NODE=4(x2)",
+                          "SLURM_STEP_TASKS_PER_NODE=3(x2)", "SLURM_NODEID=1", NULL};
+    assert_int_equal(resolve(envs, 1, 1, 0, &l, &e), KR_OK);
+    assert_int_equal(l.local_world_size, 3);
     const char *env3[] = {"SLURM_PROCID=1", "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_TASKS_PER_NODE=4(2)", NULL};
     expect_error(env3, 1, 1, 0, KR_EPARSE, "SLURM_TASKS_PER_NODE: expected counts such as '4(x2),3', found '4(2)'");
     const char *env4[] = {"SLURM_PROCID=1", "SLURM_NTASKS=8", "SLURM_LOCALID=1", NULL};
@@ -104,7 +109,8 @@ static void bad_geometry(void **state)
 {
     (void)state;
     const char *env[] = {"RANK=1", "WORLD_SIZE=6", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=6", NULL};
-    expect_error(env, 4, 1, 0, KR_EMISMATCH, "world size 6 is not a multiple of tp×cp×dp = 4×1×1 = 4, so pp cannot be derived");
+    expect_error(env, 4, 1, 0, KR_EMISMATCH,
+                 "world size 6 is not a multiple of tp×cp×dp = 4×1×1 = 4, so pp cannot be derived");
     const char *env2[] = {"RANK=x", "WORLD_SIZE=4", NULL};
     expect_error(env2, 1, 1, 0, KR_EPARSE, "RANK: expected a non-negative integer, found 'x'");
     const char *env3[] = {"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=4", "LOCAL_WORLD_SIZE=4", NULL};
@@ -115,7 +121,8 @@ static void bad_geometry(void **state)
     kr_launch l;
     kr_error e = {0};
     assert_int_equal(kr_launch_resolve(&o, &l, &e), KR_ERANGE);
-    assert_non_null(strstr(e.msg, "rank 5 is pipeline stage 2 (pp 4, order tp-cp-dp-pp), but the plan has 2 stages (0..1)"));
+    assert_non_null(
+        strstr(e.msg, "rank 5 is pipeline stage 2 (pp 4, order tp-cp-dp-pp), but the plan has 2 stages (0..1)"));
     /* pp from the plan: 8 ranks, tp 2, plan of 2 stages → dp 2. */
     o.pp = 0;
     assert_int_equal(kr_launch_resolve(&o, &l, &e), KR_OK);

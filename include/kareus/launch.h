@@ -3,9 +3,9 @@
  * its pipeline stage and the GPU it must control.
  *
  * A job started by torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) or by Slurm's srun
- * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE with
- * SLURM_NODEID) runs one process per GPU. Each process must apply the plan of its own pipeline
- * stage on its own GPU. kr_launch_resolve reads the launcher's variables and splits the global
+ * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and SLURM_NTASKS_PER_NODE, SLURM_STEP_TASKS_PER_NODE or
+ * SLURM_TASKS_PER_NODE with SLURM_NODEID) runs one process per GPU. Each process must apply the
+ * plan of its own pipeline stage on its own GPU. kr_launch_resolve reads the launcher's variables and splits the global
  * rank into parallel coordinates in Megatron-LM's default order, tensor-parallel fastest, then
  * context-, data- and pipeline-parallel ("tp-cp-dp-pp", Megatron core's
  * parallel_state.RankGenerator order string without "ep"; configurable). kr_launch_device maps

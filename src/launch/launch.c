@@ -49,7 +49,7 @@ static int parse_nonneg(const char *name, const char *s, int *out, kr_error *err
 }
 
 /* SLURM_TASKS_PER_NODE: "4(x2),3" — the count of node `node` (0-based). */
-static int slurm_tasks_on_node(const char *s, int node, int *out, kr_error *err)
+static int slurm_tasks_on_node(const char *name, const char *s, int node, int *out, kr_error *err)
 {
     const char *p = s;
     int seen = 0;
@@ -77,10 +77,9 @@ static int slurm_tasks_on_node(const char *s, int node, int *out, kr_error *err)
         else if (*p)
             goto bad;
     }
-    return kr_error_set(err, KR_ERANGE, "SLURM_TASKS_PER_NODE: '%s' describes %d nodes, but SLURM_NODEID is %d", s,
-                        seen, node);
+    return kr_error_set(err, KR_ERANGE, "%s: '%s' describes %d nodes, but SLURM_NODEID is %d", name, s, seen, node);
 bad:
-    return kr_error_set(err, KR_EPARSE, "SLURM_TASKS_PER_NODE: expected counts such as '4(x2),3', found '%s'", s);
+    return kr_error_set(err, KR_EPARSE, "%s: expected counts such as '4(x2),3', found '%s'", name, s);
 }
 
 static int read_launcher(const char *const *env, kr_launch *l, kr_error *err)
@@ -90,7 +89,8 @@ static int read_launcher(const char *const *env, kr_launch *l, kr_error *err)
     if (rank || world) {
         l->launcher = KR_LAUNCHER_TORCHRUN;
         const char *lr = env_get(env, "LOCAL_RANK"), *lw = env_get(env, "LOCAL_WORLD_SIZE");
-        if ((rc = parse_nonneg("RANK", rank, &l->rank, err)) || (rc = parse_nonneg("WORLD_SIZE", world, &l->world_size, err)))
+        if ((rc = parse_nonneg("RANK", rank, &l->rank, err)) ||
+            (rc = parse_nonneg("WORLD_SIZE", world, &l->world_size, err)))
             return rc;
         if (lr == NULL && lw == NULL) { /* torch.distributed without torchrun: one node */
             l->local_rank = l->rank;
@@ -104,7 +104,13 @@ static int read_launcher(const char *const *env, kr_launch *l, kr_error *err)
             (rc = parse_nonneg("SLURM_NTASKS", env_get(env, "SLURM_NTASKS"), &l->world_size, err)) ||
             (rc = parse_nonneg("SLURM_LOCALID", env_get(env, "SLURM_LOCALID"), &l->local_rank, err)))
             return rc;
-        const char *per = env_get(env, "SLURM_NTASKS_PER_NODE"), *tpn = env_get(env, "SLURM_TASKS_PER_NODE");
+        /* The step's layout (srun sets it) is more precise than the allocation's. */
+        const char *per = env_get(env, "SLURM_NTASKS_PER_NODE"), *tpn = env_get(env, "SLURM_STEP_TASKS_PER_NODE");
+        const char *tpn_name = "SLURM_STEP_TASKS_PER_NODE";
+        if (tpn == NULL) {
+            tpn = env_get(env, "SLURM_TASKS_PER_NODE");
+            tpn_name = "SLURM_TASKS_PER_NODE";
+        }
         if (per)
             rc = parse_nonneg("SLURM_NTASKS_PER_NODE", per, &l->local_world_size, err);
         else if (tpn) {
@@ -112,10 +118,11 @@ static int read_launcher(const char *const *env, kr_launch *l, kr_error *err)
             const char *nid = env_get(env, "SLURM_NODEID");
             if (nid && (rc = parse_nonneg("SLURM_NODEID", nid, &node, err)))
                 return rc;
-            rc = slurm_tasks_on_node(tpn, node, &l->local_world_size, err);
+            rc = slurm_tasks_on_node(tpn_name, tpn, node, &l->local_world_size, err);
         } else
-            return kr_error_set(err, KR_EPARSE, "SLURM_PROCID is set but neither SLURM_NTASKS_PER_NODE nor "
-                                                "SLURM_TASKS_PER_NODE is: cannot tell how many ranks share this node");
+            return kr_error_set(err, KR_EPARSE,
+                                "SLURM_PROCID is set but neither SLURM_NTASKS_PER_NODE nor "
+                                "SLURM_(STEP_)TASKS_PER_NODE is: cannot tell how many ranks share this node");
         if (rc)
             return rc;
     } else {
@@ -260,7 +267,8 @@ int kr_launch_resolve(const kr_launch_options *opt, kr_launch *out, kr_error *er
     l.pp_rank = l.stage = coord[AX_PP];
     if (o->plan_stages > 0 && l.stage >= o->plan_stages)
         return kr_error_set(err, KR_ERANGE, "rank %d is pipeline stage %d (pp %d, order %s), but the plan has %d "
-                                            "stage%s (0..%d)", l.rank, l.stage, l.pp, o->order ? o->order : "tp-cp-dp-pp",
+                                            "stage%s (0..%d)",
+                            l.rank, l.stage, l.pp, o->order ? o->order : "tp-cp-dp-pp",
                             o->plan_stages, o->plan_stages == 1 ? "" : "s", o->plan_stages - 1);
 
     const char *vis = env_get(o->env, "CUDA_VISIBLE_DEVICES");

@@ -115,7 +115,8 @@ def rope(x, cos, sin):  # x [b, s, h, d]
 
 def causal_attention(q, k, v):  # q [b, s, hq, d], k/v [b, s, hk, d]
     rep = q.shape[2] // k.shape[2]
-    q, k, v = q.transpose(1, 2), k.repeat_interleave(rep, 2).transpose(1, 2), v.repeat_interleave(rep, 2).transpose(1, 2)
+    q = q.transpose(1, 2)
+    k, v = k.repeat_interleave(rep, 2).transpose(1, 2), v.repeat_interleave(rep, 2).transpose(1, 2)
     s = q.shape[2]
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
     mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
@@ -219,9 +220,9 @@ class PartitionedStage(torch.nn.Module):
         self.partitions = {p["key"]: p for p in catalog}
         unknown = sorted(set(self.partitions) - set(FORWARD_OPS) - set(BACKWARD_OPS))
         if unknown:
+            known = list(FORWARD_OPS) + list(BACKWARD_OPS)
             raise ValueError("the job's partitions include %s: context parallelism (cp > 1) is not implemented by "
-                             "this executor (keys implemented: %s)" % (", ".join(unknown),
-                                                                       ", ".join(list(FORWARD_OPS) + list(BACKWARD_OPS))))
+                             "this executor (keys implemented: %s)" % (", ".join(unknown), ", ".join(known)))
         for key, ops in list(FORWARD_OPS.items()) + list(BACKWARD_OPS.items()):
             got = self.partitions.get(key)
             if got is None or got["ops"] != ops:
