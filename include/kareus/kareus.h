@@ -43,6 +43,7 @@
 #include "kareus/compose.h"
 #include "kareus/profiler.h"
 #include "kareus/search.h"
+#include "kareus/launch.h"
 
 /* Version string of the library, e.g. "0.1.0". */
 const char *kr_version(void);
