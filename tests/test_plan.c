@@ -208,13 +208,19 @@ static void zeus_export_layout(void **state)
     char path[1200];
     snprintf(path, sizeof path, "%s/freqs_pipeline_00017.py", dir);
     kr_error e = {0};
-    assert_int_equal(kr_plan_export_zeus(&p, path, &e), KR_OK);
+    assert_int_equal(kr_plan_export_zeus(&p, 8, path, &e), KR_OK);
     char *text;
     assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
-    /* One list per stage of (instruction, MHz) in execution order. */
-    assert_non_null(strstr(text, "[\n  [(\"forward\", 1410), (\"forward\", 1380), (\"backward\", 1350)"));
-    assert_non_null(strstr(text, "],\n  [(\"forward\", 1380), (\"backward\", 1350)"));
-    assert_non_null(strstr(text, "# iteration time 1.234568 s"));
+    /* The artifact's layout: one list per stage of (instruction, MHz) in execution order, each
+     * line ending with a comma, then the trailer with energies per GPU (whole cluster / 8). */
+    assert_non_null(strstr(text, "[\n[('forward', 1410), ('forward', 1380), ('backward', 1350)"));
+    assert_non_null(strstr(text, "],\n[('forward', 1380), ('backward', 1350)"));
+    char want[128];
+    snprintf(want, sizeof want, "# Iteration %d total cost with P2P: ", p.step >= 0 ? p.step : 0);
+    const char *t = strstr(text, want);
+    assert_non_null(t);
+    assert_true(strtod(t + strlen(want), NULL) == p.pred_energy_j / 8);
+    assert_int_equal(kr_plan_export_zeus(&p, 0, path, &e), KR_EINVAL);
     free(text);
     kr_plan_free(&p);
 }
