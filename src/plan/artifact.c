@@ -456,6 +456,23 @@ static long long index_from_name(const char *path)
     return strcmp(end, ".py") == 0 ? v : -1;
 }
 
+/* 1 if cfg is the legacy all-integer form "start-end-sm-block" (negatives allowed). */
+static int legacy_window(const char *cfg)
+{
+    const char *c = cfg;
+    for (int part = 0; part < 4; part++) {
+        if (part && *c++ != '-')
+            return 0;
+        if (*c == '-')
+            c++;
+        if (!isdigit((unsigned char)*c))
+            return 0;
+        while (isdigit((unsigned char)*c))
+            c++;
+    }
+    return *c == '\0';
+}
+
 /* One config string of a scheds tuple into a comm setting of partition p. */
 static int import_config(const char *file, const pv *v, const kr_job *job, const kr_partition *p, int recompute,
                          int s, int i, kr_comm_setting *out, kr_error *err)
@@ -467,30 +484,34 @@ static int import_config(const char *file, const pv *v, const kr_job *job, const
                             "'<slot>-none-<sm>-<block>', found %s",
                             file, v->line, v->col, s, i, role, p->key, pv_what(v));
     memset(out, 0, sizeof *out);
+    kr__sb names = {0};
+    for (int k = 0; k < p->nslots; k++)
+        kr__sb_printf(&names, "%s%s", k ? ", " : "", p->slots[k].name);
     kr_error e = {0};
-    if (kr_comm_setting_parse(v->s, out, &e))
-        return kr_error_set(err, KR_EPARSE, "%s:%d:%d: stage %d instruction %d, %s%s: %s", file, v->line, v->col, s, i,
-                            role, p->key, e.msg);
+    int rc = KR_OK;
+    if (legacy_window(v->s))
+        rc = kr_error_set(err, KR_EPARSE,
+                          "%s:%d:%d: stage %d instruction %d, %s%s: config '%s': expected a launch slot name (%s), "
+                          "found the all-integer window of an older artifact version, which indexes that runtime's "
+                          "own op list and cannot be mapped to a slot here",
+                          file, v->line, v->col, s, i, role, p->key, v->s, kr__sb_str(&names));
+    else if (kr_comm_setting_parse(v->s, out, &e))
+        rc = kr_error_set(err, KR_EPARSE, "%s:%d:%d: stage %d instruction %d, %s%s: %s", file, v->line, v->col, s, i,
+                          role, p->key, e.msg);
+    if (rc) {
+        kr__sb_free(&names);
+        return rc;
+    }
     const char *block = strrchr(v->s, '-');
-    if (block == NULL || strcmp(block + 1, "1024") != 0)
+    if (block == NULL || strcmp(block + 1, "1024") != 0) {
+        kr__sb_free(&names);
         return kr_error_set(err, KR_ERANGE,
                             "%s:%d:%d: stage %d instruction %d, %s%s: config '%s': expected block 1024 (the threads per "
                             "CTA every artifact comm kernel is compiled for), found %s",
                             file, v->line, v->col, s, i, role, p->key, v->s, block ? block + 1 : "none");
-    int all_digits = out->slot[0] != '\0';
-    for (const char *c = out->slot; *c; c++)
-        all_digits &= isdigit((unsigned char)*c) || *c == '-';
-    kr__sb names = {0};
-    for (int k = 0; k < p->nslots; k++)
-        kr__sb_printf(&names, "%s%s", k ? ", " : "", p->slots[k].name);
-    int slot, rc = KR_OK;
-    if (all_digits || v->s[0] == '-') {
-        rc = kr_error_set(err, KR_EPARSE,
-                          "%s:%d:%d: stage %d instruction %d, %s%s: config '%s': expected a launch slot name (%s), "
-                          "found the legacy integer window of an older artifact version, which indexes that runtime's "
-                          "own op list and cannot be mapped to a slot here",
-                          file, v->line, v->col, s, i, role, p->key, v->s, kr__sb_str(&names));
-    } else if (kr_partition_slot_index(p, out->slot, &slot, &e) || slot == KR_SLOT_NONE) {
+    }
+    int slot;
+    if (kr_partition_slot_index(p, out->slot, &slot, &e) || slot == KR_SLOT_NONE) {
         rc = kr_error_set(err, KR_EMISMATCH,
                           "%s:%d:%d: stage %d instruction %d, %s%s: config '%s': expected a launch slot of %s (%s), "
                           "found '%s'",
