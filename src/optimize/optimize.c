@@ -399,6 +399,15 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
             kr_plan_free(&plan);
             return rc;
         }
+        /* The same plan as the published runtime reads it (Zeus PFO + Kareus scheduler):
+         * plans/<method>/freqs_pipeline_<step>.py (+ scheds_pipeline_<step>.py for Kareus). Point
+         * methods run without a frequency server; the artifact's schedules need recomputation. */
+        if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
+            (rc = kr_plan_export_artifact(&plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err))) {
+            kr_pipe_result_free(&sim);
+            kr_plan_free(&plan);
+            return rc;
+        }
         kr__strlcpy(p->file, rel, sizeof p->file);
         if (r->o->pictures && draws_timeline(m, label)) {
             char title[160];

@@ -63,6 +63,13 @@ check "real artifact files themselves pass the loader check" "$PY" "$CHECK" sche
 
 # ---- our own CP plan: export → import gives the same schedule ---------------------------------
 expect_exit 0 "Kareus" -- optimize --job $J2 --methods kareus --out "$TMP/cp" --no-pictures --quiet
+# optimize writes every chosen plan as the artifact's pair too (plans/<method>/…_pipeline_<step>.py).
+nf=$(ls "$TMP/cp/plans/kareus"/freqs_pipeline_*.py | wc -l)
+ns=$(ls "$TMP/cp/plans/kareus"/scheds_pipeline_*.py | wc -l)
+[ "$nf" -ge 1 ] && [ "$nf" = "$ns" ] && echo "ok: optimize wrote $nf freqs/scheds pairs" ||
+  { echo "FAIL: optimize wrote $nf freqs and $ns scheds files" >&2; fails=$((fails + 1)); }
+check "optimize's scheds files load as Kareus loads them" "$PY" "$CHECK" scheds \
+  "$(ls "$TMP/cp/plans/kareus"/scheds_pipeline_*.py | head -1)" 2 2 16
 expect_exit 0 "scheds_pipeline_" -- plan export-artifact "$TMP/cp/plans/kareus/fastest.json" --job $J2 --out "$TMP/cpa" \
   --index 7
 check "CP freqs load as Zeus loads them" "$PY" "$CHECK" freqs "$TMP/cpa/freqs_pipeline_00007.py" 2 2 16
