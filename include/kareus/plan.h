@@ -126,7 +126,7 @@ int kr_plan_export_zeus(const kr_plan *plan, int gpus_per_stage, const char *pat
  * not carry them); cost_model is "artifact". The result passes kr_plan_validate for job.
  * Returns KR_OK; KR_EPARSE (syntax or types: file:line:column, expected, found), KR_EMISMATCH
  * (counts or order differ from the job), KR_ERANGE (clock, SMs, block), KR_EINVAL (method or
- * file combination), KR_EUNSUPPORTED (a Kareus schedule for a job without recomputation),
+ * file combination; KR_EMISMATCH also for a Kareus schedule and a job without recomputation),
  * KR_EIO, KR_ENOMEM. *out is freed on failure.
  */
 int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const char *scheds_path, const char *method,

@@ -564,6 +564,14 @@ static int check_stage_list(const char *file, const pv *root, int s, int n, cons
     if (st->t != PV_LIST)
         return kr_error_set(err, KR_EPARSE, "%s:%d:%d: stage %d: expected a list of instruction tuples, found %s", file,
                             st->line, st->col, s, pv_what(st));
+    const pv *t0 = st->n > 0 ? &st->items[0] : NULL;
+    if (t0 && t0->t == PV_TUPLE && t0->n == 2 && t0->items[0].t == PV_TUPLE && t0->items[1].t == PV_TUPLE)
+        return kr_error_set(err, KR_EPARSE,
+                            "%s:%d:%d: stage %d item 0: expected one tuple per instruction ('forward'|'backward', "
+                            "…) (the activation-checkpointing layout), found a (forward, backward) pair: the "
+                            "artifact's per-microbatch layout for jobs without recomputation, which this importer "
+                            "does not read",
+                            file, t0->line, t0->col, s);
     if (st->n != n)
         return kr_error_set(err, KR_EMISMATCH,
                             "%s:%d:%d: stage %d: expected %d instructions (%s, %d microbatches%s), found %d", file,
@@ -610,7 +618,7 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
                                 : "plan import: method %s: expected no scheds file (only Kareus plans have one), found one",
                             method);
     if (var == KR_VARIANT_KAREUS && !job->recompute)
-        return kr_error_set(err, KR_EUNSUPPORTED,
+        return kr_error_set(err, KR_EMISMATCH,
                             "plan import: job '%s' runs without activation recomputation; the artifact writes such "
                             "schedules in its per-microbatch pair layout, which this importer does not read (it reads "
                             "the activation-checkpointing layout the artifact uses)",

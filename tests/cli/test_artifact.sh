@@ -165,6 +165,13 @@ expect_exit 2 "end.py:2:14: stage 0 instruction 0, fwd_attn: config string 'rope
 sed 's/total cost: 2020.8429700808636/total cost: 2020.8/' "$S" >"$TMP/trail2.py"
 expect_exit 2 "trail2.py: expected the same '# Iteration N …' trailer as" -- plan import "$K" "$TMP/trail2.py" --job $J1 \
   --out "$TMP/x.json"
+# The artifact's per-microbatch pair layout (tests/kareus/conf/solution.py's shape) is named as such.
+printf "[\n[(('forward', 'rope_0-none-3-1024', 'norm_0-none-3-1024'), ('backward', 'attn_0-none-3-1024', 'norm_0-none-3-1024'))],\n[],\n]\n" >"$TMP/pairs.py"
+expect_exit 2 "pairs.py:2:2: stage 0 item 0: expected one tuple per instruction ('forward'|'backward', …) (the activation-checkpointing layout), found a (forward, backward) pair" -- \
+  plan import "$K" "$TMP/pairs.py" --job $J1 --out "$TMP/x.json"
+printf '{"schema": "kareus.job", "version": 1, "name": "norc", "recompute": "none"}\n' >"$TMP/norc.json"
+expect_exit 2 "plan import: job 'norc' runs without activation recomputation" -- plan import "$K" "$S" --job "$TMP/norc.json" \
+  --out "$TMP/x.json"
 expect_exit 2 "method kareus: expected a scheds_pipeline_N.py file" -- plan import "$K" --method kareus --out "$TMP/x.json"
 expect_exit 2 "expected FREQS.py and optionally SCHEDS.py, found 3" -- plan import "$K" "$S" "$S" --out "$TMP/x.json"
 expect_exit 2 "job.fingerprint: expected" -- plan export-artifact "$TMP/k.json" --job $J2 --out "$TMP/wrong"
