@@ -116,7 +116,9 @@ int kr_plan_export_zeus(const kr_plan *plan, int gpus_per_stage, const char *pat
  * Imports the published artifact's plan files for job (docs/formats.md): freqs_path
  * (`freqs_pipeline_N.py`) and, for method "kareus", scheds_path (`scheds_pipeline_N.py`, the
  * activation-checkpointing layout: ('forward', fwd configs…) and ('backward', recomputed fwd
- * configs…, bwd configs…), 2/4 configs with CP 1 and 5/12 with CP > 1). method is "kareus",
+ * configs…, bwd configs…), 2/4 configs with CP 1 and 5/12 with CP > 1; for a job without
+ * recomputation the per-microbatch layout: one (('forward', fwd configs…), ('backward', bwd
+ * configs…)) pair per microbatch, 2/2 or 5/7 configs). method is "kareus",
  * "perseus", "nanobatch+perseus", "megatron" or "nanobatch" (NULL: kareus with a scheds file,
  * else perseus); baseline methods get their variant's fixed comm settings. The files are read
  * as literals, never evaluated. Instructions must follow the job's schedule order; clocks must
@@ -126,8 +128,7 @@ int kr_plan_export_zeus(const kr_plan *plan, int gpus_per_stage, const char *pat
  * not carry them); cost_model is "artifact". The result passes kr_plan_validate for job.
  * Returns KR_OK; KR_EPARSE (syntax or types: file:line:column, expected, found), KR_EMISMATCH
  * (counts or order differ from the job), KR_ERANGE (clock, SMs, block), KR_EINVAL (method or
- * file combination; KR_EMISMATCH also for a Kareus schedule and a job without recomputation),
- * KR_EIO, KR_ENOMEM. *out is freed on failure.
+ * file combination), KR_EIO, KR_ENOMEM. *out is freed on failure.
  */
 int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const char *scheds_path, const char *method,
                             kr_plan *out, kr_error *err);
@@ -135,13 +136,16 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
 /*
  * Writes plan as the artifact's runtime reads it into directory dir (created if needed):
  * `freqs_pipeline_N.py` (as kr_plan_export_zeus) and, for a plan of the kareus variant,
- * `scheds_pipeline_N.py` (the activation-checkpointing layout above, config strings
- * "<slot>-none-<sm>-1024"), N = index if >= 0, else the plan's step (0 if it has none). The plan
- * is validated against job first. Both files are written atomically; if the second cannot be
- * written the first is removed. The paths written go to freqs_path / scheds_path (may be NULL;
- * scheds_path "" when there is none). Returns KR_OK, kr_plan_validate's codes, KR_EUNSUPPORTED
- * (kareus plan, job without recomputation), KR_EMISMATCH (a key missing from an instruction),
- * KR_EIO, KR_ENOMEM.
+ * `scheds_pipeline_N.py`, N = index if >= 0, else the plan's step (0 if it has none): the
+ * activation-checkpointing layout above for jobs with recomputation; without it the artifact's
+ * per-microbatch layout, one (('forward', fwd configs…), ('backward', bwd configs…)) pair per
+ * microbatch, which its scheduler applies correctly only when every backward of a stage has the
+ * same configs (it gives each backward the latest forward's pair), so other plans are refused.
+ * Config strings are "<slot>-none-<sm>-1024". The plan is validated against job first. Both
+ * files are written atomically; if the second cannot be written the first is removed. The paths
+ * written go to freqs_path / scheds_path (may be NULL; scheds_path "" when there is none).
+ * Returns KR_OK, kr_plan_validate's codes, KR_EMISMATCH (a key missing from an instruction, or
+ * backward configs that differ across microbatches without recomputation), KR_EIO, KR_ENOMEM.
  */
 int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *dir, int index, char *freqs_path,
                             size_t freqs_cap, char *scheds_path, size_t scheds_cap, kr_error *err);

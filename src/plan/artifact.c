@@ -558,20 +558,44 @@ static int fixed_comm(const kr_job *job, const kr_partition_set *parts, kr_plan_
 }
 
 /* Checks one stage list (of freqs or scheds) against the job's order. */
-static int check_stage_list(const char *file, const pv *root, int s, int n, const kr_job *job, kr_error *err)
+static int is_pair(const pv *t)
+{
+    return t->t == PV_TUPLE && t->n == 2 && t->items[0].t == PV_TUPLE && t->items[1].t == PV_TUPLE;
+}
+
+/* Checks one stage list (of freqs or scheds) against the job's order. pairs: a scheds file in the
+ * per-microbatch layout of jobs without recomputation (one (forward, backward) pair per
+ * microbatch, kareus/scheduler/parser.py's non-checkpointing branch). */
+static int check_stage_list(const char *file, const pv *root, int s, int n, const kr_job *job, int pairs,
+                            kr_error *err)
 {
     const pv *st = &root->items[s];
     if (st->t != PV_LIST)
         return kr_error_set(err, KR_EPARSE, "%s:%d:%d: stage %d: expected a list of instruction tuples, found %s", file,
                             st->line, st->col, s, pv_what(st));
+    if (pairs) {
+        if (st->n != job->num_microbatches)
+            return kr_error_set(err, KR_EMISMATCH,
+                                "%s:%d:%d: stage %d: expected %d (forward, backward) pairs, one per microbatch (job "
+                                "'%s' runs without recomputation), found %d",
+                                file, st->line, st->col, s, job->num_microbatches, job->name, st->n);
+        for (int m = 0; m < st->n; m++)
+            if (!is_pair(&st->items[m]))
+                return kr_error_set(err, KR_EPARSE,
+                                    "%s:%d:%d: stage %d microbatch %d: expected a pair of tuples (('forward', …), "
+                                    "('backward', …)) (the artifact's layout for jobs without recomputation), found "
+                                    "%s",
+                                    file, st->items[m].line, st->items[m].col, s, m, pv_what(&st->items[m]));
+        return KR_OK;
+    }
     const pv *t0 = st->n > 0 ? &st->items[0] : NULL;
-    if (t0 && t0->t == PV_TUPLE && t0->n == 2 && t0->items[0].t == PV_TUPLE && t0->items[1].t == PV_TUPLE)
+    if (t0 && is_pair(t0))
         return kr_error_set(err, KR_EPARSE,
                             "%s:%d:%d: stage %d item 0: expected one tuple per instruction ('forward'|'backward', "
-                            "…) (the activation-checkpointing layout), found a (forward, backward) pair: the "
-                            "artifact's per-microbatch layout for jobs without recomputation, which this importer "
-                            "does not read",
-                            file, t0->line, t0->col, s);
+                            "…) (the activation-checkpointing layout of job '%s', which recomputes), found a "
+                            "(forward, backward) pair: the artifact's per-microbatch layout for jobs without "
+                            "recomputation",
+                            file, t0->line, t0->col, s, job->name);
     if (st->n != n)
         return kr_error_set(err, KR_EMISMATCH,
                             "%s:%d:%d: stage %d: expected %d instructions (%s, %d microbatches%s), found %d", file,
@@ -617,11 +641,11 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
                                   "found none"
                                 : "plan import: method %s: expected no scheds file (only Kareus plans have one), found one",
                             method);
-    if (var == KR_VARIANT_KAREUS && !job->recompute)
+    int pairs = var == KR_VARIANT_KAREUS && !job->recompute;
+    if (pairs && job->virtual_stages > 1)
         return kr_error_set(err, KR_EMISMATCH,
-                            "plan import: job '%s' runs without activation recomputation; the artifact writes such "
-                            "schedules in its per-microbatch pair layout, which this importer does not read (it reads "
-                            "the activation-checkpointing layout the artifact uses)",
+                            "plan import: job '%s' runs interleaved chunks without recomputation; the artifact's "
+                            "per-microbatch schedule layout has one pair per microbatch and no chunks",
                             job->name);
     pv fr, sc;
     trailer ftr, str;
@@ -663,8 +687,8 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
             goto done;
         }
         counts[s] = n;
-        if ((rc = check_stage_list(freqs_path, &fr, s, n, job, err)) ||
-            (scheds_path && (rc = check_stage_list(scheds_path, &sc, s, n, job, err))))
+        if ((rc = check_stage_list(freqs_path, &fr, s, n, job, 0, err)) ||
+            (scheds_path && (rc = check_stage_list(scheds_path, &sc, s, n, job, pairs, err))))
             goto done;
     }
     if ((rc = kr_plan_init(out, job, counts, err)))
@@ -707,9 +731,9 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
                     goto done;
                 continue;
             }
-            const pv *u = &sc.items[s].items[i];
             int bwd = order[i].kind == KR_INSTR_BACKWARD;
-            int want = 1 + lay.nf + (bwd ? lay.nb : 0);
+            const pv *u = pairs ? &sc.items[s].items[order[i].microbatch].items[bwd] : &sc.items[s].items[i];
+            int want = 1 + (bwd ? (pairs ? 0 : lay.nf) + lay.nb : lay.nf);
             char shape[96];
             snprintf(shape, sizeof shape, "('%s', %d config strings)", kr_instr_kind_name(order[i].kind), want - 1);
             if ((rc = check_name(scheds_path, u, &order[i], s, i, shape, err)))
@@ -719,14 +743,17 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
                                   "%s:%d:%d: stage %d instruction %d: expected %s (%s, CP %d, %s), found %d config "
                                   "strings",
                                   scheds_path, u->line, u->col, s, i, shape,
-                                  bwd ? "recomputed forward keys, then backward keys" : "forward keys", job->cp,
+                                  bwd ? (pairs ? "backward keys" : "recomputed forward keys, then backward keys")
+                                      : "forward keys",
+                                  job->cp,
                                   job->cp > 1 ? "the CP key set" : "attention and MLP", u->n - 1);
                 goto done;
             }
             in->ncomm = 0;
             for (int k = 1; k < u->n; k++) {
-                int rec = bwd && k <= lay.nf;
-                const char *key = k <= lay.nf ? lay.fwd[k - 1] : lay.bwd[k - 1 - lay.nf];
+                int skip = bwd && !pairs ? lay.nf : 0; /* recomputed forward configs come first */
+                int rec = bwd && k <= skip;
+                const char *key = !bwd ? lay.fwd[k - 1] : k <= skip ? lay.fwd[k - 1] : lay.bwd[k - 1 - skip];
                 const kr_partition *p = kr_partition_find(parts, key);
                 if (p == NULL) {
                     rc = kr_error_set(err, KR_EMISMATCH, "%s: job '%s' has no partition '%s' for the kareus variant",
@@ -852,6 +879,59 @@ static const kr_comm_setting *find_comm(const kr_plan_instr *in, const char *key
     return NULL;
 }
 
+/* The instruction of microbatch m (chunk 0) of stage s, forward or backward; NULL if absent. */
+static const kr_plan_instr *find_instr(const kr_plan *plan, int s, int m, int bwd)
+{
+    for (int i = 0; i < plan->stages[s].ninstr; i++) {
+        const kr_plan_instr *in = &plan->stages[s].instr[i];
+        if (in->microbatch == m && in->chunk == 0 && (in->kind == KR_INSTR_BACKWARD) == bwd)
+            return in;
+    }
+    return NULL;
+}
+
+static int put_config(kr__sb *sb, const kr_plan_instr *in, const char *key, int rec, int s, kr_error *err)
+{
+    const kr_comm_setting *c = in ? find_comm(in, key, rec) : NULL;
+    if (c == NULL)
+        return kr_error_set(err, KR_EMISMATCH,
+                            "export: plan stage %d: expected a %s setting for key '%s' (the artifact's schedule tuple "
+                            "needs one), found none",
+                            s, rec ? "recompute" : "comm", key);
+    char buf[64];
+    kr_comm_setting_format(c, buf, sizeof buf);
+    kr__sb_printf(sb, ", '%s'", buf);
+    return KR_OK;
+}
+
+/* Without recomputation the artifact's scheduler advances on forwards only and gives each
+ * backward the pair of the latest forward (kareus/scheduler/pipeline_comm_scheduler.py), which
+ * in 1F1B belongs to a later microbatch. A plan runs as planned there only if every backward of
+ * a stage has the same configs. */
+static int check_pairs_exportable(const kr_plan *plan, const kr_job *job, kr_error *err)
+{
+    for (int s = 0; s < plan->num_stages; s++) {
+        const kr_plan_instr *first = find_instr(plan, s, 0, 1);
+        for (int m = 1; first && m < job->num_microbatches; m++) {
+            const kr_plan_instr *in = find_instr(plan, s, m, 1);
+            if (in == NULL)
+                break;
+            for (int c = 0; c < first->ncomm; c++) {
+                const kr_comm_setting *a = &first->comm[c], *b = find_comm(in, a->key, a->recompute);
+                if (b == NULL || strcmp(a->slot, b->slot) != 0 || a->sms != b->sms)
+                    return kr_error_set(err, KR_EMISMATCH,
+                                        "export: stage %d: the backward of microbatch %d runs %s at slot %s with %d "
+                                        "SMs, that of microbatch 0 at slot %s with %d: without recomputation the "
+                                        "artifact's scheduler gives each backward the configs of the latest forward's "
+                                        "pair (a later microbatch in 1F1B), so it runs a plan as planned only if every "
+                                        "backward of a stage has the same configs",
+                                        s, m, a->key, b ? b->slot : "(none)", b ? b->sms : 0, a->slot, a->sms);
+            }
+        }
+    }
+    return KR_OK;
+}
+
 int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *dir, int index, char *freqs_path,
                             size_t freqs_cap, char *scheds_path, size_t scheds_cap, kr_error *err)
 {
@@ -866,16 +946,35 @@ int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *
     kr_variant var;
     kr_variant_parse(plan->variant, &var);
     int kareus = var == KR_VARIANT_KAREUS;
-    if (kareus && !job->recompute)
-        return kr_error_set(err, KR_EUNSUPPORTED,
-                            "export: job '%s' runs without activation recomputation; the artifact's runtime reads such "
-                            "schedules in its per-microbatch pair layout, which export-artifact does not write",
-                            job->name);
+    int pairs = kareus && !job->recompute;
+    if (pairs && (rc = check_pairs_exportable(plan, job, err)))
+        return rc;
     int gps = kr_job_gpus_per_stage(job);
     kr__sb fs = {0}, ss = {0};
     freqs_out(&fs, plan);
     trailer_out(&fs, plan, gps, iter);
-    if (kareus) {
+    if (pairs) {
+        layout lay;
+        layout_of(job, &lay);
+        kr__sb_puts(&ss, "[\n");
+        for (int s = 0; s < plan->num_stages && rc == KR_OK; s++) {
+            kr__sb_puts(&ss, "[");
+            for (int m = 0; m < job->num_microbatches && rc == KR_OK; m++) {
+                kr__sb_puts(&ss, m ? ", (" : "(");
+                for (int bwd = 0; bwd < 2 && rc == KR_OK; bwd++) {
+                    const kr_plan_instr *in = find_instr(plan, s, m, bwd);
+                    kr__sb_printf(&ss, "%s('%s'", bwd ? ", " : "", bwd ? "backward" : "forward");
+                    for (int k = 0; k < (bwd ? lay.nb : lay.nf) && rc == KR_OK; k++)
+                        rc = put_config(&ss, in, bwd ? lay.bwd[k] : lay.fwd[k], 0, s, err);
+                    kr__sb_puts(&ss, ")");
+                }
+                kr__sb_puts(&ss, ")");
+            }
+            kr__sb_puts(&ss, "],\n");
+        }
+        kr__sb_puts(&ss, "]\n");
+        trailer_out(&ss, plan, gps, iter);
+    } else if (kareus) {
         layout lay;
         layout_of(job, &lay);
         kr__sb_puts(&ss, "[\n");

@@ -9,7 +9,9 @@ We restate those checks (no code copied) and load with ast.literal_eval, which a
 the literals eval() would build from these files and nothing else. The module must also hold a
 single expression statement: anything else in the file would run under eval-by-exec loaders.
 
-usage: artifact_check.py freqs|scheds FILE STAGES CP [INSTR_PER_STAGE]
+usage: artifact_check.py freqs|scheds|pairs FILE STAGES CP [ITEMS_PER_STAGE]
+(pairs: the parser's layout for jobs without recomputation, one (('forward', fwd configs...),
+('backward', bwd configs...)) pair per microbatch)
 prints "ok ..." and exits 0, or prints the problem and exits 1.
 """
 import ast
@@ -55,6 +57,17 @@ def main():
         if per_stage is not None and len(lst) != per_stage:
             fail("%s: stage %d has %d instructions, expected %d" % (path, s, len(lst), per_stage))
         for i, t in enumerate(lst):
+            if kind == "pairs":
+                if not isinstance(t, tuple) or len(t) != 2:
+                    fail("%s: stage %d item %d: expected a (forward, backward) pair" % (path, s, i))
+                for want_name, want_len, tup in (("forward", 1 + nf, t[0]), ("backward", 1 + nb, t[1])):
+                    if not isinstance(tup, tuple) or len(tup) != want_len or tup[0] != want_name:
+                        fail("%s: stage %d item %d: expected ('%s', %d configs), found %r" %
+                             (path, s, i, want_name, want_len - 1, tup))
+                    for cfg in tup[1:]:
+                        if not config_ok(cfg):
+                            fail("%s: stage %d item %d: bad config string %r" % (path, s, i, cfg))
+                continue
             if not isinstance(t, tuple) or not t or t[0] not in ("forward", "backward"):
                 fail("%s: stage %d item %d is not an instruction tuple" % (path, s, i))
             if kind == "freqs":

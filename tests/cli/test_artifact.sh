@@ -95,6 +95,41 @@ EOF
 }
 check "CP plan survives export → import" same_schedule "$TMP/cp/plans/kareus/fastest.json" "$TMP/cpb.json"
 
+# ---- jobs without recomputation: the artifact's per-microbatch pair layout -------------------
+# Built from the real schedule as the artifact's optimizer writes it (Python repr of a list of
+# (forward, backward) pairs per stage), with one backward config per stage (uniform), and once
+# with one microbatch's backward different.
+K="$A/kareus/freqs_pipeline_02495.py"
+printf '{"schema": "kareus.job", "version": 1, "name": "norc", "recompute": "none"}\n' >"$TMP/norc.json"
+"$PY" - "$A/kareus/scheds_pipeline_02495.py" "$TMP/pairs_u.py" "$TMP/pairs_d.py" <<'EOF'
+import ast, sys
+src = open(sys.argv[1]).read()
+stages = ast.literal_eval(src)
+trailer = src[src.index("\n#") + 1:]
+for path, differ in ((sys.argv[2], False), (sys.argv[3], True)):
+    out = "[\n"
+    for st in stages:
+        fwd = [t for t in st if t[0] == "forward"]
+        bwd = [t for t in st if t[0] == "backward"]
+        pairs = []
+        for m, f in enumerate(fwd):
+            b = bwd[6 if differ and m == 5 else 0]
+            pairs.append((f, ("backward",) + tuple(b[3:])))
+        out += f"{pairs},\n"
+    open(path, "w").write(out + "]\n" + trailer)
+EOF
+expect_exit 0 "kareus plan for job 'norc'" -- plan import "$K" "$TMP/pairs_u.py" --job "$TMP/norc.json" --out "$TMP/pu.json"
+expect_exit 0 "fits the job" -- plan validate "$TMP/pu.json" --job "$TMP/norc.json"
+expect_exit 0 "scheds_pipeline_02495.py" -- plan export-artifact "$TMP/pu.json" --job "$TMP/norc.json" --out "$TMP/pu"
+check "pair layout round-trips" same_numbers "$TMP/pairs_u.py" "$TMP/pu/scheds_pipeline_02495.py"
+check "exported pairs load as Kareus loads them without recomputation" "$PY" "$CHECK" pairs \
+  "$TMP/pu/scheds_pipeline_02495.py" 2 1 8
+expect_exit 0 "kareus plan for job 'norc'" -- plan import "$K" "$TMP/pairs_d.py" --job "$TMP/norc.json" --out "$TMP/pd.json"
+expect_exit 2 "export: stage 0: the backward of microbatch 5 runs bwd_attn at slot attn_0 with 9 SMs, that of microbatch 0 at slot attn_0 with 3" -- \
+  plan export-artifact "$TMP/pd.json" --job "$TMP/norc.json" --out "$TMP/pd"
+expect_exit 2 "pairs_u.py:2:2: stage 0 item 0: expected one tuple per instruction" -- plan import "$K" "$TMP/pairs_u.py" \
+  --job $J1 --out "$TMP/x.json"
+
 # ---- a job name cannot break out of the trailer comment ---------------------------------------
 "$PY" - "$TMP/evil.json" <<'EOF'
 import json, subprocess, sys, os
@@ -165,13 +200,14 @@ expect_exit 2 "end.py:2:14: stage 0 instruction 0, fwd_attn: config string 'rope
 sed 's/total cost: 2020.8429700808636/total cost: 2020.8/' "$S" >"$TMP/trail2.py"
 expect_exit 2 "trail2.py: expected the same '# Iteration N …' trailer as" -- plan import "$K" "$TMP/trail2.py" --job $J1 \
   --out "$TMP/x.json"
-# The artifact's per-microbatch pair layout (tests/kareus/conf/solution.py's shape) is named as such.
+# The artifact's per-microbatch pair layout (tests/kareus/conf/solution.py's shape) for a job that
+# recomputes is named as such.
 printf "[\n[(('forward', 'rope_0-none-3-1024', 'norm_0-none-3-1024'), ('backward', 'attn_0-none-3-1024', 'norm_0-none-3-1024'))],\n[],\n]\n" >"$TMP/pairs.py"
-expect_exit 2 "pairs.py:2:2: stage 0 item 0: expected one tuple per instruction ('forward'|'backward', …) (the activation-checkpointing layout), found a (forward, backward) pair" -- \
+expect_exit 2 "pairs.py:2:2: stage 0 item 0: expected one tuple per instruction ('forward'|'backward', …) (the activation-checkpointing layout of job '$J1', which recomputes), found a (forward, backward) pair" -- \
   plan import "$K" "$TMP/pairs.py" --job $J1 --out "$TMP/x.json"
 printf '{"schema": "kareus.job", "version": 1, "name": "norc", "recompute": "none"}\n' >"$TMP/norc.json"
-expect_exit 2 "plan import: job 'norc' runs without activation recomputation" -- plan import "$K" "$S" --job "$TMP/norc.json" \
-  --out "$TMP/x.json"
+expect_exit 2 "stage 0: expected 8 (forward, backward) pairs, one per microbatch (job 'norc' runs without recomputation), found 16" -- \
+  plan import "$K" "$S" --job "$TMP/norc.json" --out "$TMP/x.json"
 expect_exit 2 "method kareus: expected a scheds_pipeline_N.py file" -- plan import "$K" --method kareus --out "$TMP/x.json"
 expect_exit 2 "expected FREQS.py and optionally SCHEDS.py, found 3" -- plan import "$K" "$S" "$S" --out "$TMP/x.json"
 expect_exit 2 "job.fingerprint: expected" -- plan export-artifact "$TMP/k.json" --job $J2 --out "$TMP/wrong"
