@@ -78,6 +78,11 @@ typedef struct kr_pipe_result {
     double gpu_energy_j[KR_MAX_STAGES];   /* Energy of one GPU of each stage. */
     int nevents;                          /* Events (all stages). */
     kr_pipe_event *events;                /* Stage-major, in execution order (owned). */
+    int settle_unpriced;                  /* kr_pipesim_plan on a replay: clock changes whose
+                                             settle window could not be priced (the recordings
+                                             lack the instruction's configs at the previous
+                                             clock); those instructions run wholly at the new
+                                             clock. 0 otherwise. */
 } kr_pipe_result;
 
 /* Runs the event simulation. Fills *out (free with kr_pipe_result_free). Errors: KR_EINVAL for

@@ -365,6 +365,7 @@ int kr_pipesim_plan(const kr_job *job, const kr_plan *plan, kr_backend *backend,
     for (int s = 0; s < job->pp; s++)
         in.p2p_time_s[s] = o.no_p2p ? 0.0 : kr_pipesim_p2p_time(job, s);
     double settle = o.no_settle ? 0.0 : job->gpu.clock_switch_s;
+    int unpriced = 0;
     for (int s = 0; s < job->pp; s++) {
         const kr_plan_stage *st = &plan->stages[s];
         in.ninstr[s] = st->ninstr;
@@ -387,8 +388,16 @@ int kr_pipesim_plan(const kr_job *job, const kr_plan *plan, kr_backend *backend,
             if (settle > 0 && prev->freq_mhz != pi->freq_mhz) {
                 /* The first part of the work still runs at the previous clock (same configs). */
                 double t_old, e_old;
-                if ((rc = instruction_cost(job, parts, s, pi->kind, pi->chunk, prev->freq_mhz, pi->comm, pi->ncomm,
-                                           backend, &t_old, &e_old, err)))
+                rc = instruction_cost(job, parts, s, pi->kind, pi->chunk, prev->freq_mhz, pi->comm, pi->ncomm, backend,
+                                      &t_old, &e_old, err);
+                if (rc == KR_ENOTFOUND && strcmp(kr_backend_name(backend), "replay") == 0) {
+                    /* A partial recording (e.g. a BO run's) need not hold these configs at the
+                     * previous clock: count it, and charge the new clock throughout. */
+                    unpriced++;
+                    rc = KR_OK;
+                    continue;
+                }
+                if (rc)
                     goto done;
                 double phi = t_old > 0 ? KR_MIN(1.0, settle / t_old) : 1.0;
                 it->time_s = phi * t_old + (1 - phi) * it->time_s;
@@ -397,6 +406,8 @@ int kr_pipesim_plan(const kr_job *job, const kr_plan *plan, kr_backend *backend,
         }
     }
     rc = kr_pipesim_run(&in, out, err);
+    if (rc == KR_OK)
+        out->settle_unpriced = unpriced;
 done:
     for (int s = 0; s < KR_MAX_STAGES; s++)
         free(in.instr[s]);
