@@ -14,6 +14,7 @@
  * wall time of `kareus search --strategy exhaustive --partition all` on the default job.
  * Figures only; nothing here passes or fails.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,11 +258,235 @@ static void time_cli(void)
            t[n / 2], t[0], n);
 }
 
+
+/* ---- the physics prior on perturbed simulated GPUs (issue 16) ------------------------------ */
+
+/* A perturbed constant: index and half-width of its uniform relative perturbation. */
+typedef struct pert {
+    int param;
+    double rel;
+} pert;
+
+/* The "GPUs": the simulator with these constants scaled by U(1 − rel, 1 + rel) each (stated
+ * uncertainty: kernel efficiencies ±15 %, voltage at f_max ±5 % and the curve's shape ±20 %,
+ * dynamic-power coefficient ±10 %, comm kernels' per-CTA bandwidth ±20 % and saturation ±15 %,
+ * the comm bandwidth's clock exponent ±20 %, overheads ±20 %, the overlap slowdown ±20 %). */
+static const pert perts[] = {
+    {KR_GPU_P_gemm_eff, 0.15},       {KR_GPU_P_attn_eff, 0.15},       {KR_GPU_P_attn_bwd_eff, 0.15},
+    {KR_GPU_P_v_max, 0.05},          {KR_GPU_P_v_exp, 0.20},          {KR_GPU_P_dyn_coeff_w, 0.10},
+    {KR_GPU_P_tuned_cta_Bps, 0.20},  {KR_GPU_P_tuned_cap_frac, 0.15}, {KR_GPU_P_busbw_per_cta_Bps, 0.20},
+    {KR_GPU_P_comm_clock_exp, 0.20}, {KR_GPU_P_host_op_s, 0.20},      {KR_GPU_P_launch_s, 0.20},
+    {KR_GPU_P_sync_s, 0.20},         {KR_GPU_P_kappa_tensor, 0.20},   {KR_GPU_P_mem_eff, 0.10},
+    {KR_GPU_P_attn_activity, 0.10},
+};
+
+static double urand(unsigned long long *st)
+{
+    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*st >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void perturb(kr_gpu *g, unsigned long long seed)
+{
+    unsigned long long st = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (int k = 0; k < 4; k++)
+        urand(&st);
+    for (size_t i = 0; i < sizeof perts / sizeof perts[0]; i++) {
+        double v = kr_gpu_param_value(g, perts[i].param);
+        double f = 1 + perts[i].rel * (2 * urand(&st) - 1);
+        kr_gpu_param_set(g, perts[i].param, v * f);
+    }
+    g->tuned_cap_frac = fmin(g->tuned_cap_frac, 1.0);
+    g->gemm_eff = fmin(g->gemm_eff, 0.98);
+    g->attn_eff = fmin(g->attn_eff, 0.98);
+    g->attn_bwd_eff = fmin(g->attn_bwd_eff, 0.98);
+    g->mem_eff = fmin(g->mem_eff, 0.98);
+    if (g->v_max < g->v_min + 0.02)
+        g->v_max = g->v_min + 0.02;
+}
+
+/* A backend that measures with the simulator on its job and records what it measured, in
+ * order (a search's frontier is sorted; its evaluation order is what prefixes need). */
+typedef struct recb {
+    const kr_job *job;
+    kr_measured pts[4096];
+    size_t n;
+} recb;
+
+static int rec_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
+{
+    recb *r = b->impl;
+    int rc = kr_sim_measure(r->job, p, c, out, &b->err);
+    if (rc == KR_OK && r->n < sizeof r->pts / sizeof r->pts[0])
+        r->pts[r->n++] = (kr_measured){.config = *c, .time_s = out->time_s, .energy_j = out->energy_j};
+    return rc;
+}
+
+static void rec_destroy(kr_backend *b)
+{
+    free(b->impl);
+}
+
+static const kr_backend_ops rec_ops = {.name = "sim", .measure = rec_measure, .destroy = rec_destroy};
+
+/* Q of the first n recorded points against ref in both planes. */
+static void prefix_q(const kr_partition_frontier *ref, recb *r, size_t n, double P, double *qe, double *qt)
+{
+    kr_partition_frontier g = *ref;
+    g.pts = r->pts;
+    g.n = n < r->n ? n : r->n;
+    *qe = quality(ref, &g, P);
+    *qt = quality(ref, &g, 0.0);
+}
+
+#define PMAX 2048
+
+typedef struct ppool {
+    int n;
+    double pct[2][PMAX], q99[2][PMAX], to99[2][PMAX], q2e[2][PMAX], q2t[2][PMAX], q5e[2][PMAX], q5t[2][PMAX];
+    double qse[2][PMAX], qst[2][PMAX];
+    int reached[2], stops_abs;
+} ppool;
+
+static void bench_prior(int ngpus, int seeds)
+{
+    static const char *const jobs[] = {"default", "llama3.2-3b-cp2tp4-mbs8-s4096"};
+    static ppool pp;
+    const double traj = 0.15; /* trajectories run without a stopping rule to 15 % of the space */
+    double t0 = now_s();
+    printf("\nphysics prior (issue 16): the \"GPU\" is the simulator with %zu constants perturbed (uniform, seeded):",
+           sizeof perts / sizeof perts[0]);
+    for (size_t i = 0; i < sizeof perts / sizeof perts[0]; i++)
+        printf("%s %s ±%.0f%%", i ? "," : "", kr_gpu_param(perts[i].param)->field, 100 * perts[i].rel);
+    printf("\nthe prior is the nominal simulator; %d GPUs x every partition of both jobs x %d seeds; bo default "
+           "options, with and without --prior\n",
+           ngpus, seeds);
+    printf("%-30s %-10s %5s | %-36s | %-36s\n", "job", "key", "space",
+           "no prior: stop%  Q>=.99  to.99%  Q@5%", "prior: stop%  Q>=.99  to.99%  Q@5%");
+    for (int ji = 0; ji < 2; ji++) {
+        kr_job nominal;
+        kr_error e = {0};
+        kr_partition_set set;
+        if (kr_job_builtin(jobs[ji], &nominal, &e) || kr_partition_catalog(&nominal, KR_VARIANT_KAREUS, &set, &e))
+            die(jobs[ji], &e);
+        for (int i = 0; i < set.n; i++) {
+            const kr_partition *p = &set.p[i];
+            int first = pp.n;
+            long psize = 0;
+            for (int gi = 0; gi < ngpus; gi++) {
+                kr_job gjob = nominal;
+                perturb(&gjob.gpu, (unsigned long long)gi + 1000 * (unsigned long long)ji + 7);
+                kr_backend *b;
+                recb *rb = calloc(1, sizeof *rb);
+                if (rb == NULL)
+                    exit(1);
+                rb->job = &gjob;
+                if (kr_backend_create(&rec_ops, rb, &b))
+                    die("perturbed gpu", &e);
+                kr_search_options o;
+                kr_search_options_default(&o);
+                o.strategy = KR_STRATEGY_EXHAUSTIVE;
+                kr_partition_frontier ref;
+                kr_search_stats st;
+                if (kr_search_partition(&gjob, p, b, NULL, &o, &ref, &st, &e))
+                    die(p->key, &e);
+                long size = st.space_size;
+                psize = size;
+                for (int sd = 1; sd <= seeds && pp.n < PMAX; sd++) {
+                    int j = pp.n++;
+                    for (int wp = 0; wp < 2; wp++) {
+                        kr_search_options_default(&o);
+                        o.seed = (unsigned long long)sd;
+                        o.prior = wp ? &nominal : NULL;
+                        kr_partition_frontier f;
+                        kr_search_stats fs;
+                        rb->n = 0;
+                        if (kr_search_partition(&gjob, p, b, NULL, &o, &f, &fs, &e))
+                            die(p->key, &e);
+                        double qe, qt;
+                        prefix_q(&ref, rb, rb->n, gjob.static_power_w, &qe, &qt);
+                        pp.pct[wp][j] = 100.0 * (double)fs.evaluated / (double)size;
+                        pp.q99[wp][j] = qe >= 0.99 && qt >= 0.99;
+                        pp.qse[wp][j] = qe;
+                        pp.qst[wp][j] = qt;
+                        if (wp && strstr(fs.stop, "A"))
+                            pp.stops_abs++;
+                        kr_frontier_free(&f);
+                        o.bo_stop = -1;
+                        o.max_evals = (long)(traj * (double)size + 0.5);
+                        rb->n = 0;
+                        if (kr_search_partition(&gjob, p, b, NULL, &o, &f, &fs, &e))
+                            die(p->key, &e);
+                        double to = INFINITY;
+                        for (size_t n = 1; n <= rb->n; n++) {
+                            prefix_q(&ref, rb, n, gjob.static_power_w, &qe, &qt);
+                            if (qe >= 0.99 && qt >= 0.99) {
+                                to = 100.0 * (double)n / (double)size;
+                                break;
+                            }
+                        }
+                        pp.to99[wp][j] = to;
+                        pp.reached[wp] += isfinite(to);
+                        prefix_q(&ref, rb, (size_t)(0.02 * (double)size + 0.5), gjob.static_power_w, &pp.q2e[wp][j],
+                                 &pp.q2t[wp][j]);
+                        prefix_q(&ref, rb, (size_t)(0.05 * (double)size + 0.5), gjob.static_power_w, &pp.q5e[wp][j],
+                                 &pp.q5t[wp][j]);
+                        kr_frontier_free(&f);
+                    }
+                }
+                kr_frontier_free(&ref);
+                kr_backend_destroy(b);
+            }
+            int m = pp.n - first;
+            double c[8][PMAX];
+            int ok[2] = {0, 0};
+            for (int wp = 0; wp < 2; wp++)
+                for (int k = 0; k < m; k++) {
+                    c[4 * wp][k] = pp.pct[wp][first + k];
+                    c[4 * wp + 1][k] = pp.to99[wp][first + k];
+                    c[4 * wp + 2][k] = fmin(pp.q5e[wp][first + k], pp.q5t[wp][first + k]);
+                    ok[wp] += (int)pp.q99[wp][first + k];
+                }
+            printf("%-30s %-10s %5ld | %5.1f%% %4d/%-4d %6.1f%% %.4f | %5.1f%% %4d/%-4d %6.1f%% %.4f\n", jobs[ji],
+                   p->key, psize, median(c[0], m), ok[0], m,
+                   median(c[1], m), median(c[2], m), median(c[4], m), ok[1], m, median(c[5], m), median(c[6], m));
+        }
+    }
+    int n = pp.n;
+    printf("\nall %d runs (GPU x partition x seed); medians (to.99: fewest measurements whose prefix of a run "
+           "without the stopping rule reaches Q >= 0.99 in both planes; inf when not within %.0f%% of the space):\n",
+           n, 100 * traj);
+    for (int wp = 0; wp < 2; wp++) {
+        int ok = 0;
+        for (int k = 0; k < n; k++)
+            ok += (int)pp.q99[wp][k];
+        double qse_min = INFINITY, qst_min = INFINITY;
+        for (int k = 0; k < n; k++) {
+            qse_min = fmin(qse_min, pp.qse[wp][k]);
+            qst_min = fmin(qst_min, pp.qst[wp][k]);
+        }
+        printf("  %-8s: stopping rule: %5.2f%% of the space, Q >= 0.99 in both planes in %d/%d runs (%.1f%%), worst Q "
+               "%.4f | %.4f; to Q >= 0.99: %5.2f%% of the space (reached in %d/%d); Q at 2%%: %.4f | %.4f, at 5%%: "
+               "%.4f | %.4f\n",
+               wp ? "prior" : "no prior", median(pp.pct[wp], n), ok, n, 100.0 * ok / n, qse_min, qst_min,
+               median(pp.to99[wp], n), pp.reached[wp], n, median(pp.q2e[wp], n), median(pp.q2t[wp], n),
+               median(pp.q5e[wp], n), median(pp.q5t[wp], n));
+    }
+    printf("  with the prior %d of %d runs stopped on the absolute bound in some plane; %.0f s\n", pp.stops_abs, n,
+           now_s() - t0);
+}
+
 int main(void)
 {
     int seeds = getenv("KR_BENCH_SEEDS") ? atoi(getenv("KR_BENCH_SEEDS")) : 5;
     if (seeds < 1 || seeds > 64)
         seeds = 5;
+    const char *only = getenv("KR_BENCH_ONLY");
+    if (only && strcmp(only, "prior") == 0) {
+        int g = getenv("KR_BENCH_GPUS") ? atoi(getenv("KR_BENCH_GPUS")) : 20;
+        bench_prior(g > 0 ? g : 20, seeds > 2 ? 2 : seeds);
+        return 0;
+    }
     static pool pl;
     double t0 = now_s();
     bench_job("default", seeds, &pl);
@@ -281,5 +506,9 @@ int main(void)
     printf("  (%.0f s for the comparison)\n", now_s() - t0);
     sweep();
     time_cli();
+    {
+        int g = getenv("KR_BENCH_GPUS") ? atoi(getenv("KR_BENCH_GPUS")) : 20;
+        bench_prior(g > 0 ? g : 20, 2);
+    }
     return 0;
 }

@@ -192,6 +192,19 @@ typedef struct kr_search_options {
                                     kareus-method.md §2; otherwise n_init and acq are scaled to it). */
     kr_search_progress_fn progress; /* Called after every batch (may be NULL). */
     void *progress_ud;
+    /* bo with a physics prior (docs/search.md, "Prior"). NULL: none, and bo behaves exactly as
+       without these fields. Otherwise the simulator on this job (the searched job with the
+       prior's GPU: nominal or calibrated constants) predicts every configuration of the
+       partition, and each surrogate models the measurement as a + b·prediction (log scale,
+       fitted per partition by ridge-regularised least squares toward b = 1) plus a GP on the
+       residual; the initial design shrinks to a few clocks × a few comm-SM counts. The prior
+       job must describe the same model and parallelism as the searched one. */
+    const kr_job *prior;
+    /* bo's absolute stopping floor: a plane has converged when the expected remaining gain and
+       the last batch's gain, measured in a box of at least 10 % of the fastest time and of the
+       lowest energy, are below max(bo_stop · HV, bo_stop_abs · t_min · |E_min|). 0: default
+       (1e-5 with a prior; without a prior the rule is off); < 0: off. */
+    double bo_stop_abs;
 } kr_search_options;
 
 void kr_search_options_default(kr_search_options *o);
@@ -203,7 +216,9 @@ typedef struct kr_search_stats {
     long measured;         /* Of which measured by the backend in this run … */
     long from_log;         /* … and read from the log (a resumed run). */
     int batches;           /* Batches after the initial design. */
-    char stop[48];         /* Why it stopped: "space exhausted", "converged", "budget", "fixed budget". */
+    char stop[48];         /* Why it stopped: "space exhausted", "converged", "budget", "fixed budget";
+                              with the absolute rule "converged (eff R, total A)": which bound
+                              each plane met, R relative (bo_stop · HV), A absolute. */
     double hv_eff;         /* Hypervolume of the (time, effective energy) frontier, s·J, against
                               the nadir of all measured points + 10 % of their range. */
     double hv_total;       /* Same for (time, total energy). */
@@ -215,6 +230,13 @@ typedef struct kr_search_stats {
                               space_size, the search was restricted to them: its frontier is the
                               frontier of the recorded points, and stop says "recorded points
                               only". */
+    double gain_eff;       /* bo: the last estimate of the hypervolume still to gain in the
+                              (time, effective energy) plane, as a fraction of t_min · |E_min|
+                              (NaN when not estimated: other strategies, a cap reached first). */
+    double gain_total;     /* Same for (time, total energy). */
+    int prior;             /* 1 if bo used a prior. */
+    double prior_b_time;   /* Its fitted slopes b (1: the prior's shape is right) at the end. */
+    double prior_b_energy;
 } kr_search_stats;
 
 /*

@@ -49,11 +49,15 @@
 #include <string.h>
 
 #include "gp.h"
+#include "kareus/sim.h"
 #include "search_internal.h"
 
 #define BO_SAMPLES 64
 #define BO_REF_MARGIN 0.1
 #define BO_DEFAULT_STOP 0.02
+#define BO_DEFAULT_STOP_ABS 1e-5 /* with a prior */
+#define BO_SCALE_MARGIN 0.1      /* the absolute rule's box: at least 10 % of t_min and |E_min| */
+#define BO_PRIOR_RIDGE 0.05      /* pull of the prior's slope toward 1, relative to Σ(q − q̄)² */
 
 enum role { EFF, TOT, TIME, EXPLORE };
 static const enum role pattern[8] = {EFF, TOT, TIME, EFF, TOT, EXPLORE, EFF, TOT};
@@ -85,6 +89,10 @@ typedef struct bo {
     model md[NMODELS];
     double z[BO_SAMPLES][NMODELS];
     kr__front2 feff, ftot;
+    /* prior (NULL pr[0]: none): per configuration, in target units; the fitted line */
+    double *pr[NMODELS];
+    int ppos[NMODELS]; /* every prior value of the model is > 0 */
+    double pa[NMODELS], pb[NMODELS];
 } bo;
 
 static void feature(const kr__search *s, long idx, double *x, int *cat)
@@ -134,6 +142,27 @@ static int build_fronts(bo *b, long n, int set_ref)
         }
         f->hv = kr__front2_hv(f);
     }
+    return KR_OK;
+}
+
+/* Hypervolume of the first n evaluated points in plane pl (1: total energy) against that
+ * plane's current reference point, in *hv, without changing the frontiers. */
+static int build_fronts_keep(bo *b, long n, int pl, double *hv)
+{
+    kr__front2 f;
+    memset(&f, 0, sizeof f);
+    const kr__front2 *src = pl ? &b->ftot : &b->feff;
+    f.rt = src->rt;
+    f.ry = src->ry;
+    for (long i = 0; i < n; i++) {
+        const kr_measured *p = &b->s->pts[i];
+        if (kr__front2_add(&f, p->time_s, pl ? p->energy_j : p->eff_energy_j)) {
+            kr__front2_free(&f);
+            return KR_ENOMEM;
+        }
+    }
+    *hv = kr__front2_hv(&f);
+    kr__front2_free(&f);
     return KR_OK;
 }
 
@@ -386,6 +415,106 @@ static int initial_design(kr__search *s, long n0, kr_error *err)
     return rc;
 }
 
+/* The prior of model k at configuration idx, on the model's scale. */
+static double prior_q(const bo *b, int k, long idx)
+{
+    double v = b->pr[k][idx];
+    return b->md[k].log ? log(v) : v;
+}
+
+/*
+ * The prior's line for model k: y ≈ a + b·q over the n evaluated points (md->y already on the
+ * model's scale), least squares with a ridge pulling b toward 1 (λ = BO_PRIOR_RIDGE·Σ(q − q̄)²,
+ * so a handful of points cannot tilt a good prior), b kept in [0.25, 4]. md->y becomes the
+ * residual the GP models. X holds the points' features (unused; the line is global).
+ */
+static void prior_line(bo *b, int k, int n, const double *X)
+{
+    (void)X;
+    kr__search *s = b->s;
+    model *md = &b->md[k];
+    double qm = 0, ym = 0;
+    double *q = md->u; /* scratch: u is rebuilt by every batch's fantasies */
+    for (int i = 0; i < n; i++) {
+        long idx;
+        kr_search_space_index(&s->sp, &s->pts[i].config, &idx, NULL);
+        q[i] = prior_q(b, k, idx);
+        qm += q[i];
+        ym += md->y[i];
+    }
+    qm /= n;
+    ym /= n;
+    double sqq = 0, sqy = 0;
+    for (int i = 0; i < n; i++) {
+        sqq += (q[i] - qm) * (q[i] - qm);
+        sqy += (q[i] - qm) * (md->y[i] - ym);
+    }
+    double lam = BO_PRIOR_RIDGE * sqq + 1e-300;
+    double slope = (sqy + lam) / (sqq + lam);
+    slope = fmin(fmax(slope, 0.25), 4.0);
+    b->pb[k] = slope;
+    b->pa[k] = ym - slope * qm;
+    for (int i = 0; i < n; i++)
+        md->y[i] -= b->pa[k] + slope * q[i];
+    s->prior_b[k] = slope;
+}
+
+/* The prior's predictions of every configuration (o->prior: the simulator on the prior job). */
+static int prior_compute(bo *b, kr_error *err)
+{
+    kr__search *s = b->s;
+    const kr_job *pj = s->opt->prior;
+    for (int k = 0; k < NMODELS; k++)
+        b->ppos[k] = 1;
+    for (long i = 0; i < s->size; i++) {
+        kr_config c;
+        kr_search_space_config(&s->sp, i, &c);
+        kr_measurement m;
+        memset(&m, 0, sizeof m);
+        kr_error e = {0};
+        int rc = kr_sim_measure(pj, s->p, &c, &m, &e);
+        if (rc)
+            return kr_error_set(err, rc, "prior for partition %s (GPU %s) at %d MHz, %d SMs: %s", s->p->key,
+                                pj->gpu.name, c.freq_mhz, c.sms, e.msg);
+        if (!(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
+            return kr_error_set(err, KR_EINVAL, "prior for partition %s: predicted time %g s, energy %g J at %d MHz",
+                                s->p->key, m.time_s, m.energy_j, c.freq_mhz);
+        b->pr[M_TIME][i] = m.time_s;
+        b->pr[M_TOTAL][i] = m.energy_j;
+        b->pr[M_EFF][i] = m.energy_j - s->job->static_power_w * m.time_s;
+        for (int k = 0; k < NMODELS; k++)
+            b->ppos[k] &= b->pr[k][i] > 0;
+    }
+    return KR_OK;
+}
+
+/*
+ * The initial design with a prior: what identifies the prior's line and a first residual —
+ * clocks {highest, middle, lowest} × comm-SM counts {lowest, (middle,) highest} (the middle one
+ * for spaces of 400 or more), each at a slot rotated by the seed so the slots are spread.
+ */
+static int prior_design(kr__search *s, kr_error *err)
+{
+    const kr_search_space *sp = &s->sp;
+    int ci[3] = {0, (sp->nclocks - 1) / 2, sp->nclocks - 1};
+    int nm = s->size >= 400 ? 3 : 2;
+    int mi[3] = {0, nm == 3 ? (sp->nsms - 1) / 2 : sp->nsms - 1, sp->nsms - 1};
+    int rot = (int)(s->opt->seed % (unsigned long long)sp->nslots);
+    int rc = KR_OK, k = 0;
+    for (int a = 0; a < 3 && rc == KR_OK; a++) {
+        if (a > 0 && ci[a] == ci[a - 1])
+            continue;
+        for (int c = 0; c < nm && rc == KR_OK && kr__search_left(s) > 0; c++, k++) {
+            if (c > 0 && mi[c] == mi[c - 1])
+                continue;
+            long si = (k + rot) % sp->nslots;
+            long idx = ((long)ci[a] * sp->nslots + si) * sp->nsms + mi[c];
+            rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
+        }
+    }
+    return rc;
+}
+
 /* Fits the three models to the evaluated points and predicts every unevaluated configuration. */
 static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
 {
@@ -405,9 +534,13 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
             md->y[i] = v;
             md->log &= v > 0;
         }
+        if (b->pr[0])
+            md->log &= b->ppos[k];
         if (md->log)
             for (int i = 0; i < n; i++)
                 md->y[i] = log(md->y[i]);
+        if (b->pr[0])
+            prior_line(b, k, n, X);
         if ((rc = kr__gp_fit(&md->gp, X, cat, md->y, n, 2, md->have_h ? &md->h : NULL, err)))
             return rc;
         md->h = md->gp.h;
@@ -428,6 +561,9 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
             return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
         if ((rc = kr__gp_predict(&md->gp, b->xc, b->cc, b->m, md->mu, md->var, md->V, err)))
             return rc;
+        if (b->pr[0])
+            for (int j = 0; j < b->m; j++)
+                md->mu[j] += b->pa[k] + b->pb[k] * prior_q(b, k, b->cand[j]);
     }
     return KR_OK;
 }
@@ -441,15 +577,33 @@ int kr__search_bo(kr__search *s, kr_error *err)
         s->cap = KR_MIN(s->cap, KR_MAX(size / 2, KR_MIN(size, (long)sp->nclocks + 8)));
     long n0 = o->bo_init > 0 ? o->bo_init : KR_MAX((long)sp->nclocks, (long)ceil(0.03 * size));
     double stop = o->bo_stop == 0 ? BO_DEFAULT_STOP : o->bo_stop;
-    int rc = initial_design(s, n0, err);
-    if (rc)
-        return rc;
-    s->batch = 0;
-    if ((rc = kr__search_batch_end(s, 0, err)))
-        return rc;
+    double stop_abs = o->bo_stop_abs != 0 ? o->bo_stop_abs : o->prior ? BO_DEFAULT_STOP_ABS : -1;
     bo b;
     memset(&b, 0, sizeof b);
     b.s = s;
+    double *prior_v = NULL;
+    int rc;
+    if (o->prior) {
+        prior_v = malloc((size_t)size * NMODELS * sizeof *prior_v);
+        if (prior_v == NULL)
+            return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+        for (int k = 0; k < NMODELS; k++)
+            b.pr[k] = prior_v + (size_t)k * size;
+        s->prior = 1;
+        if ((rc = prior_compute(&b, err))) {
+            free(prior_v);
+            return rc;
+        }
+    }
+    rc = o->prior && o->bo_init == 0 ? prior_design(s, err) : initial_design(s, n0, err);
+    if (rc == KR_OK) {
+        s->batch = 0;
+        rc = kr__search_batch_end(s, 0, err);
+    }
+    if (rc) {
+        free(prior_v);
+        return rc;
+    }
     b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : size >= 400 ? 8 : 4);
     size_t sz = (size_t)size;
     b.cand = malloc(sz * sizeof *b.cand);
@@ -500,13 +654,51 @@ int kr__search_bo(kr__search *s, kr_error *err)
         real_eff = hv_eff - real_eff;
         real_tot = hv_tot - real_tot;
         kr__rng_seed(&r, o->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)s->batch * 104729 + 5);
-        double rem_eff = remaining_gain(&b, &b.feff, 0, &r, &scratch);
-        double rem_tot = remaining_gain(&b, &b.ftot, 1, &r, &scratch);
-        if (rem_eff < stop * hv_eff && rem_tot < stop * hv_tot && real_eff < stop * hv_eff &&
-            real_tot < stop * hv_tot) {
-            snprintf(s->stop, sizeof s->stop, "converged");
-            rc = cover_clocks(&b, err);
-            break;
+        if (stop_abs > 0) {
+            /* The absolute rule: gains in a box of at least BO_SCALE_MARGIN of the partition's
+             * time and energy scale, against max(relative, absolute) bounds. */
+            int conv[2], absb[2];
+            double gain[2];
+            for (int pl = 0; pl < 2; pl++) {
+                kr__front2 *f = pl ? &b.ftot : &b.feff;
+                double hv_tight = f->hv, tmin = f->t[0], ymin = f->y[f->m - 1];
+                double scale = tmin * fabs(ymin) + 1e-300;
+                double rt0 = f->rt, ry0 = f->ry;
+                f->rt = fmax(f->rt, tmin * (1 + BO_SCALE_MARGIN));
+                f->ry = fmax(f->ry, ymin + BO_SCALE_MARGIN * fabs(ymin));
+                double real_x = 0;
+                if (build_fronts_keep(&b, n_prev, pl, &real_x) || (f->hv = kr__front2_hv(f), 0)) {
+                    rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+                    goto out;
+                }
+                real_x = f->hv - real_x;
+                kr__rng_seed(&r, o->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)s->batch * 104729 + 5 + (uint64_t)pl);
+                double rem_x = remaining_gain(&b, f, pl, &r, &scratch);
+                double rel = stop * hv_tight, ab = stop_abs * scale;
+                conv[pl] = rem_x < fmax(rel, ab) && real_x < fmax(rel, ab);
+                absb[pl] = ab > rel;
+                gain[pl] = rem_x / scale;
+                f->rt = rt0;
+                f->ry = ry0;
+                f->hv = hv_tight;
+            }
+            s->gain_eff = gain[0];
+            s->gain_total = gain[1];
+            if (conv[0] && conv[1]) {
+                snprintf(s->stop, sizeof s->stop, "converged (eff %s, total %s)", absb[0] ? "A" : "R",
+                         absb[1] ? "A" : "R");
+                rc = cover_clocks(&b, err);
+                break;
+            }
+        } else {
+            double rem_eff = remaining_gain(&b, &b.feff, 0, &r, &scratch);
+            double rem_tot = remaining_gain(&b, &b.ftot, 1, &r, &scratch);
+            if (rem_eff < stop * hv_eff && rem_tot < stop * hv_tot && real_eff < stop * hv_eff &&
+                real_tot < stop * hv_tot) {
+                snprintf(s->stop, sizeof s->stop, "converged");
+                rc = cover_clocks(&b, err);
+                break;
+            }
         }
         kr__rng_seed(&r, o->seed * 0x2545f4914f6cdd1dULL + (uint64_t)s->batch * 7919 + 3);
         for (int i = 0; i < BO_SAMPLES; i++)
@@ -546,6 +738,7 @@ int kr__search_bo(kr__search *s, kr_error *err)
             goto out;
     }
 out:
+    free(prior_v);
     free(X);
     free(cat);
     kr__front2_free(&scratch);

@@ -170,7 +170,8 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
     }
     kr_frontier_init(out, job, p);
     if ((unsigned)opt->strategy > KR_STRATEGY_ARTIFACT || opt->max_evals < 0 || opt->bo_batch < 0 ||
-        opt->bo_init < 0 || opt->artifact_budget < 0 || isnan(opt->bo_stop))
+        opt->bo_init < 0 || opt->artifact_budget < 0 || isnan(opt->bo_stop) ||
+        isnan(opt->bo_stop_abs))
         return kr_error_set(err, KR_EINVAL, "search %s: expected a known strategy and non-negative budgets", p->key);
     if (b == NULL)
         return kr_error_set(err, KR_EINVAL, "search %s: expected a backend, found NULL", p->key);
@@ -183,6 +184,7 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
     s.opt = opt;
     s.index = index;
     s.count = count;
+    s.gain_eff = s.gain_total = NAN;
     int rc = kr_search_space_init(job, p, &s.sp, err);
     if (rc)
         return rc;
@@ -290,6 +292,11 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
             stats->hv_total = plane_hv(s.pts, s.n, 0.0, &stats->front_total);
             stats->wall_s = kr__now_s() - t0;
             stats->recorded = recorded;
+            stats->gain_eff = s.gain_eff;
+            stats->gain_total = s.gain_total;
+            stats->prior = s.prior;
+            stats->prior_b_time = s.prior ? s.prior_b[0] : NAN;
+            stats->prior_b_energy = s.prior ? s.prior_b[2] : NAN;
         }
     }
     search_free(&s);

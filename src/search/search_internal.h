@@ -117,6 +117,9 @@ typedef struct kr__search {
     int batch;             /* current batch (0 = initial design) */
     int index, count;      /* position in a job-wide search (progress) */
     char stop[48];
+    double gain_eff, gain_total; /* bo: last remaining-gain estimates / (t_min·|E_min|), or NaN */
+    int prior;                   /* bo: 1 with a prior */
+    double prior_b[3];           /* bo: fitted slopes (time, eff energy, total energy) */
 } kr__search;
 
 /* Evaluates configuration idx (from the log if recorded, else measured and logged). A
