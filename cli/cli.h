@@ -83,4 +83,10 @@ int cmd_profile(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 
+/* --prior SPEC of search and profile: "none" (*use = 0), "sim" (the simulator on job's GPU) or
+ * FILE (a GPU entry, kr_gpu_read_json: job with that GPU). Fills *prior; returns 0 or the exit
+ * status of an error (printed, naming cmd and the file). */
+struct kr_job;
+int cli_search_prior(const char *cmd, const char *spec, const struct kr_job *job, struct kr_job *prior, int *use);
+
 #endif

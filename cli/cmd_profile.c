@@ -41,6 +41,8 @@ static const char usage_text[] =
     "  --variant V      kareus (default), sequential or default-overlap\n"
     "  --strategy S     bo (default), exhaustive or artifact (search mode)\n"
     "  --seed N         search seed (default 1)\n"
+    "  --prior SPEC     search mode, bo: the simulator's prediction as the prior mean: sim (default:\n"
+    "                   the job's GPU), FILE (a GPU entry, e.g. from --calibrate) or none\n"
     "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
     "                   --calibrate: the entry (default gpu-calibrated.json)\n"
     "  --details FILE   append one JSON line per measurement with everything behind it\n"
@@ -68,6 +70,7 @@ typedef struct args {
     const char *job, *partition, *variant, *strategy, *out, *details, *control, *base, *name, *raw, *log;
     int sim;               /* --sim: the simulator's prediction next to each measurement */
     const char *sim_gpu;   /* --sim-gpu FILE: ... with this GPU entry (e.g. a calibrated one) */
+    const char *prior;     /* --prior none|sim|FILE (search mode; NULL: sim) */
     const char *configs[MAX_CONFIGS];
     int nconfigs;
     int plan, calibrate, check, json, quick, quiet;
@@ -559,6 +562,11 @@ static int mode_search(const args *a, const kr_job *job, kr_variant var)
     if (a->strategy && kr_strategy_parse(a->strategy, &opt.strategy))
         return cli_usage_error("profile", "--strategy: expected bo, exhaustive or artifact, found '%s'", a->strategy);
     opt.seed = a->seed;
+    kr_job prior_job;
+    int use_prior = 0, prc = cli_search_prior("profile", a->prior ? a->prior : "sim", job, &prior_job, &use_prior);
+    if (prc)
+        return prc;
+    opt.prior = use_prior ? &prior_job : NULL;
     kr_error err = {0};
     kr_partition_set *set = malloc(sizeof *set);
     if (set == NULL)
@@ -613,7 +621,7 @@ static int parse_args(int argc, char **argv, args *a)
     enum {
         O_JOB = 256, O_PART, O_VARIANT, O_STRATEGY, O_SEED, O_OUT, O_DETAILS, O_JSON, O_DEVICE, O_DEVICES, O_COMM,
         O_CONTROL, O_WINDOW, O_REPEATS, O_COOL, O_QUIET, O_BASE, O_NAME, O_RAW, O_QUICK, O_CONFIG, O_PLAN,
-        O_CALIB, O_CHECK, O_LOG, O_SIM, O_SIMGPU
+        O_CALIB, O_CHECK, O_LOG, O_SIM, O_SIMGPU, O_PRIOR
     };
     static const struct option opts[] = {
         {"job", required_argument, 0, O_JOB},         {"partition", required_argument, 0, O_PART},
@@ -630,6 +638,7 @@ static int parse_args(int argc, char **argv, args *a)
         {"calibrate", no_argument, 0, O_CALIB},       {"check", no_argument, 0, O_CHECK},
         {"log", required_argument, 0, O_LOG},         {"sim", no_argument, 0, O_SIM},
         {"sim-gpu", required_argument, 0, O_SIMGPU},  {"help", no_argument, 0, 'h'},
+        {"prior", required_argument, 0, O_PRIOR},
         {0, 0, 0, 0},
     };
     memset(a, 0, sizeof *a);
@@ -697,6 +706,7 @@ static int parse_args(int argc, char **argv, args *a)
         case O_LOG: a->log = optarg; break;
         case O_SIM: a->sim = 1; break;
         case O_SIMGPU: a->sim_gpu = optarg; break;
+        case O_PRIOR: a->prior = optarg; break;
         case 'h': fputs(usage_text, stdout); return -1;
         default: return cli_usage_error("profile", "unknown or incomplete option '%s'", argv[optind - 1]);
         }

@@ -18,7 +18,7 @@ static const char usage_text[] =
     "usage: kareus search [--job FILE] [--partition KEY|all] [--strategy exhaustive|bo|artifact]\n"
     "                     [--variant kareus|sequential|default-overlap] [--log FILE|none] [--seed N]\n"
     "                     [--out DIR] [--backend sim|replay|gpu] [--replay [KEY=]FILE]... [--max-evals N]\n"
-    "                     [--stop X] [--clock-step MHZ] [--json] [--quiet]\n\n"
+    "                     [--stop X] [--clock-step MHZ] [--prior none|sim|FILE] [--json] [--quiet]\n\n"
     "  --job FILE          job spec or built-in name (default: the built-in default job)\n"
     "  --partition KEY     one partition key, or all (default): every layer partition of the\n"
     "                      variant plus the non-partition work (embedding, LM head, loss)\n"
@@ -41,6 +41,9 @@ static const char usage_text[] =
     "  --stop X            bo: stop when the expected remaining hypervolume gain is below X of\n"
     "                      the current hypervolume (default 0.02)\n"
     "  --clock-step MHZ    planning clock step (down to the GPU's native step)\n"
+    "  --prior SPEC        bo: the simulator's prediction as the surrogate's prior mean (docs/search.md):\n"
+    "                      none, sim (the job's GPU) or FILE (a GPU entry, e.g. a calibrated one);\n"
+    "                      default sim with --backend gpu, none with sim and replay\n"
     "  --json              print a JSON summary on stdout instead of a table\n"
     "  --quiet             no progress line\n";
 
@@ -95,6 +98,34 @@ static int check_out_dir(const char *dir)
     return 0;
 }
 
+/* A double as JSON: %.6g, or null when not finite. */
+static const char *num_or_null(double v, char *buf, size_t cap)
+{
+    if (isfinite(v))
+        snprintf(buf, cap, "%.6g", v);
+    else
+        snprintf(buf, cap, "null");
+    return buf;
+}
+
+int cli_search_prior(const char *cmd, const char *spec, const kr_job *job, kr_job *prior, int *use)
+{
+    *use = 0;
+    if (strcmp(spec, "none") == 0)
+        return 0;
+    *prior = *job;
+    *use = 1;
+    if (strcmp(spec, "sim") == 0)
+        return 0;
+    kr_error err = {0};
+    int rc = kr_gpu_read_json(spec, &prior->gpu, &err);
+    if (rc) {
+        fprintf(stderr, "kareus %s: --prior %s: expected none, sim or a GPU entry file: %s\n", cmd, spec, err.msg);
+        return CLI_EXIT_INPUT;
+    }
+    return 0;
+}
+
 int cmd_search(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -102,7 +133,7 @@ int cmd_search(int argc, char **argv)
         return 0;
     }
     enum { O_JOB = 1, O_PART, O_STRAT, O_VAR, O_LOG, O_SEED, O_OUT, O_BACKEND, O_REPLAY, O_MAX, O_STOP, O_STEP, O_JSON,
-           O_QUIET };
+           O_QUIET, O_PRIOR };
     static const struct option lopts[] = {
         {"job", required_argument, 0, O_JOB},         {"partition", required_argument, 0, O_PART},
         {"strategy", required_argument, 0, O_STRAT},  {"variant", required_argument, 0, O_VAR},
@@ -111,9 +142,9 @@ int cmd_search(int argc, char **argv)
         {"replay", required_argument, 0, O_REPLAY},   {"max-evals", required_argument, 0, O_MAX},
         {"stop", required_argument, 0, O_STOP},       {"clock-step", required_argument, 0, O_STEP},
         {"json", no_argument, 0, O_JSON},             {"quiet", no_argument, 0, O_QUIET},
-        {0, 0, 0, 0}};
+        {"prior", required_argument, 0, O_PRIOR},     {0, 0, 0, 0}};
     const char *jobpath = NULL, *part = "all", *strat = NULL, *var = "kareus", *logpath = NULL, *out = "frontiers",
-               *backend = NULL;
+               *backend = NULL, *prior_spec = NULL;
     const char *replay[64];
     int nreplay = 0, json = 0, quiet = 0, step = 0, c, rc;
     long seed = 1, max_evals = 0;
@@ -133,6 +164,7 @@ int cmd_search(int argc, char **argv)
             break;
         case O_OUT: out = optarg; break;
         case O_BACKEND: backend = optarg; break;
+        case O_PRIOR: prior_spec = optarg; break;
         case O_REPLAY:
             if (nreplay == 64)
                 return cli_usage_error("search", "--replay: expected at most 64 recordings");
@@ -186,6 +218,12 @@ int cmd_search(int argc, char **argv)
         if ((rc = kr_job_validate(&job, &err)))
             return cli_report(rc, &err);
     }
+    kr_job prior_job;
+    int use_prior = 0;
+    if ((rc = cli_search_prior("search", prior_spec ? prior_spec : strcmp(backend, "gpu") == 0 ? "sim" : "none", &job,
+                               &prior_job, &use_prior)))
+        return rc;
+    opt.prior = use_prior ? &prior_job : NULL;
     /* Which partitions. */
     kr_partition_set *all = malloc(sizeof *all), *sel = malloc(sizeof *sel);
     kr_search_log *log = NULL;
@@ -305,16 +343,19 @@ int cmd_search(int argc, char **argv)
         for (int i = 0; i < nres; i++) {
             const kr_search_stats *s = &res[i].stats;
             const kr_partition_frontier *f = &res[i].front;
-            char jn[128], cn[128];
+            char jn[128], cn[128], g1[40], g2[40];
             kr_frontier_file_name(f->key, f->variant, "json", jn, sizeof jn);
             kr_frontier_file_name(f->key, f->variant, "csv", cn, sizeof cn);
             printf("    {\"key\": \"%s\", \"variant\": \"%s\", \"space_size\": %ld, \"recorded\": %ld, \"measurements\": %ld, "
                    "\"measured_now\": %ld, \"from_log\": %ld, \"percent_of_space\": %.2f, \"batches\": %d, "
-                   "\"stop\": \"%s\", \"hypervolume_eff\": %.9g, \"hypervolume_total\": %.9g, "
+                   "\"stop\": \"%s\", \"prior\": %s, \"remaining_gain_eff\": %s, \"remaining_gain_total\": %s, "
+                   "\"hypervolume_eff\": %.9g, \"hypervolume_total\": %.9g, "
                    "\"frontier_size_eff\": %ld, \"frontier_size_total\": %ld, \"wall_s\": %.6f, "
                    "\"json\": \"%s\", \"csv\": \"%s\"}%s\n",
                    f->key, kr_variant_name(f->variant), s->space_size, s->recorded, s->evaluated, s->measured, s->from_log,
-                   100.0 * (double)s->evaluated / (double)s->space_size, s->batches, s->stop, s->hv_eff, s->hv_total,
+                   100.0 * (double)s->evaluated / (double)s->space_size, s->batches, s->stop,
+                   s->prior ? "true" : "false", num_or_null(s->gain_eff, g1, sizeof g1),
+                   num_or_null(s->gain_total, g2, sizeof g2), s->hv_eff, s->hv_total,
                    s->front_eff, s->front_total, s->wall_s, jn, cn, i + 1 < nres ? "," : "");
         }
         printf("  ],\n  \"total\": {\"measurements\": %ld, \"measured_now\": %ld, \"space_size\": %ld, "

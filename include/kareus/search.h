@@ -202,7 +202,8 @@ typedef struct kr_search_options {
     const kr_job *prior;
     /* bo's absolute stopping floor: a plane has converged when the expected remaining gain and
        the last batch's gain, measured in a box of at least 10 % of the fastest time and of the
-       lowest energy, are below max(bo_stop · HV, bo_stop_abs · t_min · |E_min|). 0: default
+       lowest energy, are below max(bo_stop · HV, bo_stop_abs · t_min · E_min) (E_min: the lowest total energy
+       measured, the energy scale of both planes). 0: default
        (1e-5 with a prior; without a prior the rule is off); < 0: off. */
     double bo_stop_abs;
 } kr_search_options;
@@ -231,7 +232,7 @@ typedef struct kr_search_stats {
                               frontier of the recorded points, and stop says "recorded points
                               only". */
     double gain_eff;       /* bo: the last estimate of the hypervolume still to gain in the
-                              (time, effective energy) plane, as a fraction of t_min · |E_min|
+                              (time, effective energy) plane, as a fraction of t_min · E_min
                               (NaN when not estimated: other strategies, a cap reached first). */
     double gain_total;     /* Same for (time, total energy). */
     int prior;             /* 1 if bo used a prior. */

@@ -658,14 +658,17 @@ int kr__search_bo(kr__search *s, kr_error *err)
             /* The absolute rule: gains in a box of at least BO_SCALE_MARGIN of the partition's
              * time and energy scale, against max(relative, absolute) bounds. */
             int conv[2], absb[2];
+            double emin = INFINITY; /* the energy scale of both planes: the lowest total energy */
+            for (long i = 0; i < s->n; i++)
+                emin = fmin(emin, s->pts[i].energy_j);
             double gain[2];
             for (int pl = 0; pl < 2; pl++) {
                 kr__front2 *f = pl ? &b.ftot : &b.feff;
                 double hv_tight = f->hv, tmin = f->t[0], ymin = f->y[f->m - 1];
-                double scale = tmin * fabs(ymin) + 1e-300;
+                double scale = tmin * emin + 1e-300;
                 double rt0 = f->rt, ry0 = f->ry;
                 f->rt = fmax(f->rt, tmin * (1 + BO_SCALE_MARGIN));
-                f->ry = fmax(f->ry, ymin + BO_SCALE_MARGIN * fabs(ymin));
+                f->ry = fmax(f->ry, ymin + BO_SCALE_MARGIN * emin);
                 double real_x = 0;
                 if (build_fronts_keep(&b, n_prev, pl, &real_x) || (f->hv = kr__front2_hv(f), 0)) {
                     rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
