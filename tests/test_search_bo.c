@@ -295,7 +295,7 @@ static void artifact_follows_the_published_rule(void **state)
 
 /* Crash on call `fail_on` (inside a batch), rerun with the same log: same frontier as an
  * uninterrupted run, the same number of backend calls in total, no configuration twice. */
-static void crash_and_resume(kr_strategy strategy, long fail_on)
+static void crash_and_resume_prior(kr_strategy strategy, long fail_on, const kr_job *prior)
 {
     fixture fx;
     setup_fixture(&fx);
@@ -305,13 +305,14 @@ static void crash_and_resume(kr_strategy strategy, long fail_on)
     kr_search_options_default(&o);
     o.strategy = strategy;
     o.seed = 11;
+    o.prior = prior;
     fake_impl *fr;
     kr_backend *b = fake_backend(&fx.job, 0, &fr);
     kr_partition_frontier ref, f;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
     long uninterrupted = fr->calls;
     assert_true(fail_on < uninterrupted);
-    const char *dir = kr_test_tmpdir(strategy == KR_STRATEGY_BO ? "resume_bo" : "resume_artifact");
+    const char *dir = kr_test_tmpdir(prior ? "resume_bo_prior" : strategy == KR_STRATEGY_BO ? "resume_bo" : "resume_artifact");
     char path[1200];
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
     fake_impl *f1, *f2;
@@ -352,6 +353,11 @@ static void crash_and_resume(kr_strategy strategy, long fail_on)
     kr_backend_destroy(rb);
 }
 
+static void crash_and_resume(kr_strategy strategy, long fail_on)
+{
+    crash_and_resume_prior(strategy, fail_on, NULL);
+}
+
 static void bo_resumes_after_a_crash_mid_batch(void **state)
 {
     (void)state;
@@ -388,6 +394,76 @@ static void clock_only_spaces_are_measured_at_every_clock(void **state)
     kr_backend_destroy(b);
 }
 
+/* With a prior (the simulator, while the "GPU" is the synthetic backend: a wrong prior in
+ * shape and scale): deterministic, converges, covers every clock, starts from the small design,
+ * resumes after a crash, and reports a stop reason and remaining gains. */
+static void bo_with_a_prior(void **state)
+{
+    (void)state;
+    fixture fx;
+    setup_fixture(&fx);
+    const kr_partition *p = kr_partition_find(&fx.set, "fwd_attn");
+    kr_error e = {0};
+    fake_impl *fi;
+    kr_backend *b = fake_backend(&fx.job, 0, &fi);
+    kr_search_options o;
+    kr_search_options_default(&o);
+    o.strategy = KR_STRATEGY_EXHAUSTIVE;
+    kr_partition_frontier ref, f1, f2x, f0;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
+    kr_search_options_default(&o);
+    kr_search_stats s0, st, st2;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f0, &s0, &e), KR_OK);
+    assert_int_equal(s0.prior, 0);
+    assert_true(isnan(s0.gain_eff) && isnan(s0.gain_total));
+    o.prior = &fx.job;
+    o.seed = 5;
+    long before = fi->ncfg;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f1, &st, &e), KR_OK);
+    /* The initial design: 3 clocks x 3 SM counts (720 >= 400), the highest clock first. */
+    assert_int_equal(fi->cfg[before].freq_mhz, fx.job.clock_max_mhz);
+    int init_clocks = 0;
+    for (long i = before; i < before + 9; i++)
+        init_clocks += fi->cfg[i].freq_mhz == fx.job.clock_max_mhz;
+    assert_int_equal(init_clocks, 3);
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f2x, &st2, &e), KR_OK);
+    assert_same(&f1, &f2x);
+    assert_int_equal(st.prior, 1);
+    assert_true(strncmp(st.stop, "converged (eff ", 15) == 0);
+    assert_true(isfinite(st.gain_eff) && st.gain_eff >= 0 && isfinite(st.gain_total) && st.gain_total >= 0);
+    assert_true(st.prior_b_time > 0 && st.prior_b_energy > 0);
+    assert_true(st.evaluated <= 360);
+    int clocks[32];
+    assert_int_equal(kr_frontier_clocks(&f1, clocks, 32), 18);
+    assert_true(hv_ratio(&ref, &f1, fx.job.static_power_w) > 0.95);
+    assert_true(hv_ratio(&ref, &f1, 0.0) > 0.95);
+    /* bo_stop_abs < 0 turns the absolute rule off: the plain "converged". */
+    o.bo_stop_abs = -1;
+    kr_frontier_free(&f2x);
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f2x, &st2, &e), KR_OK);
+    assert_string_equal(st2.stop, "converged");
+    /* A prior that cannot predict the space is an error naming it, before any measurement. */
+    kr_job bad = fx.job;
+    bad.gpu.clock_step_mhz = 7;
+    bad.gpu.clock_max_mhz = 1000;
+    o.prior = &bad;
+    o.bo_stop_abs = 0;
+    long calls = fi->calls;
+    kr_partition_frontier fb;
+    int rc = kr_search_partition(&fx.job, p, b, NULL, &o, &fb, NULL, &e);
+    assert_int_not_equal(rc, KR_OK);
+    assert_non_null(strstr(e.msg, "prior for partition fwd_attn"));
+    assert_int_equal(fi->calls, calls);
+    kr_frontier_free(&fb);
+    kr_frontier_free(&ref);
+    kr_frontier_free(&f0);
+    kr_frontier_free(&f1);
+    kr_frontier_free(&f2x);
+    kr_backend_destroy(b);
+    /* Resume with a prior: fwd_mlp (540): 9 initial points, batches of 8; call 20 is mid-batch 2. */
+    crash_and_resume_prior(KR_STRATEGY_BO, 20, &fx.job);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gp_interpolates_and_knows_its_uncertainty),
     cmocka_unit_test(gbrt_fits_steps_and_is_deterministic),
@@ -397,6 +473,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bo_resumes_after_a_crash_mid_batch),
     cmocka_unit_test(artifact_resumes_after_a_crash_mid_batch),
     cmocka_unit_test(clock_only_spaces_are_measured_at_every_clock),
+    cmocka_unit_test(bo_with_a_prior),
 };
 
 KR_TEST_MAIN(tests)
