@@ -200,6 +200,11 @@ typedef struct kr_search_options {
        residual; the initial design shrinks to a few clocks × a few comm-SM counts. The prior
        job must describe the same model and parallelism as the searched one. */
     const kr_job *prior;
+    /* A prior other than the simulator (e.g. a model of a different space mapped onto this one):
+       when set, bo uses it instead of `prior` — predicted time (> 0) and energy of
+       configuration c of p; returns KR_OK or an error code (the search fails with it). */
+    int (*prior_fn)(void *ud, const kr_partition *p, const kr_config *c, double *time_s, double *energy_j);
+    void *prior_ud;
     /* bo's absolute stopping floor: a plane has converged when the expected remaining gain and
        the last batch's gain, measured in a box of at least 10 % of the fastest time and of the
        lowest energy, are below max(bo_stop · HV, bo_stop_abs · t_min · E_min) (E_min: the lowest total energy

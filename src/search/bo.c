@@ -472,10 +472,17 @@ static int prior_compute(bo *b, kr_error *err)
         kr_measurement m;
         memset(&m, 0, sizeof m);
         kr_error e = {0};
-        int rc = kr_sim_measure(pj, s->p, &c, &m, &e);
+        int rc;
+        if (s->opt->prior_fn) {
+            rc = s->opt->prior_fn(s->opt->prior_ud, s->p, &c, &m.time_s, &m.energy_j);
+            if (rc)
+                snprintf(e.msg, sizeof e.msg, "%s", kr_strerror(rc));
+        } else {
+            rc = kr_sim_measure(pj, s->p, &c, &m, &e);
+        }
         if (rc)
-            return kr_error_set(err, rc, "prior for partition %s (GPU %s) at %d MHz, %d SMs: %s", s->p->key,
-                                pj->gpu.name, c.freq_mhz, c.sms, e.msg);
+            return kr_error_set(err, rc, "prior for partition %s (%s) at %d MHz, %d SMs: %s", s->p->key,
+                                pj ? pj->gpu.name : "prior_fn", c.freq_mhz, c.sms, e.msg);
         if (!(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
             return kr_error_set(err, KR_EINVAL, "prior for partition %s: predicted time %g s, energy %g J at %d MHz",
                                 s->p->key, m.time_s, m.energy_j, c.freq_mhz);
@@ -577,13 +584,14 @@ int kr__search_bo(kr__search *s, kr_error *err)
         s->cap = KR_MIN(s->cap, KR_MAX(size / 2, KR_MIN(size, (long)sp->nclocks + 8)));
     long n0 = o->bo_init > 0 ? o->bo_init : KR_MAX((long)sp->nclocks, (long)ceil(0.03 * size));
     double stop = o->bo_stop == 0 ? BO_DEFAULT_STOP : o->bo_stop;
-    double stop_abs = o->bo_stop_abs != 0 ? o->bo_stop_abs : o->prior ? BO_DEFAULT_STOP_ABS : -1;
+    double stop_abs = o->bo_stop_abs != 0 ? o->bo_stop_abs : o->prior || o->prior_fn ? BO_DEFAULT_STOP_ABS : -1;
     bo b;
     memset(&b, 0, sizeof b);
     b.s = s;
     double *prior_v = NULL;
     int rc;
-    if (o->prior) {
+    int has_prior = o->prior != NULL || o->prior_fn != NULL;
+    if (has_prior) {
         prior_v = malloc((size_t)size * NMODELS * sizeof *prior_v);
         if (prior_v == NULL)
             return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
@@ -595,7 +603,7 @@ int kr__search_bo(kr__search *s, kr_error *err)
             return rc;
         }
     }
-    rc = o->prior && o->bo_init == 0 ? prior_design(s, err) : initial_design(s, n0, err);
+    rc = has_prior && o->bo_init == 0 ? prior_design(s, err) : initial_design(s, n0, err);
     if (rc == KR_OK) {
         s->batch = 0;
         rc = kr__search_batch_end(s, 0, err);
