@@ -52,6 +52,17 @@ int cmd_job(int argc, char **argv)
         return rc;
     kr_error err = {0};
     if (strcmp(sub, "validate") == 0) {
+        /* What the search and optimize refuse is refused here too: the kareus variant splits
+         * each microbatch into two nanobatches (an odd microbatch_size cannot be split). */
+        kr_partition_set *set = malloc(sizeof *set);
+        if (set == NULL)
+            return cli_report(KR_ENOMEM, NULL);
+        rc = kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &err);
+        free(set);
+        if (rc) {
+            kr_error_prefix(&err, "%s", jobpath);
+            return cli_report(rc, &err);
+        }
         char sum[256];
         kr_job_summary(&job, sum, sizeof sum);
         printf("%s: ok (%s)\n", jobpath, sum);
