@@ -4,16 +4,21 @@
  * non-partition work measured on the simulator, written as the Perseus/Kareus options CSV.
  */
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 static const char usage_text[] =
-    "usage: kareus compose --frontiers DIR --out FILE.csv [--job FILE] [--variant NAME]\n\n"
+    "usage: kareus compose --frontiers DIR --out FILE.csv [--job FILE] [--variant NAME]\n"
+    "                      [--allow-missing-clocks]\n\n"
     "  --frontiers DIR  partition frontiers: <key>.<variant>.json or .csv for every key of the job\n"
     "  --out FILE.csv   instruction options (stage,instruction,frequency,time,energy,KEY...)\n"
     "  --job FILE       job spec or built-in name (default: the built-in default job)\n"
-    "  --variant NAME   kareus (default), sequential or default-overlap\n\n"
+    "  --variant NAME   kareus (default), sequential or default-overlap\n"
+    "  --allow-missing-clocks  a frontier without a point at some of the job's planning clocks\n"
+    "                   is an error (exit 2) naming the key and the clocks; with this flag a warning,\n"
+    "                   and those clocks are left out of the composition\n\n"
     "Per stage and forward/backward: at each clock, the Minkowski sum of the partitions'\n"
     "frontiers (x executions per layer x layers), plus embedding / LM head / loss measured on\n"
     "the simulator, plus the recomputed forward in backward; Pareto-pruned on (time, effective\n"
@@ -36,6 +41,58 @@ int cli_compose_options(const kr_job *job, kr_variant variant, const char *dir, 
     return rc ? cli_report(rc, &err) : 0;
 }
 
+/*
+ * Composition combines configurations of the same clock only, so a clock missing from one key's
+ * frontier drops that clock for the whole stage. Reports every frontier of dir lacking some of
+ * the job's planning clocks: an error (exit 2), or with allow a warning on stderr. Returns 0 or
+ * the exit status.
+ */
+static int check_clocks(const kr_job *job, kr_variant variant, const char *dir, int allow)
+{
+    kr_error err = {0};
+    kr_partition_frontier *fr = malloc(KR_MAX_PARTITIONS * sizeof *fr);
+    if (fr == NULL)
+        return cli_report(KR_ENOMEM, NULL);
+    int n = kr_compose_read_frontiers(dir, job, variant, fr, KR_MAX_PARTITIONS, &err);
+    if (n < 0) {
+        free(fr);
+        return cli_report(n, &err);
+    }
+    int want[KR_SEARCH_MAX_CLOCKS], nwant = 0, bad = 0;
+    for (int f = job->clock_max_mhz; f >= job->clock_min_mhz && nwant < KR_SEARCH_MAX_CLOCKS && job->clock_step_mhz > 0;
+         f -= job->clock_step_mhz)
+        want[nwant++] = f;
+    for (int i = 0; i < n; i++) {
+        int have[KR_SEARCH_MAX_CLOCKS];
+        int nh = kr_frontier_clocks(&fr[i], have, KR_SEARCH_MAX_CLOCKS);
+        char miss[512] = "";
+        size_t k = 0;
+        int nmiss = 0;
+        for (int w = 0; w < nwant; w++) {
+            int found = 0;
+            for (int h = 0; h < nh && !found; h++)
+                found = have[h] == want[w];
+            if (!found) {
+                nmiss++;
+                if (k < sizeof miss - 16)
+                    k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%d", nmiss > 1 ? ", " : "", want[w]);
+            }
+        }
+        if (nmiss) {
+            bad++;
+            fprintf(stderr, "kareus compose: %s: frontier of %s (%s) has no point at %d of the job's %d planning "
+                    "clocks (%s MHz): %s\n", allow ? "warning" : "error", fr[i].key, kr_variant_name(fr[i].variant),
+                    nmiss, nwant, miss, allow ? "those clocks are left out of the composition"
+                                              : "search it again (every strategy covers each clock) or pass "
+                                                "--allow-missing-clocks");
+        }
+    }
+    for (int i = 0; i < n; i++)
+        kr_frontier_free(&fr[i]);
+    free(fr);
+    return bad && !allow ? CLI_EXIT_INPUT : 0;
+}
+
 int cmd_compose(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -44,9 +101,9 @@ int cmd_compose(int argc, char **argv)
     }
     static const struct option lopts[] = {{"frontiers", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'},
                                           {"job", required_argument, 0, 'j'},       {"variant", required_argument, 0, 'v'},
-                                          {0, 0, 0, 0}};
+                                          {"allow-missing-clocks", no_argument, 0, 'A'}, {0, 0, 0, 0}};
     const char *dir = NULL, *out = NULL, *jobpath = NULL, *var = "kareus";
-    int c;
+    int c, allow = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -55,6 +112,7 @@ int cmd_compose(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'j': jobpath = optarg; break;
         case 'v': var = optarg; break;
+        case 'A': allow = 1; break;
         default: return cli_usage_error("compose", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -68,6 +126,8 @@ int cmd_compose(int argc, char **argv)
     kr_job job;
     int rc = cli_load_job(jobpath, &job);
     if (rc)
+        return rc;
+    if ((rc = check_clocks(&job, variant, dir, allow)))
         return rc;
     kr_options opts;
     kr_compose_stats st;

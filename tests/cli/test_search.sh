@@ -98,4 +98,23 @@ fi
 expect_exit 2 "--replay needs --backend replay" -- search --backend sim --replay x.jsonl
 expect_exit 2 "unknown or incomplete option" -- search --bogus
 expect_exit 0 "usage: kareus search" -- search --help
+# --prior: sim reports it in the JSON summary with the stop reason; a bad FILE is exit 2.
+expect_exit 0 "\"prior\": true" -- search --partition fwd_mlp --prior sim --log none --out "$TMP/pr" --json --quiet
+expect_exit 0 "\"stop\": \"converged (eff " -- search --partition fwd_mlp --prior sim --log none --out "$TMP/pr" --json --quiet
+expect_exit 0 "\"prior\": false" -- search --partition fwd_mlp --log none --out "$TMP/pr" --json --quiet
+echo '{"name": "x"' > "$TMP/badgpu.json"
+expect_exit 2 "--prior $TMP/badgpu.json: expected none, sim or a GPU entry file" -- search --partition fwd_mlp --prior "$TMP/badgpu.json" --log none --out "$TMP/pr"
+# compose: a frontier lacking clocks is an error naming the key and the clocks, or a warning with
+# --allow-missing-clocks.
+expect_exit 0 "" -- search --strategy exhaustive --partition all --log none --out "$TMP/cm" --quiet
+python3 - "$TMP/cm/fwd_attn.kareus.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+j = json.load(open(p))
+j["points"] = [q for q in j["points"] if q["freq_mhz"] not in (1410, 1380)]
+json.dump(j, open(p, "w"))
+PY
+rm -f "$TMP/cm/fwd_attn.kareus.csv"
+expect_exit 2 "frontier of fwd_attn (kareus) has no point at 2 of the job's 18 planning clocks (1410, 1380 MHz)" -- compose --frontiers "$TMP/cm" --out "$TMP/cm/o.csv"
+expect_exit 0 "warning: frontier of fwd_attn (kareus) has no point at 2" -- compose --frontiers "$TMP/cm" --out "$TMP/cm/o.csv" --allow-missing-clocks
 finish
