@@ -13,6 +13,11 @@
  * stopping rule, capped at artifact's count). Then a sweep of bo's stopping threshold, and the
  * wall time of `kareus search --strategy exhaustive --partition all` on the default job.
  * Figures only; nothing here passes or fails.
+ *
+ * Issue 16 sections (last): the physics prior on perturbed simulated GPUs (KR_BENCH_GPUS, default
+ * 20; seeds 1-2) and the measured A100 partition replayed over its rows. KR_BENCH_ONLY=prior or
+ * KR_BENCH_ONLY=a100 runs one of them alone; KR_BENCH_PRIOR_STOP / KR_BENCH_PRIOR_INIT set bo_stop
+ * / bo_init of the runs with the prior (threshold and design experiments).
  */
 #include <math.h>
 #include <stdio.h>
@@ -398,6 +403,10 @@ static void bench_prior(int ngpus, int seeds)
                         kr_search_options_default(&o);
                         o.seed = (unsigned long long)sd;
                         o.prior = wp ? &nominal : NULL;
+                        if (wp && getenv("KR_BENCH_PRIOR_STOP")) /* threshold experiments */
+                            o.bo_stop = atof(getenv("KR_BENCH_PRIOR_STOP"));
+                        if (wp && getenv("KR_BENCH_PRIOR_INIT"))
+                            o.bo_init = atoi(getenv("KR_BENCH_PRIOR_INIT"));
                         kr_partition_frontier f;
                         kr_search_stats fs;
                         rb->n = 0;
