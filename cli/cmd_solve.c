@@ -31,8 +31,9 @@ static const char usage_text[] =
     "  --gpus-per-stage G   GPUs per stage for whole-cluster energy (default: the job's, else 1)\n"
     "  --p2p-lag SEC        fixed time of each inter-stage transfer (exact model only; default 0)\n"
     "  --max-steps N        stop after N steps\n"
-    "  --exchange MODE      exact model: knob exchanges and window search after each step: auto\n"
-    "                       (default: up to 256 instructions), on or off (better plans, slower)\n"
+    "  --exchange MODE      exact model: knob exchanges and window search after each step: off\n"
+    "                       (default, as in optimize and compare), on, or auto (on up to 256\n"
+    "                       instructions); on gives better plans, slower\n"
     "  --frontier-out FILE  the frontier, one row per step\n"
     "  --plans DIR          write plan_<step>.json (and Zeus freqs_<step>.py) for the selected steps\n"
     "  --select LIST        fastest, frugal, all, artifact10, N, deadline=S, budget=J (comma-separated;\n"
@@ -79,7 +80,7 @@ int cmd_solve(int argc, char **argv)
         {0, 0, 0, 0},
     };
     const char *optpath = NULL, *jobpath = NULL, *frontier = NULL, *plans = NULL, *select = NULL;
-    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus", *exch = "auto";
+    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus", *exch = "off";
     int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, c, rc;
     double unit = 0.001, power = -1, lag = 0;
     optind = 1;

@@ -24,9 +24,8 @@
 #include "kareus/sched.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_PLAN_VERSION 1
 #define KR_PLAN_MAX_COMM 16
@@ -105,7 +104,5 @@ int kr_plan_equal(const kr_plan *a, const kr_plan *b);
  */
 int kr_plan_export_zeus(const kr_plan *plan, const char *path, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

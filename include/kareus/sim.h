@@ -26,9 +26,8 @@
 #include "kareus/partition.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* ---- raw helpers ------------------------------------------------------------------------ */
 
@@ -243,7 +242,5 @@ int kr_sim_backend_clock_log(kr_backend *b, kr_sim_clock_event *out, int cap, in
  * KR_ERANGE (dev or activity out of range) or KR_EINVAL (not a sim backend). */
 int kr_sim_backend_set_activity(kr_backend *b, int dev, double activity);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif
