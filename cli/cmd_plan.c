@@ -8,13 +8,15 @@
 #include "cli.h"
 
 static const char usage_text[] =
-    "usage: kareus plan show FILE\n"
-    "       kareus plan validate FILE [--job FILE]\n"
-    "       kareus plan export-zeus FILE --out FILE.py\n\n"
+    "usage: kareus plan show FILE [--json]\n"
+    "       kareus plan validate FILE [--job FILE] [--json]\n"
+    "       kareus plan export-zeus FILE --out FILE.py [--json]\n\n"
     "  show         print the plan's job, predicted figures and every stage's instructions\n"
     "  validate     read the plan (schema, types, ranges) and, with --job, check it fits the job:\n"
     "               fingerprint, stage and microbatch counts, schedule order, clocks, comm keys\n"
-    "  export-zeus  one list of (\"forward\"|\"backward\", MHz) per stage, in execution order\n";
+    "  export-zeus  one list of (\"forward\"|\"backward\", MHz) per stage, in execution order\n"
+    "  --json       show: the plan file itself once it reads correctly; validate, export-zeus:\n"
+    "               the result as one JSON object\n";
 
 static void show(const kr_plan *p)
 {
@@ -48,15 +50,17 @@ int cmd_plan(int argc, char **argv)
         return urc;
     const char *sub = argv[1];
     static const struct option opts[] = {
-        {"job", required_argument, 0, 'j'}, {"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
+        {"job", required_argument, 0, 'j'}, {"out", required_argument, 0, 'o'}, {"json", no_argument, 0, 'J'},
+        {0, 0, 0, 0}};
     const char *jobpath = NULL, *out = NULL;
-    int c;
+    int c, json = 0;
     optind = 2;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'j': jobpath = optarg; break;
         case 'o': out = optarg; break;
+        case 'J': json = 1; break;
         default: return cli_usage_error("plan", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -72,7 +76,10 @@ int cmd_plan(int argc, char **argv)
         return cli_report(rc, &err);
     int status = 0;
     if (strcmp(sub, "show") == 0) {
-        show(&p);
+        if (json)
+            status = cli_print_file(path);
+        else
+            show(&p);
     } else if (strcmp(sub, "validate") == 0) {
         if (jobpath) {
             kr_job job;
@@ -85,7 +92,12 @@ int cmd_plan(int argc, char **argv)
                 status = cli_report(rc, &err);
             }
         }
-        if (status == 0)
+        if (status == 0 && json) {
+            printf("{\"plan\": ");
+            cli_json_string(path);
+            printf(", \"ok\": true, \"stages\": %d, \"microbatches\": %d, \"fits_job\": %s}\n", p.num_stages,
+                   p.num_microbatches, jobpath ? "true" : "null");
+        } else if (status == 0)
             printf("%s: ok (%d stages, %d microbatches%s)\n", path, p.num_stages, p.num_microbatches,
                    jobpath ? ", fits the job" : "; pass --job to check it against a job");
     } else {
@@ -93,6 +105,13 @@ int cmd_plan(int argc, char **argv)
             status = cli_usage_error("plan", "export-zeus: --out FILE.py is required");
         else if ((rc = kr_plan_export_zeus(&p, out, &err)))
             status = cli_report(rc, &err);
+        else if (json) {
+            printf("{\"plan\": ");
+            cli_json_string(path);
+            printf(", \"out\": ");
+            cli_json_string(out);
+            printf("}\n");
+        }
     }
     kr_plan_free(&p);
     return status;
