@@ -1,13 +1,13 @@
 /*
- * bench_lmfit.c — our MINPACK lmdif port (src/solver/lmfit.c) against Debian's libcminpack
- * (the C translation of the same MINPACK lmdif that scipy's curve_fit calls), on the fits the
- * lowtime cost model makes: a·exp(b·t) + c over every (stage, instruction) of the golden specs
- * (tests/golden/lowtime/spec_S2_M8_u{1ms,0.1ms}.json, which hold scipy's fitted a, b, c), from
- * each of the 54 starting points (a × b × c: 3 × 6 × 3) of lowtime's grid. Prints, per minimiser: the largest relative
- * deviation from scipy's fit (best start by mean squared error, a >= 0, as kr__lt_fit picks),
- * the per-start disagreement between the two minimisers, function evaluations, and the wall time
- * of the whole grid. Built with libcminpack when pkg-config finds it (KR_HAVE_CMINPACK); prints
- * our figures only otherwise. docs/solver.md records the result and the decision.
+ * bench_lmfit.c — the least-squares fits the lowtime cost model makes, a·exp(b·t) + c over every
+ * (stage, instruction) of the golden specs (tests/golden/lowtime/spec_S2_M8_u{1ms,0.1ms}.json,
+ * which hold scipy's fitted a, b, c), from each of the 54 starting points of lowtime's grid
+ * (a × b × c: 3 × 6 × 3), through kr__lm_minimize (src/solver/lmfit.c) and through libcminpack's
+ * lmdif called directly. Prints the largest relative deviation from scipy's fit (best start by
+ * mean squared error, a >= 0), function evaluations, CPU time of the whole grid, and the
+ * per-start difference between the two. Until commit a71ac77 (this bench's first version)
+ * kr__lm_minimize was our own lmdif port; docs/solver.md ("Least squares") has the figures that
+ * led to using libcminpack.
  */
 #include <math.h>
 #include <stdio.h>
@@ -170,10 +170,10 @@ int main(void)
     }
     static double ours[16][54][3];
     printf("bench_lmfit: %d exponential fits (golden specs), 54 starts each, %d repeats for timing\n", np, REPEATS);
-    run("ours (lmfit.c)", ours_minimize, probs, units, np, ours);
+    run("kr__lm_minimize", ours_minimize, probs, units, np, ours);
 #ifdef KR_HAVE_CMINPACK
     static double cm[16][54][3];
-    run("libcminpack lmdif", cm_minimize, probs, units, np, cm);
+    run("lmdif (direct)", cm_minimize, probs, units, np, cm);
     double dis = 0;
     for (int i = 0; i < np; i++)
         for (int k = 0; k < 54; k++)

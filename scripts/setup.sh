@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(build-essential cmake ninja-build pkg-config libjansson-dev libcmocka-dev liblapacke-dev
+pkgs=(build-essential cmake ninja-build pkg-config libjansson-dev libcmocka-dev liblapacke-dev libcminpack-dev
       coinor-libcbc-dev python3 help2man)
 if [ "${1:-}" = "--tests" ]; then
   pkgs+=(python3-torch python3-numpy valgrind)
