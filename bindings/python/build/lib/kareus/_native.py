@@ -21,13 +21,14 @@ KR_SLOT_NAME_MAX = 16
 
 
 def _candidates():
-    """Where libkareus may be, in order: $KAREUS_LIB, next to this package (a bundled copy), the
+    """Where libkareus may be, in order: $KAREUS_LIB (alone when set), next to this package (a bundled copy), the
     system's loader (libkareus.so.0 by its SONAME: ldconfig, LD_LIBRARY_PATH; then what
     ctypes.util.find_library names), lib/ of the Python prefix, then the build directories of
     the source tree this package sits in."""
     env = os.environ.get("KAREUS_LIB")
     if env:
-        yield env
+        yield env  # when set, the only candidate: the user named the library to use
+        return
     here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(here, "libkareus.so")
     yield "libkareus.so.0"
