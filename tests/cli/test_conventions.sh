@@ -2,7 +2,7 @@
 # test_conventions.sh — the CLI's shared conventions: `kareus help CMD [SUB]` prints what
 # `kareus CMD [SUB] --help` prints; every command that prints results has --json, and what it
 # prints parses as one JSON object with the documented keys (compose, solve, plan, run, report;
-# the others have their own tests); --exchange has one default (off) in every help text.
+# the others have their own tests); bash completion; --exchange has one default (off) in every help text.
 source "$(dirname "$0")/lib.sh"
 G="${KR_TESTDATA_DIR:?}/golden/lowtime"
 PY=$(command -v python3) || { echo "SKIPPED: python3 parses the JSON here"; exit 77; }
@@ -55,6 +55,13 @@ mkdir -p "$TMP/fr"
 "$KAREUS" search --partition all --out "$TMP/fr" >/dev/null 2>&1 || { echo "FAIL: search" >&2; fails=$((fails + 1)); }
 "$KAREUS" compose --frontiers "$TMP/fr" --out "$TMP/o.csv" --json >"$TMP/out.json"
 json_keys compose out options stages clocks sums variant
+
+# Bash completion (cli/kareus.bash-completion) reads commands and options from the help texts.
+comp=$(bash -c 'source "$1/cli/kareus.bash-completion"; COMP_WORDS=("$2" so); COMP_CWORD=1; _kareus
+  echo "${COMPREPLY[*]}"; COMP_WORDS=("$2" solve --exch); COMP_CWORD=2; _kareus; echo "${COMPREPLY[*]}"' \
+  _ "$KR_SOURCE_DIR" "$KAREUS" 2>&1)
+if [ "$comp" = $'solve\n--exchange' ]; then echo "ok: bash completion"; else
+  echo "FAIL: bash completion: $comp" >&2; fails=$((fails + 1)); fi
 
 # One default for --exchange: every help text that has the option says off is the default.
 for cmd in optimize compare solve; do
