@@ -34,7 +34,7 @@
 
 static const char usage_text[] =
     "usage: kareus run --plan FILE [--stage S] [--device N[,N…]|all] [--backend SPEC] [--job JOB]\n"
-    "                  [--lock-dir DIR] [--restore-lock MIN,MAX] [--force] -- CMD [ARGS…]\n\n"
+    "                  [--lock-dir DIR] [--restore-lock MIN,MAX] [--force] [--json] -- CMD [ARGS…]\n\n"
     "Runs CMD with the plan in its environment (KAREUS_PLAN, KAREUS_STAGE, KAREUS_DEVICE,\n"
     "KAREUS_BACKEND, KAREUS_JOB, KAREUS_LOCK_DIR, KAREUS_RUN_PID), forwards SIGINT, SIGTERM and\n"
     "SIGHUP sent to this wrapper, and restores the SM clocks of the devices when CMD ends —\n"
@@ -49,7 +49,9 @@ static const char usage_text[] =
     "                       in place before the run)\n"
     "  --force              start even if another Kareus process controls a device\n"
     "  --tp N, --cp N       under torchrun/srun (no --device): parallel degrees for the rank's\n"
-    "                       stage and GPU (default: the --job's, else 1; order tp-cp-dp-pp)\n";
+    "                       stage and GPU (default: the --job's, else 1; order tp-cp-dp-pp)\n"
+    "  --json               after CMD ends, one JSON object on stdout: command, exit_status,\n"
+    "                       signal, devices restored, clocks_restored\n";
 
 #define MAX_DEVS 64
 
@@ -204,10 +206,10 @@ int cmd_run(int argc, char **argv)
         {"job", required_argument, 0, 'j'},      {"lock-dir", required_argument, 0, 'l'},
         {"restore-lock", required_argument, 0, 'r'}, {"force", no_argument, 0, 'f'},
         {"tp", required_argument, 0, 'T'},       {"cp", required_argument, 0, 'C'},
-        {0, 0, 0, 0},
+        {"json", no_argument, 0, 'J'},           {0, 0, 0, 0},
     };
     const char *plan = NULL, *spec = "nvml", *job = NULL, *lock_dir = NULL, *devs = NULL, *stage_s = NULL;
-    int stage = -1, rmin = 0, rmax = 0, force = 0, tp = 0, cp = 0, c;
+    int stage = -1, rmin = 0, rmax = 0, force = 0, tp = 0, cp = 0, json = 0, c;
     optind = 1;
     opterr = 0;
     /* "+": stop at the first non-option, so CMD's own options are left alone. */
@@ -236,6 +238,7 @@ int cmd_run(int argc, char **argv)
             if (cli_parse_int("run", c == 'T' ? "--tp" : "--cp", optarg, 1, 1 << 16, c == 'T' ? &tp : &cp))
                 return CLI_EXIT_INPUT;
             break;
+        case 'J': json = 1; break;
         default: return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -320,5 +323,18 @@ int cmd_run(int argc, char **argv)
     kr_backend_destroy(b);
     for (int i = 0; i < 3; i++)
         sigaction(sigs[i], &old[i], NULL);
+    if (json) {
+        printf("{\"command\": ");
+        cli_json_string(cmd[0]);
+        printf(", \"exit_status\": %d, \"signal\": ", code);
+        if (child > 0 && WIFSIGNALED(status))
+            printf("%d", WTERMSIG(status));
+        else
+            printf("null");
+        printf(", \"devices\": [");
+        for (int i = 0; i < nfound; i++)
+            printf("%s%d", i ? ", " : "", fd[i].dev);
+        printf("], \"clocks_restored\": %s}\n", restore_failed ? "false" : "true");
+    }
     return code == 0 && restore_failed ? CLI_EXIT_FAIL : code;
 }

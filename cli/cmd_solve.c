@@ -31,13 +31,15 @@ static const char usage_text[] =
     "  --gpus-per-stage G   GPUs per stage for whole-cluster energy (default: the job's, else 1)\n"
     "  --p2p-lag SEC        fixed time of each inter-stage transfer (exact model only; default 0)\n"
     "  --max-steps N        stop after N steps\n"
-    "  --exchange MODE      exact model: knob exchanges and window search after each step: auto\n"
-    "                       (default: up to 256 instructions), on or off (better plans, slower)\n"
+    "  --exchange MODE      exact model: knob exchanges and window search after each step:\n"
+    "                       off (default, as in optimize and compare), on, or auto (on up to\n"
+    "                       256 instructions); on gives better plans, slower\n"
     "  --frontier-out FILE  the frontier, one row per step\n"
     "  --plans DIR          write plan_<step>.json (and Zeus freqs_pipeline_<step>.py) per selected step\n"
     "  --select LIST        fastest, frugal, all, artifact10, N, deadline=S, budget=J (comma-separated;\n"
     "                       default fastest,frugal)\n"
-    "  --quiet              no summary on stdout\n";
+    "  --quiet              no summary on stdout\n"
+    "  --json               the summary as JSON (frontier, steps, slowest, fastest, plans written)\n";
 
 /* mkdir -p for the plans directory (the CLI uses public headers only). */
 static int make_dirs(const char *path)
@@ -74,13 +76,15 @@ int cmd_solve(int argc, char **argv)
         {"p2p-lag", required_argument, 0, 'l'},      {"max-steps", required_argument, 0, 'x'},
         {"frontier-out", required_argument, 0, 'f'}, {"plans", required_argument, 0, 'P'},
         {"select", required_argument, 0, 'L'},       {"quiet", no_argument, 0, 'q'},
+        {"json", no_argument, 0, 'J'},
         {"frontiers", required_argument, 0, 'F'},    {"variant", required_argument, 0, 'A'},
         {"exchange", required_argument, 0, 'X'},
         {0, 0, 0, 0},
     };
     const char *optpath = NULL, *jobpath = NULL, *frontier = NULL, *plans = NULL, *select = NULL;
-    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus", *exch = "auto";
-    int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, c, rc;
+    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus", *exch = "off";
+    int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, json = 0, c, rc;
+    int *sel = NULL, nsel = 0; /* the selected steps whose plans were written, for --json */
     double unit = 0.001, power = -1, lag = 0;
     optind = 1;
     opterr = 0;
@@ -102,6 +106,7 @@ int cmd_solve(int argc, char **argv)
         case 'P': plans = optarg; break;
         case 'L': select = optarg; break;
         case 'q': quiet = 1; break;
+        case 'J': json = 1; break;
         case 'F': fdir = optarg; break;
         case 'A': var = optarg; break;
         case 'X': exch = optarg; break;
@@ -214,11 +219,28 @@ int cmd_solve(int argc, char **argv)
             if (rc)
                 status = cli_report(rc, &err);
         }
-        if (!quiet && status == 0)
+        if (!quiet && !json && status == 0)
             printf("plans: %d written to %s\n", n, plans);
-        free(steps);
+        sel = steps;
+        nsel = n;
     }
-    if (!quiet && status == 0) {
+    if (json && status == 0) {
+        const kr_solver_step *a = &f.steps[0], *b = &f.steps[f.nsteps - 1];
+        printf("{\"cost_model\": \"%s\", \"steps\": %d, \"solve_s\": %.6g, \"setup_s\": %.6g, \"frontier\": ",
+               kr_cost_model_name(cfg.cost_model), f.nsteps - 1, f.solve_s, f.setup_s);
+        cli_json_string(frontier);
+        printf(",\n \"slowest\": {\"time_s\": %.17g, \"energy_j\": %.17g}, \"fastest\": {\"time_s\": %.17g, "
+               "\"energy_j\": %.17g},\n \"gpus_per_stage\": %d, \"plans\": [",
+               a->time_s, a->energy_j, b->time_s, b->energy_j, cfg.gpus_per_stage);
+        for (int i = 0; i < nsel; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/plan_%05d.json", plans, sel[i]);
+            printf("%s{\"step\": %d, \"plan\": ", i ? ", " : "", sel[i]);
+            cli_json_string(path);
+            printf("}");
+        }
+        printf("]}\n");
+    } else if (!quiet && status == 0) {
         const kr_solver_step *a = &f.steps[0], *b = &f.steps[f.nsteps - 1];
         printf("%s frontier: %d steps in %.3f s (setup %.3f s), %s\n", kr_cost_model_name(cfg.cost_model), f.nsteps - 1,
                f.solve_s, f.setup_s, frontier);
@@ -226,6 +248,7 @@ int cmd_solve(int argc, char **argv)
                a->time_s, a->energy_j, b->time_s, b->energy_j, cfg.gpus_per_stage);
     }
 done:
+    free(sel);
     kr_solve_result_free(&f);
     kr_dag_free(&dag);
     kr_options_free(&opts);

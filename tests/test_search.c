@@ -142,7 +142,7 @@ static void exhaustive_measures_every_config_once(void **state)
     kr_partition_set set;
     kr_job_default(&job);
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
-    fake_impl *fi;
+    fake_impl *fi = NULL;
     kr_backend *b = fake_backend(&job, 0, &fi);
     kr_search_options o;
     kr_search_options_default(&o);
@@ -226,14 +226,14 @@ static void resume_after_crash_loses_and_duplicates_nothing(void **state)
     assert_int_equal(kr_search_partition(&job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
     kr_backend_destroy(b);
     /* Crash on call 200, in the middle of clock 11's configurations. */
-    fake_impl *fi;
+    fake_impl *fi = NULL;
     b = fake_backend(&job, 200, &fi);
     kr_backend *crashed = b;
     KR_ASSERT_ERR(search_with_log(&job, p, b, path, &o, &f, NULL, &e), KR_EBACKEND, e, "injected failure on call 200");
     assert_int_equal(count_lines(path), 199);
     assert_int_equal(fi->ncfg, 199);
     /* Rerun: the 199 come from the log, the rest are measured, nothing twice. */
-    fake_impl *fi2;
+    fake_impl *fi2 = NULL;
     b = fake_backend(&job, 0, &fi2);
     kr_search_stats st;
     assert_int_equal(search_with_log(&job, p, b, path, &o, &f, &st, &e), KR_OK);
@@ -254,7 +254,7 @@ static void resume_after_crash_loses_and_duplicates_nothing(void **state)
     assert_int_equal(kr_search_log_count(log), 540);
     kr_search_log_close(log);
     /* A third run measures nothing. */
-    fake_impl *fi3;
+    fake_impl *fi3 = NULL;
     kr_backend *b3 = fake_backend(&job, 0, &fi3);
     assert_int_equal(search_with_log(&job, p, b3, path, &o, &f, &st, &e), KR_OK);
     assert_int_equal(fi3->calls, 0);

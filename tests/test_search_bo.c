@@ -305,7 +305,7 @@ static void crash_and_resume(kr_strategy strategy, long fail_on)
     kr_search_options_default(&o);
     o.strategy = strategy;
     o.seed = 11;
-    fake_impl *fr;
+    fake_impl *fr = NULL;
     kr_backend *b = fake_backend(&fx.job, 0, &fr);
     kr_partition_frontier ref, f;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
@@ -314,7 +314,7 @@ static void crash_and_resume(kr_strategy strategy, long fail_on)
     const char *dir = kr_test_tmpdir(strategy == KR_STRATEGY_BO ? "resume_bo" : "resume_artifact");
     char path[1200];
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
-    fake_impl *f1, *f2;
+    fake_impl *f1 = NULL, *f2 = NULL;
     kr_backend *b1 = fake_backend(&fx.job, fail_on, &f1);
     kr_search_log *log;
     assert_int_equal(kr_search_log_open(path, &fx.job, &log, &e), KR_OK);

@@ -29,9 +29,8 @@
 #include "kareus/backend.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_GPU_NAME_MAX 96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
 #define KR_GPU_UUID_MAX 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
@@ -182,7 +181,5 @@ int kr_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail
  */
 int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

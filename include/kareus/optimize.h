@@ -26,9 +26,8 @@
 #include "kareus/search.h"
 #include "kareus/solver.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef enum kr_method {
     KR_METHOD_MEGATRON = 0,
@@ -128,7 +127,5 @@ typedef struct kr_optimize_result {
 int kr_optimize(const kr_job *job, const kr_optimize_options *o, kr_optimize_result *out, kr_error *err);
 void kr_optimize_result_free(kr_optimize_result *r);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -26,9 +26,8 @@
 #include "kareus/sched.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_PLAN_VERSION 1
 #define KR_PLAN_MAX_COMM 16
@@ -150,7 +149,5 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
 int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *dir, int index, char *freqs_path,
                             size_t freqs_cap, char *scheds_path, size_t scheds_cap, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

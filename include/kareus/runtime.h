@@ -52,9 +52,8 @@
 #include "kareus/sched.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef struct kr_runtime kr_runtime;
 
@@ -265,7 +264,5 @@ size_t kr_runtime_abi_size(const char *type_name);
  */
 int kr_runtime_plan_check(const char *plan_path, int stage, const char *job, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

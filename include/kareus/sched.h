@@ -16,9 +16,8 @@
 #include "kareus/job.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef enum kr_instr_kind { KR_INSTR_FORWARD = 0, KR_INSTR_BACKWARD = 1 } kr_instr_kind;
 
@@ -44,7 +43,5 @@ int kr_sched_length(int microbatches, int virtual_stages);
 int kr_sched_order(kr_schedule sch, int stages, int microbatches, int virtual_stages, int stage,
                    kr_sched_item *out, int cap, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

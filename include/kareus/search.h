@@ -32,9 +32,8 @@
 #include "kareus/partition.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* ---- search space ------------------------------------------------------------------------ */
 
@@ -265,7 +264,5 @@ void kr_search_results_free(kr_search_result *r, int n);
  */
 int kr_search_write_frontier(const char *dir, const kr_partition_frontier *f, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

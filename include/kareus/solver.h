@@ -32,9 +32,8 @@
 #include "kareus/plan.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef enum kr_cost_model { KR_COST_EXACT = 0, KR_COST_LOWTIME = 1 } kr_cost_model;
 
@@ -134,7 +133,5 @@ int kr_solve_select(const kr_solve_result *f, const char *rules, int *steps, int
 int kr_solve_plan(const kr_solve_result *f, const kr_dag *dag, const kr_options *opts, int step,
                   const kr_job *job, kr_plan *out, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

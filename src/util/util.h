@@ -52,7 +52,7 @@ typedef struct kr__sb {
 } kr__sb;
 
 void kr__sb_printf(kr__sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kr__sb_vprintf(kr__sb *sb, const char *fmt, va_list ap);
+void kr__sb_vprintf(kr__sb *sb, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 void kr__sb_puts(kr__sb *sb, const char *s);
 /* Appends s with &, <, >, " escaped for XML/HTML. */
 void kr__sb_xml(kr__sb *sb, const char *s);

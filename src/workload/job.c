@@ -90,7 +90,9 @@ void kr_job_default(kr_job *job)
 
 /* The paper's ten configurations (kareus-method.md §9): PP 2, 8 microbatches, 15 + 13 layers. */
 static const struct suite_entry {
-    const char *name;
+    /* An array, not a pointer: &suite[i].name[0] is then an address constant, which the static
+     * list of kr_job_suite_paper may hold in ISO C17 (a pointer read from suite[i] may not). */
+    char name[48];
     const char *model;
     int tp, cp, mbs, seq;
 } suite[] = {
