@@ -195,7 +195,7 @@ int kr__afile_open(kr__afile *af, const char *path, kr_error *err)
             break;
     }
     if (fd < 0)
-        return kr_error_set(err, KR_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+        return kr_error_set(err, KR_EIO, "%s: cannot write (creating its temporary file): %s", path, strerror(e));
     af->f = fdopen(fd, "wb");
     if (af->f == NULL) {
         close(fd);
