@@ -223,6 +223,10 @@ static int parse_record(const kr__mparse *o, const char *where, const json_t *ob
                           "expected \"none\" (the comm window always ends with the partition), found \"%s\"", end);
     if (!(r->time_s > 0))
         return kr__jfailf(&c, KR_ERANGE, "time_s", "expected a time > 0, found %g", r->time_s);
+    /* Work on a powered GPU always costs energy: 0 J is a failed reading (an energy counter
+     * that did not advance), never a measurement to plan with. */
+    if (!(r->energy_j > 0))
+        return kr__jfailf(&c, KR_ERANGE, "energy_j", "expected an energy > 0 J, found %g", r->energy_j);
     const json_t *key = json_object_get(obj, "key");
     if (key == NULL) {
         /* The artifact's format: no key, variant or job; the caller says which key. */
