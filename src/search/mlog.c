@@ -435,6 +435,37 @@ static int check_log_start(const char *path, const char *text, size_t len, const
     return rc;
 }
 
+int kr_search_log_check(const char *path, const kr_job *job, kr_error *err)
+{
+    if (path[0] == '\0')
+        return kr_error_set(err, KR_EINVAL, "empty log file name");
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return KR_OK;
+    if (S_ISLNK(st.st_mode))
+        return kr_error_set(err, KR_EINVAL, "%s: is a symbolic link; give the log's real path", path);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = kr__read_file(path, &text, &len, err);
+    if (rc)
+        return rc;
+    kr__catalogs *cat = malloc(sizeof *cat);
+    kr__mrecs recs = {0};
+    if (cat == NULL)
+        rc = kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
+    else if (len > 0 && (rc = check_log_start(path, text, len, job, err)) == KR_OK &&
+             (rc = kr__catalogs_build(job, cat, err)) == KR_OK) {
+        kr__mparse o = {path, 0, job, cat, NULL, 1};
+        size_t valid;
+        int torn, complete_last;
+        rc = kr__mlog_parse(&o, text, len, &recs, &valid, &torn, &complete_last, err);
+    }
+    free(recs.r);
+    free(cat);
+    free(text);
+    return rc;
+}
+
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err)
 {
     *out = NULL;
