@@ -92,7 +92,7 @@ void kr_job_default(kr_job *job)
 
 /* The paper's ten configurations (kareus-method.md §9): PP 2, 8 microbatches, 15 + 13 layers. */
 static const struct suite_entry {
-    const char *name;
+    char name[40]; /* an array, so &suite[i].name[0] is an address constant (C17, not only GCC) */
     const char *model;
     int tp, cp, mbs, seq;
 } suite[] = {
