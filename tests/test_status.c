@@ -2,6 +2,8 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,6 +150,20 @@ static void atomic_write_never_follows_a_planted_symlink(void **state)
     fputs("partial", af.f);
     kr__afile_abort(&af);
     assert_int_equal(count_prefixed(dir, "fresh.txt.tmp."), 0);
+    /* Stale temp files of a killed writer (regular, 10+ minutes old) are removed on the next
+     * commit; fresh ones and symlinks are left alone. */
+    char stale[1300], young[1300];
+    snprintf(stale, sizeof stale, "%s.tmp.99999", fresh);
+    snprintf(young, sizeof young, "%s.tmp.abcdef", fresh);
+    kr_test_write(stale, "old");
+    kr_test_write(young, "new");
+    struct timespec times[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+    assert_int_equal(utimensat(AT_FDCWD, stale, times, 0), 0);
+    assert_int_equal(kr__write_file_atomic(fresh, "y", 1, &e), KR_OK);
+    assert_int_equal(access(stale, F_OK), -1);
+    assert_int_equal(access(young, F_OK), 0);
+    assert_int_equal(lstat(tmpl, &st), 0); /* the planted symlink is not ours to remove */
+    unlink(young);
     /* A directory is not a file to write. */
     KR_ASSERT_ERR(kr__write_file_atomic(dir, "x", 1, &e), KR_EINVAL, e, "is a directory");
     KR_ASSERT_ERR(kr__write_file_atomic("", "x", 1, &e), KR_EINVAL, e, "empty output file name");

@@ -3,6 +3,7 @@
  */
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -205,6 +206,36 @@ int kr__afile_open(kr__afile *af, const char *path, kr_error *err)
     return KR_OK;
 }
 
+/*
+ * Removes stale temp files of path ("<name>.tmp.*" beside it) that a killed writer left: only
+ * regular files (never symlinks), owned by this user, untouched for 10 minutes — a live writer
+ * finishes its file in far less. Best effort: errors are ignored.
+ */
+static void remove_stale_temps(const char *path)
+{
+    char dirbuf[4096], basebuf[4096];
+    kr__strlcpy(dirbuf, path, sizeof dirbuf);
+    kr__strlcpy(basebuf, path, sizeof basebuf);
+    const char *dir = dirname(dirbuf), *base = basename(basebuf);
+    char prefix[300];
+    if ((size_t)snprintf(prefix, sizeof prefix, "%s.tmp.", base) >= sizeof prefix)
+        return;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    time_t now = time(NULL);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == geteuid() && now - st.st_mtime > 600)
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+}
+
 static void fsync_dir_of(const char *path)
 {
     char buf[4096];
@@ -245,6 +276,7 @@ int kr__afile_commit(kr__afile *af, kr_error *err)
         return kr_error_set(err, KR_EIO, "%s: cannot rename into place: %s", af->path, strerror(saved));
     }
     fsync_dir_of(af->path);
+    remove_stale_temps(af->path);
     return KR_OK;
 }
 
