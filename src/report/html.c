@@ -88,8 +88,9 @@ static int inline_svg(kr__sb *sb, const char *dir, const char *file, const char 
     while (*t == ' ' || *t == '\n' || *t == '\t' || *t == '\r')
         t++;
     if (strncmp(t, "<svg", 4) != 0 && strncmp(t, "<?xml", 5) != 0) {
+        rc = kr_error_set(err, KR_EPARSE, "%s: %s: %s: expected an SVG document, found '%.20s'", summary, where, path, t);
         free(text);
-        return kr_error_set(err, KR_EPARSE, "%s: %s: %s: expected an SVG document, found '%.20s'", summary, where, path, t);
+        return rc;
     }
     kr__sb_puts(sb, "<figure>");
     kr__sb_puts(sb, text);
