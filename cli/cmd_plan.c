@@ -135,7 +135,10 @@ int cmd_plan(int argc, char **argv)
         else
             show(&p);
     } else if (strcmp(sub, "validate") == 0) {
-        if (jobpath) {
+        /* The same schedule checks every runtime open makes (counts before allocation, order). */
+        if ((rc = kr_runtime_plan_check(path, -1, NULL, &err)))
+            status = cli_report(rc, &err);
+        if (status == 0 && jobpath) {
             kr_job job;
             if ((rc = cli_load_job(jobpath, &job))) {
                 kr_plan_free(&p);

@@ -195,6 +195,45 @@ static int launch_rank(const char *plan_path, const char *job_spec, const char *
     return KR_OK;
 }
 
+/*
+ * The plan's clocks (stage's, or every stage's without --stage) must be supported SM clocks of
+ * each device the wrapper opened: a plan made for another GPU is refused (exit 2) before the
+ * command starts, with the plan location, the clock and the device's range.
+ */
+static int check_plan_clocks(kr_backend *b, const char *path, int stage, const found *fd, int nfound)
+{
+    kr_plan p;
+    kr_error err = {0};
+    int rc = kr_plan_read(path, &p, &err);
+    if (rc)
+        return cli_report(rc, &err);
+    int status = 0;
+    for (int d = 0; d < nfound && status == 0; d++) {
+        static int clocks[KR_GPU_MAX_CLOCKS];
+        int n = 0;
+        if ((rc = kr_backend_supported_clocks(b, fd[d].dev, clocks, KR_GPU_MAX_CLOCKS, &n))) {
+            fprintf(stderr, "kareus run: device %d: listing supported clocks: %s\n", fd[d].dev, kr_backend_errmsg(b));
+            status = CLI_EXIT_FAIL;
+            break;
+        }
+        for (int s = stage < 0 ? 0 : stage; s < (stage < 0 ? p.num_stages : stage + 1) && s < p.num_stages && !status; s++)
+            for (int i = 0; i < p.stages[s].ninstr && !status; i++) {
+                int f = p.stages[s].instr[i].freq_mhz, ok = 0;
+                for (int k = 0; k < n && !ok; k++)
+                    ok = clocks[k] == f;
+                if (!ok) {
+                    fprintf(stderr, "kareus: %s: stages[%d].instructions[%d].freq_mhz: expected a supported SM clock of "
+                                    "device %d (%s: %d clocks from %d to %d MHz), found %d MHz (plan made for %s)\n",
+                            path, s, i, fd[d].dev, fd[d].info.name, n, n ? clocks[n - 1] : 0, n ? clocks[0] : 0, f,
+                            p.gpu[0] ? p.gpu : "an unknown GPU");
+                    status = CLI_EXIT_INPUT;
+                }
+            }
+    }
+    kr_plan_free(&p);
+    return status;
+}
+
 int cmd_run(int argc, char **argv)
 {
     int urc = cli_subcommand_usage(argc, argv, usage_text);
@@ -268,7 +307,8 @@ int cmd_run(int argc, char **argv)
     kr_backend *b = NULL;
     static found fd[MAX_DEVS];
     int nfound = 0;
-    if (!is_sim && (rc = survey(spec, dev, ndev, all, rmin, rmax, lock_dir, force, &b, fd, &nfound))) {
+    if (!is_sim && ((rc = survey(spec, dev, ndev, all, rmin, rmax, lock_dir, force, &b, fd, &nfound)) ||
+                    (rc = check_plan_clocks(b, plan, stage, fd, nfound)))) {
         kr_backend_destroy(b);
         return rc;
     }

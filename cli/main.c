@@ -70,8 +70,17 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            /* An empty argument (--out '', --methods '', a file named '') is never meaningful:
+             * refuse it before a subcommand creates directories or files. Arguments after "--"
+             * belong to the command `kareus run` starts and are left alone. */
+            for (int a = 2; a < argc && strcmp(argv[a], "--") != 0; a++)
+                if (argv[a][0] == '\0' || (strncmp(argv[a], "--", 2) == 0 && argv[a][strlen(argv[a]) - 1] == '='))
+                    return cli_usage_error(argv[1], "%s: expected a value, found an empty string",
+                                           argv[a][0] ? argv[a] : a > 2 && argv[a - 1][0] == '-' ? argv[a - 1]
+                                                                                              : "argument");
             return commands[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "kareus: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return CLI_EXIT_INPUT;

@@ -16,6 +16,7 @@ pkgs=(build-essential cmake ninja-build pkg-config libjansson-dev libcmocka-dev 
       coinor-libcbc-dev python3 help2man)
 if [ "${1:-}" = "--tests" ]; then
   pkgs+=(python3-torch python3-numpy valgrind)
+  pkgs+=(clang) # libFuzzer harnesses in fuzz/ (issue 14; ci-steps-i14a.sh)
 fi
 
 if [ "${KAREUS_SKIP_APT:-0}" != "1" ]; then

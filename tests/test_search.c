@@ -180,6 +180,7 @@ static void exhaustive_measures_every_config_once(void **state)
     kr_backend_destroy(b);
 }
 
+/* Measurement lines of a log: its lines less the header line. */
 static long count_lines(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -189,7 +190,7 @@ static long count_lines(const char *path)
     while ((c = fgetc(f)) != EOF)
         n += c == '\n';
     fclose(f);
-    return n;
+    return n - 1;
 }
 
 /* Runs a search of key with a fresh log handle on path; returns its status. */
@@ -292,7 +293,7 @@ static void torn_last_line_is_dropped(void **state)
     fclose(fp);
     kr_search_log *log;
     assert_int_equal(kr_search_log_open(path, &job, &log, &e), KR_OK);
-    assert_non_null(strstr(kr_search_log_warning(log), "log.jsonl:11: dropped a torn last line"));
+    assert_non_null(strstr(kr_search_log_warning(log), "log.jsonl:12: dropped a torn last line"));
     assert_int_equal(kr_search_log_count(log), 10);
     o.max_evals = 20;
     kr_search_stats st;
@@ -337,7 +338,9 @@ static void expect_log_error(const kr_job *job, const char *path, const char *li
         snprintf(line2, sizeof line2, "%.*s%s%s", (int)(at - line), line, fp, at + 4);
     else
         snprintf(line2, sizeof line2, "%s", line);
-    snprintf(text, sizeof text, "%s%s\n%s", good, line2, good);
+    char header[200];
+    snprintf(header, sizeof header, "{\"schema\":\"kareus.mlog\",\"version\":1,\"job\":\"%s\"}\n", fp);
+    snprintf(text, sizeof text, "%s%s\n%s", header, line2, good);
     kr_test_write(path, text);
     kr_search_log *log = NULL;
     kr_error e = {0};

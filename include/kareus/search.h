@@ -93,6 +93,14 @@ typedef struct kr_search_log kr_search_log;
  */
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err);
 
+/*
+ * Checks, without writing or creating anything, that path can be opened as job's measurement
+ * log: missing, empty, or a log with our header line whose lines all parse (a torn last line is
+ * allowed). The CLI calls it before creating output directories, so a wrong --log leaves every
+ * file as it was. Returns KR_OK or the errors of kr_search_log_open.
+ */
+int kr_search_log_check(const char *path, const kr_job *job, kr_error *err);
+
 /* When appended lines are fsync'd (each is always written and flushed at once). */
 typedef enum kr_log_sync {
     KR_LOG_SYNC_EACH = 0, /* every line (the default: for measurements that cost seconds) */

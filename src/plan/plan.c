@@ -344,7 +344,7 @@ int kr_plan_read(const char *path, kr_plan *out, kr_error *err)
 {
     char *text;
     memset(out, 0, sizeof *out);
-    int rc = kr__read_file(path, &text, NULL, err);
+    int rc = kr__read_text(path, &text, NULL, 0, err);
     if (rc)
         return rc;
     rc = kr_plan_read_text(text, path, out, err);
@@ -410,8 +410,11 @@ int kr_plan_validate(const kr_plan *plan, const kr_job *job, kr_error *err)
     if (kr_variant_parse(plan->variant, &var))
         return kr_error_set(err, KR_EPARSE, "plan: variant: expected kareus, sequential or default-overlap, found '%s'",
                             plan->variant);
-    kr_partition_set *parts = malloc(sizeof *parts);
     int len = kr_sched_length(job->num_microbatches, job->virtual_stages);
+    if (len < 0)
+        return kr_error_set(err, KR_ERANGE, "plan: job: expected 2 x microbatches x virtual stages <= %d, found 2 x %d x %d",
+                            KR_SCHED_MAX_LENGTH, job->num_microbatches, job->virtual_stages);
+    kr_partition_set *parts = malloc(sizeof *parts);
     kr_sched_item *order = malloc(sizeof *order * (size_t)len);
     int rc = KR_OK;
     if (parts == NULL || order == NULL) {

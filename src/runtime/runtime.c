@@ -35,8 +35,16 @@ static int check_stage_order(const kr_plan *plan, int stage, const char *name, c
     if (kr_schedule_parse(plan->schedule, &sch))
         return kr_error_set(err, KR_EPARSE, "%s: job.schedule: expected 1f1b, gpipe or interleaved-1f1b, found '%s'", name,
                             plan->schedule);
+    /* Check the counts before allocating: a 200-byte plan may claim 2^31 instructions. */
+    kr_error ce = {0};
+    int rc0 = kr_sched_check(sch, plan->num_stages, plan->num_microbatches, plan->virtual_stages, &ce);
+    if (rc0)
+        return kr_error_set(err, rc0, "%s: job: %s", name, ce.msg);
     int len = kr_sched_length(plan->num_microbatches, plan->virtual_stages);
-    kr_sched_item *order = kr__calloc(a, (size_t)(len > 0 ? len : 1), sizeof *order);
+    if (plan->stages[stage].ninstr != len)
+        return kr_error_set(err, KR_EMISMATCH, "%s: stages[%d]: expected %d instructions (%s, %d microbatches), found %d",
+                            name, stage, len, plan->schedule, plan->num_microbatches, plan->stages[stage].ninstr);
+    kr_sched_item *order = kr__calloc(a, (size_t)len, sizeof *order);
     if (order == NULL)
         return kr_error_set(err, KR_ENOMEM, "%s: out of memory", name);
     kr_error e = {0};

@@ -11,7 +11,7 @@
 int kr__json_load_file(const char *path, json_t **out, kr_error *err)
 {
     char *text = NULL;
-    int rc = kr__read_file(path, &text, NULL, err);
+    int rc = kr__read_text(path, &text, NULL, 0, err);
     if (rc)
         return rc;
     rc = kr__json_load_text(text, path, out, err);

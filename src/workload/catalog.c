@@ -505,6 +505,22 @@ int kr_gpu_read_json(const char *path, kr_gpu *out, kr_error *err)
         if ((rc = kr__jobject(&c, val, pf)) || (rc = kr__jnum(&c, val, "value", 1, 0, 1e18, 0, &v)) ||
             (rc = kr__jstr(&c, val, "source", 1, NULL, src, sizeof src)))
             goto done;
+        /* Counts and clocks are used as ints: refuse fractions and values an int cannot hold. */
+        int as_int, ilo = 0, ihi = 0;
+        switch (idx) {
+        case KR_GPU_P_sm_count: ilo = 1; ihi = 65536; break;
+        case KR_GPU_P_nccl_ctas: ilo = 0; ihi = 65536; break;
+        case KR_GPU_P_clock_min_mhz: case KR_GPU_P_clock_max_mhz: case KR_GPU_P_clock_step_mhz:
+        case KR_GPU_P_plan_min_mhz: case KR_GPU_P_plan_max_mhz: case KR_GPU_P_plan_step_mhz:
+        case KR_GPU_P_default_clock_mhz: case KR_GPU_P_v_floor_mhz: ilo = 0; ihi = 100000; break;
+        default: break;
+        }
+        if (ihi > 0 && kr__double_to_int(v, ilo, ihi, &as_int)) {
+            char exp[96];
+            snprintf(exp, sizeof exp, "a whole number in [%d, %d]", ilo, ihi);
+            rc = kr__jfail(&c, KR_ERANGE, "value", exp, json_object_get(val, "value"));
+            goto done;
+        }
         kr__jpop(&c, m2);
         kr_gpu_param_set(out, idx, v);
         kr__strlcpy(out->source[idx], src, KR_SOURCE_MAX);
