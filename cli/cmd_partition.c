@@ -84,15 +84,9 @@ static void print_result(const kr_job *job, const kr_partition *p, const kr_conf
         json_object_set_new(cfg, "sms", p->coll.kind != KR_COLL_NONE ? json_integer(c->sms) : json_null());
         json_object_set_new(cfg, "slot", json_string(slot));
         json_object_set_new(o, "config", cfg);
-        json_object_set_new(o, "time_s", json_real(r->time_s));
-        json_object_set_new(o, "energy_j", json_real(r->energy_j));
-        json_object_set_new(o, "effective_energy_j", json_real(r->eff_energy_j));
-        json_object_set_new(o, "static_power_w", json_real(job->static_power_w));
-        json_object_set_new(o, "compute_end_s", json_real(r->compute_end_s));
-        json_object_set_new(o, "comm_start_s", json_real(r->comm_start_s));
-        json_object_set_new(o, "comm_end_s", json_real(r->comm_end_s));
-        json_object_set_new(o, "min_f_eff_mhz", json_real(r->min_f_eff_mhz));
-        json_object_set_new(o, "max_power_w", json_real(r->max_power_w));
+        json_t *res = kr_sim_result_json(r, job->static_power_w);
+        json_object_update(o, res);
+        json_decref(res);
         json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         printf("\n");
         json_decref(o);
@@ -114,6 +108,13 @@ static void print_result(const kr_job *job, const kr_partition *p, const kr_conf
                r->comm_end_s);
     printf("clock / power       lowest clock %.0f MHz%s, peak %.1f W\n", r->min_f_eff_mhz,
            r->min_f_eff_mhz < c->freq_mhz - 0.5 ? " (power-limited)" : "", r->max_power_w);
+    printf("floor               %.1f W at %d MHz: %.6g J of the energy; work %.6g J\n", r->floor_w, c->freq_mhz,
+           r->floor_energy_j, r->energy_j - r->floor_energy_j);
+    printf("overheads           dispatch %.6g s, host sync %.6g s, rank skew %.6g s\n", r->dispatch_s, r->sync_s,
+           r->skew_s);
+    if (r->comm_kernel >= 0)
+        printf("comm kernel         %s, %d SMs, %.4g MB through HBM\n", r->comm_kernel == KR_SIM_TUNED ? "tuned" : "nccl",
+               r->comm_sms, r->comm_hbm_bytes / 1e6);
 }
 
 static int eval(int argc, char **argv)

@@ -1,8 +1,11 @@
 /*
- * cmd_plan.c — `kareus plan show|validate|export-zeus`: inspect a plan file, check it against a
- * job, or write its clock schedule in the Zeus pipeline-frequency-optimizer layout.
+ * cmd_plan.c — `kareus plan show|validate|export-zeus|export-artifact|import`: inspect a plan
+ * file, check it against a job, write it in the layouts the published system's runtime reads
+ * (Zeus's freqs_pipeline_N.py, Kareus's scheds_pipeline_N.py), or read those files back into a
+ * plan for a job.
  */
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -10,13 +13,25 @@
 static const char usage_text[] =
     "usage: kareus plan show FILE [--json]\n"
     "       kareus plan validate FILE [--job FILE] [--json]\n"
-    "       kareus plan export-zeus FILE --out FILE.py [--json]\n\n"
-    "  show         print the plan's job, predicted figures and every stage's instructions\n"
-    "  validate     read the plan (schema, types, ranges) and, with --job, check it fits the job:\n"
-    "               fingerprint, stage and microbatch counts, schedule order, clocks, comm keys\n"
-    "  export-zeus  one list of (\"forward\"|\"backward\", MHz) per stage, in execution order\n"
-    "  --json       show: the plan file itself once it reads correctly; validate, export-zeus:\n"
-    "               the result as one JSON object\n";
+    "       kareus plan export-zeus FILE --out FILE.py [--job FILE] [--json]\n"
+    "       kareus plan export-artifact FILE --out DIR [--job FILE] [--index N] [--json]\n"
+    "       kareus plan import FREQS.py [SCHEDS.py] --out PLAN.json [--job FILE] [--method NAME]\n\n"
+    "  show             print the plan's job, predicted figures and every stage's instructions\n"
+    "  validate         read the plan (schema, types, ranges) and, with --job, check it fits the job:\n"
+    "                   fingerprint, stage and microbatch counts, schedule order, clocks, comm keys\n"
+    "  export-zeus      one list of ('forward'|'backward', MHz) per stage, in execution order, with\n"
+    "                   the artifact's trailer (energies per GPU, summed over stages; --job gives\n"
+    "                   the GPUs per stage, default job otherwise). Run it with Zeus's PFO server:\n"
+    "                   ZEUS_PFO_SCHEDULER=PointSolution3D\n"
+    "                   ZEUS_PFO_SCHEDULER_ARGS='{\"solution_path\": \"FILE.py\"}'\n"
+    "  export-artifact  DIR/freqs_pipeline_N.py and, for Kareus plans, DIR/scheds_pipeline_N.py,\n"
+    "                   as the artifact's runtime reads them (N = --index, else the plan's step)\n"
+    "  import           the artifact's freqs_pipeline_N.py (+ scheds_pipeline_N.py for Kareus) into\n"
+    "                   a plan for the job; --method kareus|perseus|nanobatch+perseus (default:\n"
+    "                   kareus with a scheds file, perseus without). The files are read as\n"
+    "                   literals, never evaluated.\n"
+    "  --json           show: the plan file itself once it reads correctly; validate, export-zeus,\n"
+    "                   export-artifact: the result as one JSON object\n";
 
 static void show(const kr_plan *p)
 {
@@ -43,6 +58,29 @@ static void show(const kr_plan *p)
     }
 }
 
+static int do_import(int argc, char **argv, const char *jobpath, const char *out, const char *method)
+{
+    int nfiles = argc - optind;
+    if (nfiles < 1 || nfiles > 2)
+        return cli_usage_error("plan", "import: expected FREQS.py and optionally SCHEDS.py, found %d file(s)", nfiles);
+    if (out == NULL)
+        return cli_usage_error("plan", "import: --out PLAN.json is required");
+    kr_job job;
+    int rc = cli_load_job(jobpath, &job);
+    if (rc)
+        return rc;
+    kr_error err = {0};
+    kr_plan p;
+    if ((rc = kr_plan_import_artifact(&job, argv[optind], nfiles == 2 ? argv[optind + 1] : NULL, method, &p, &err)))
+        return cli_report(rc, &err);
+    if ((rc = kr_plan_write(out, &p, &err)) == KR_OK)
+        printf("%s: %s plan for job '%s' (%d stages, %d microbatches, step %d) from %s%s%s\n", out, p.method, job.name,
+               p.num_stages, p.num_microbatches, p.step, argv[optind], nfiles == 2 ? " and " : "",
+               nfiles == 2 ? argv[optind + 1] : "");
+    kr_plan_free(&p);
+    return rc ? cli_report(rc, &err) : 0;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     int urc = cli_subcommand_usage(argc, argv, usage_text);
@@ -50,9 +88,11 @@ int cmd_plan(int argc, char **argv)
         return urc;
     const char *sub = argv[1];
     static const struct option opts[] = {
-        {"job", required_argument, 0, 'j'}, {"out", required_argument, 0, 'o'}, {"json", no_argument, 0, 'J'},
-        {0, 0, 0, 0}};
-    const char *jobpath = NULL, *out = NULL;
+        {"job", required_argument, 0, 'j'},    {"out", required_argument, 0, 'o'},
+        {"method", required_argument, 0, 'm'}, {"index", required_argument, 0, 'i'},
+        {"json", no_argument, 0, 'J'},         {0, 0, 0, 0}};
+    const char *jobpath = NULL, *out = NULL, *method = NULL;
+    int index = -1;
     int c, json = 0;
     optind = 2;
     opterr = 0;
@@ -60,12 +100,26 @@ int cmd_plan(int argc, char **argv)
         switch (c) {
         case 'j': jobpath = optarg; break;
         case 'o': out = optarg; break;
+        case 'm': method = optarg; break;
         case 'J': json = 1; break;
+        case 'i': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || v < 0 || v > 99999)
+                return cli_usage_error("plan", "--index: expected an integer in [0, 99999], found '%s'", optarg);
+            index = (int)v;
+            break;
+        }
         default: return cli_usage_error("plan", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (strcmp(sub, "show") != 0 && strcmp(sub, "validate") != 0 && strcmp(sub, "export-zeus") != 0)
-        return cli_usage_error("plan", "unknown subcommand '%s' (expected show, validate or export-zeus)", sub);
+    if (strcmp(sub, "import") == 0)
+        return do_import(argc, argv, jobpath, out, method);
+    if (strcmp(sub, "show") != 0 && strcmp(sub, "validate") != 0 && strcmp(sub, "export-zeus") != 0 &&
+        strcmp(sub, "export-artifact") != 0)
+        return cli_usage_error("plan", "unknown subcommand '%s' (expected show, validate, export-zeus, export-artifact "
+                                       "or import)",
+                               sub);
     if (optind != argc - 1)
         return cli_usage_error("plan", "%s: expected one plan file", sub);
     const char *path = argv[optind];
@@ -101,16 +155,40 @@ int cmd_plan(int argc, char **argv)
             printf("%s: ok (%d stages, %d microbatches%s)\n", path, p.num_stages, p.num_microbatches,
                    jobpath ? ", fits the job" : "; pass --job to check it against a job");
     } else {
-        if (out == NULL)
-            status = cli_usage_error("plan", "export-zeus: --out FILE.py is required");
-        else if ((rc = kr_plan_export_zeus(&p, out, &err)))
+        kr_job job;
+        if (out == NULL) {
+            status = cli_usage_error("plan", "%s: --out %s is required", sub,
+                                     strcmp(sub, "export-zeus") == 0 ? "FILE.py" : "DIR");
+        } else if ((status = cli_load_job(jobpath, &job)) != 0) {
+        } else if (p.job_fingerprint[0] && (rc = kr_plan_validate(&p, &job, &err))) {
+            kr_error_prefix(&err, "%s (pass --job with the plan's job)", path);
             status = cli_report(rc, &err);
-        else if (json) {
-            printf("{\"plan\": ");
-            cli_json_string(path);
-            printf(", \"out\": ");
-            cli_json_string(out);
-            printf("}\n");
+        } else if (strcmp(sub, "export-zeus") == 0) {
+            if ((rc = kr_plan_export_zeus(&p, kr_job_gpus_per_stage(&job), out, &err)))
+                status = cli_report(rc, &err);
+            else if (json) {
+                printf("{\"plan\": ");
+                cli_json_string(path);
+                printf(", \"out\": ");
+                cli_json_string(out);
+                printf("}\n");
+            }
+        } else {
+            char fpath[4200], spath[4200];
+            if ((rc = kr_plan_export_artifact(&p, &job, out, index, fpath, sizeof fpath, spath, sizeof spath, &err))) {
+                kr_error_prefix(&err, "%s", path);
+                status = cli_report(rc, &err);
+            } else if (json) {
+                printf("{\"plan\": ");
+                cli_json_string(path);
+                printf(", \"freqs\": ");
+                cli_json_string(fpath);
+                printf(", \"scheds\": ");
+                cli_json_string(spath[0] ? spath : NULL);
+                printf("}\n");
+            } else {
+                printf("%s%s%s\n", fpath, spath[0] ? "\n" : "", spath);
+            }
         }
     }
     kr_plan_free(&p);

@@ -13,6 +13,11 @@
  * --job), KAREUS_LOCK_DIR (if --lock-dir) and KAREUS_RUN_PID (the wrapper's pid). The Python
  * binding's Runtime.from_env() reads them.
  *
+ * Under torchrun (`torchrun --no-python … kareus run …`) or srun, without --device, each rank
+ * derives its own pipeline stage and GPU (launch.h: tp-cp-dp-pp order, CUDA_VISIBLE_DEVICES
+ * mapped by UUID) and exports them; a geometry that does not fit (two ranks on one GPU, a stage
+ * outside the plan) exits 2 before the command starts.
+ *
  * Exit status: the command's (128 + N if it died of signal N); 2 for bad arguments or a plan
  * that does not fit; 1 if the clocks could not be restored after a successful command.
  */
@@ -44,7 +49,9 @@ static const char usage_text[] =
     "                       in place before the run)\n"
     "  --json               after CMD ends, one JSON object on stdout: command, exit_status,\n"
     "                       signal, devices restored, clocks_restored\n"
-    "  --force              start even if another Kareus process controls a device\n";
+    "  --force              start even if another Kareus process controls a device\n"
+    "  --tp N, --cp N       under torchrun/srun (no --device): parallel degrees for the rank's\n"
+    "                       stage and GPU (default: the --job's, else 1; order tp-cp-dp-pp)\n";
 
 #define MAX_DEVS 64
 
@@ -152,6 +159,42 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
     return 0;
 }
 
+/* Under torchrun or srun: this rank's GPU (devbuf) and, unless --stage was given, its stage
+ * (stagebuf); both "" for a single process. Degrees default to the job's. */
+static int launch_rank(const char *plan_path, const char *job_spec, const char *spec, int is_sim, int tp, int cp,
+                       int have_stage, char *devbuf, char *stagebuf, kr_error *err)
+{
+    devbuf[0] = stagebuf[0] = '\0';
+    kr_launch l;
+    kr_launch_options o = {.tp = tp, .cp = cp};
+    int rc = kr_launch_resolve(&o, &l, err);
+    if (rc || l.launcher == KR_LAUNCHER_NONE)
+        return rc;
+    kr_job job;
+    if (job_spec && (rc = kr_job_load(job_spec, &job, err)))
+        return rc;
+    kr_plan p;
+    if ((rc = kr_plan_read(plan_path, &p, err)))
+        return rc;
+    o.plan_stages = p.num_stages;
+    kr_plan_free(&p);
+    o.tp = tp ? tp : job_spec ? job.tp : 1;
+    o.cp = cp ? cp : job_spec ? job.cp : 1;
+    if ((rc = kr_launch_resolve(&o, &l, err)))
+        return kr_error_prefix(err, "kareus run (%s rank %d)", kr_launcher_name(l.launcher), l.rank);
+    int device = l.local_rank;
+    kr_backend *b = NULL;
+    if (!is_sim && ((rc = kr_gpuctl_open(spec, NULL, &b, err)) || (rc = kr_launch_device(&l, b, &device, NULL, err)))) {
+        kr_backend_destroy(b);
+        return kr_error_prefix(err, "kareus run (%s rank %d)", kr_launcher_name(l.launcher), l.rank);
+    }
+    kr_backend_destroy(b);
+    snprintf(devbuf, 16, "%d", device);
+    if (!have_stage)
+        snprintf(stagebuf, 16, "%d", l.stage);
+    return KR_OK;
+}
+
 int cmd_run(int argc, char **argv)
 {
     int urc = cli_subcommand_usage(argc, argv, usage_text);
@@ -162,10 +205,11 @@ int cmd_run(int argc, char **argv)
         {"device", required_argument, 0, 'd'},   {"backend", required_argument, 0, 'b'},
         {"job", required_argument, 0, 'j'},      {"lock-dir", required_argument, 0, 'l'},
         {"restore-lock", required_argument, 0, 'r'}, {"force", no_argument, 0, 'f'},
+        {"tp", required_argument, 0, 'T'},       {"cp", required_argument, 0, 'C'},
         {"json", no_argument, 0, 'J'},           {0, 0, 0, 0},
     };
-    const char *plan = NULL, *spec = "nvml", *job = NULL, *lock_dir = NULL, *devs = "0", *stage_s = NULL;
-    int stage = -1, rmin = 0, rmax = 0, force = 0, json = 0, c;
+    const char *plan = NULL, *spec = "nvml", *job = NULL, *lock_dir = NULL, *devs = NULL, *stage_s = NULL;
+    int stage = -1, rmin = 0, rmax = 0, force = 0, tp = 0, cp = 0, json = 0, c;
     optind = 1;
     opterr = 0;
     /* "+": stop at the first non-option, so CMD's own options are left alone. */
@@ -190,6 +234,11 @@ int cmd_run(int argc, char **argv)
         }
         case 'f': force = 1; break;
         case 'J': json = 1; break;
+        case 'T':
+        case 'C':
+            if (cli_parse_int("run", c == 'T' ? "--tp" : "--cp", optarg, 1, 1 << 16, c == 'T' ? &tp : &cp))
+                return CLI_EXIT_INPUT;
+            break;
         default: return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -198,15 +247,24 @@ int cmd_run(int argc, char **argv)
     if (optind >= argc || strcmp(argv[optind - 1], "--") != 0)
         return cli_usage_error("run", "expected '-- CMD [ARGS…]' after the options");
     char **cmd = argv + optind;
+    int is_sim = strncmp(spec, "sim", 3) == 0 && (spec[3] == '\0' || spec[3] == ':');
+    kr_error err = {0};
+    char devbuf[16], stagebuf[16];
+    int rc = devs ? 0 : launch_rank(plan, job, spec, is_sim, tp, cp, stage_s != NULL, devbuf, stagebuf, &err);
+    if (rc)
+        return cli_report(rc, &err);
+    if (!devs)
+        devs = devbuf[0] ? devbuf : "0";
+    if (!stage_s && stagebuf[0]) {
+        stage_s = stagebuf;
+        stage = atoi(stagebuf);
+    }
     int dev[MAX_DEVS], ndev = 0, all = 0;
     if (parse_devices(devs, dev, &ndev, &all))
         return CLI_EXIT_INPUT;
-    kr_error err = {0};
-    int rc = kr_runtime_plan_check(plan, stage, job, &err);
-    if (rc)
+    if ((rc = kr_runtime_plan_check(plan, stage, job, &err)))
         return cli_report(rc, &err);
 
-    int is_sim = strncmp(spec, "sim", 3) == 0 && (spec[3] == '\0' || spec[3] == ':');
     kr_backend *b = NULL;
     static found fd[MAX_DEVS];
     int nfound = 0;

@@ -22,8 +22,10 @@ static const char usage_text[] =
     "  --job FILE          job spec or built-in name (default: the built-in default job)\n"
     "  --partition KEY     one partition key, or all (default): every layer partition of the\n"
     "                      variant plus the non-partition work (embedding, LM head, loss)\n"
-    "  --strategy NAME     bo (default): Gaussian-process BO with a stopping rule;\n"
-    "                      exhaustive: every configuration; artifact: the published rule\n"
+    "  --strategy NAME     bo (default; exhaustive with --backend replay): Gaussian-process BO with\n"
+    "                      a stopping rule; exhaustive: every configuration (on a replay: every\n"
+    "                      recorded one, the frontier of the recorded points); artifact: the\n"
+    "                      published rule\n"
     "  --variant NAME      kareus (default), sequential or default-overlap (clock only)\n"
     "  --log FILE          measurement log, JSONL, appended and fsync'd; a rerun resumes from it\n"
     "                      and never measures a configuration twice (default: DIR/measurements.jsonl;\n"
@@ -110,7 +112,7 @@ int cmd_search(int argc, char **argv)
         {"stop", required_argument, 0, O_STOP},       {"clock-step", required_argument, 0, O_STEP},
         {"json", no_argument, 0, O_JSON},             {"quiet", no_argument, 0, O_QUIET},
         {0, 0, 0, 0}};
-    const char *jobpath = NULL, *part = "all", *strat = "bo", *var = "kareus", *logpath = NULL, *out = "frontiers",
+    const char *jobpath = NULL, *part = "all", *strat = NULL, *var = "kareus", *logpath = NULL, *out = "frontiers",
                *backend = NULL;
     const char *replay[64];
     int nreplay = 0, json = 0, quiet = 0, step = 0, c, rc;
@@ -157,8 +159,6 @@ int cmd_search(int argc, char **argv)
         return cli_usage_error("search", "unexpected argument '%s'", argv[optind]);
     kr_search_options opt;
     kr_search_options_default(&opt);
-    if (kr_strategy_parse(strat, &opt.strategy))
-        return cli_usage_error("search", "--strategy: expected exhaustive, bo or artifact, found '%s'", strat);
     kr_variant variant;
     if (kr_variant_parse(var, &variant))
         return cli_usage_error("search", "--variant: expected kareus, sequential or default-overlap, found '%s'", var);
@@ -168,6 +168,12 @@ int cmd_search(int argc, char **argv)
         return cli_usage_error("search", "--backend: expected sim, replay or gpu, found '%s'", backend);
     if (strcmp(backend, "sim") == 0 && nreplay)
         return cli_usage_error("search", "--replay needs --backend replay, found --backend sim");
+    /* A replay holds what was measured: by default search all of it (the frontier of the
+     * recorded points) rather than ask for configurations it may not hold. */
+    if (strat == NULL)
+        strat = strcmp(backend, "replay") == 0 ? "exhaustive" : "bo";
+    if (kr_strategy_parse(strat, &opt.strategy))
+        return cli_usage_error("search", "--strategy: expected exhaustive, bo or artifact, found '%s'", strat);
     opt.seed = (unsigned long long)seed;
     opt.max_evals = max_evals;
     opt.bo_stop = stop;
@@ -302,12 +308,12 @@ int cmd_search(int argc, char **argv)
             char jn[128], cn[128];
             kr_frontier_file_name(f->key, f->variant, "json", jn, sizeof jn);
             kr_frontier_file_name(f->key, f->variant, "csv", cn, sizeof cn);
-            printf("    {\"key\": \"%s\", \"variant\": \"%s\", \"space_size\": %ld, \"measurements\": %ld, "
+            printf("    {\"key\": \"%s\", \"variant\": \"%s\", \"space_size\": %ld, \"recorded\": %ld, \"measurements\": %ld, "
                    "\"measured_now\": %ld, \"from_log\": %ld, \"percent_of_space\": %.2f, \"batches\": %d, "
                    "\"stop\": \"%s\", \"hypervolume_eff\": %.9g, \"hypervolume_total\": %.9g, "
                    "\"frontier_size_eff\": %ld, \"frontier_size_total\": %ld, \"wall_s\": %.6f, "
                    "\"json\": \"%s\", \"csv\": \"%s\"}%s\n",
-                   f->key, kr_variant_name(f->variant), s->space_size, s->evaluated, s->measured, s->from_log,
+                   f->key, kr_variant_name(f->variant), s->space_size, s->recorded, s->evaluated, s->measured, s->from_log,
                    100.0 * (double)s->evaluated / (double)s->space_size, s->batches, s->stop, s->hv_eff, s->hv_total,
                    s->front_eff, s->front_total, s->wall_s, jn, cn, i + 1 < nres ? "," : "");
         }

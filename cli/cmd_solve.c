@@ -35,7 +35,7 @@ static const char usage_text[] =
     "                       off (default, as in optimize and compare), on, or auto (on up to\n"
     "                       256 instructions); on gives better plans, slower\n"
     "  --frontier-out FILE  the frontier, one row per step\n"
-    "  --plans DIR          write plan_<step>.json (and Zeus freqs_<step>.py) for the selected steps\n"
+    "  --plans DIR          write plan_<step>.json (and Zeus freqs_pipeline_<step>.py) per selected step\n"
     "  --select LIST        fastest, frugal, all, artifact10, N, deadline=S, budget=J (comma-separated;\n"
     "                       default fastest,frugal)\n"
     "  --quiet              no summary on stdout\n"
@@ -212,8 +212,8 @@ int cmd_solve(int argc, char **argv)
             }
             snprintf(path, sizeof path, "%s/plan_%05d.json", plans, steps[i]);
             if ((rc = kr_plan_write(path, &p, &err)) == KR_OK) {
-                snprintf(path, sizeof path, "%s/freqs_%05d.py", plans, steps[i]);
-                rc = kr_plan_export_zeus(&p, path, &err);
+                snprintf(path, sizeof path, "%s/freqs_pipeline_%05d.py", plans, steps[i]);
+                rc = kr_plan_export_zeus(&p, cfg.gpus_per_stage, path, &err);
             }
             kr_plan_free(&p);
             if (rc)

@@ -20,6 +20,8 @@ static const struct command {
     {"report", cmd_report, "HTML report with pictures of an optimize output directory"},
     {"plan", cmd_plan, "inspect, validate and export plan files"},
     {"partition", cmd_partition, "evaluate one partition configuration on the simulator"},
+    {"sim", cmd_sim, "the simulator against measured partitions (sim check --data CALIB.json)"},
+    {"calibrate", cmd_calibrate, "fit simulator constants to measured partitions"},
     {"catalog", cmd_catalog, "GPUs, models, and the partitions of a job"},
     {"job", cmd_job, "show or write a job spec"},
     {"gpu", cmd_gpu, "GPU info and clock reset through NVML"},

@@ -10,7 +10,11 @@
 #    instruction — printing what NVML and nvidia-smi saw: the clock during each instruction, the
 #    energy of each window, and how long the worker took to apply each clock;
 # 4. SIGTERM during an instruction: the process dies, and the lock is gone afterwards;
-# 5. `kareus gpu reset`.
+# 5. `kareus gpu reset`;
+# 6. kareus.torch on NCCL (examples/train_llama_tp_pp.py under torchrun, one rank per GPU, TP = the
+#    number of GPUs (1 is enough), PP 1, bf16, a 4-layer hidden-2048 Llama): the step time without
+#    nanobatching, with nanobatching at two CTA counts, and with a plan from `kareus optimize` for
+#    that job applied (clocks through NVML), printing what the runtime and NVML recorded.
 # Everything it prints is also written to OUTDIR/device-check.log.
 #
 # Dry run without a GPU (checks the script itself): KAREUS_CHECK_BACKEND=fake:period_s=0.1
@@ -167,4 +171,52 @@ smi_clock "1 s after SIGTERM (idle, lock removed)"
 echo "== kareus gpu reset"
 "$K" gpu reset --device 0 --backend "$BACKEND"
 echo "exit status $?"
+echo "== kareus.torch on NCCL: step time with and without nanobatching, two CTA counts, a plan"
+NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$NG" -ge 1 ] || NG=1
+for TPN in 8 4 2 1; do [ "$TPN" -le "$NG" ] && break; done
+JOBF="$OUTDIR/llama-tp$TPN.json"
+cat >"$JOBF" <<EOF2
+{"schema": "kareus.job", "version": 1, "name": "device-check-llama-tp$TPN", "gpu": "h100-sxm",
+ "model": {"name": "check-llama", "hidden": 2048, "ffn": 5632, "heads": 16, "kv_groups": 8, "head_dim": 128,
+           "layers": 4, "vocab": 32000, "tied_embeddings": false, "qk_norm": false, "source": "device check"},
+ "cluster": {"gpus_per_node": $TPN, "nodes": 1, "inter_node_bw_GBps": 6.25, "inter_node_latency_us": 15.0},
+ "parallelism": {"tp": $TPN, "cp": 1, "pp": 1, "dp": 1}, "microbatch_size": 8, "seq_len": 1024,
+ "num_microbatches": 4, "layers_per_stage": [4], "virtual_stages": 1, "recompute": "none", "schedule": "1f1b"}
+EOF2
+"$K" optimize --job "$JOBF" --methods kareus --out "$OUTDIR/opt-torch" --no-pictures --quiet >/dev/null ||
+  echo "kareus optimize failed for $JOBF"
+TPLAN="$OUTDIR/opt-torch/plans/kareus/fastest.json"
+[ "$TPN" -gt 1 ] || echo "(one GPU: TP 1 has no collective, so the CTA count cannot matter there; it is only recorded)"
+TR=("$PY" -m torch.distributed.run --standalone --nproc_per_node "$TPN" "$ROOT/examples/train_llama_tp_pp.py"
+    --job "$JOBF" --device cuda --dtype bfloat16 --steps 6)
+for variant in "sequential:--sequential" "nanobatched, 8 CTAs:--sms 8" "nanobatched, 32 CTAs:--sms 32" \
+               "nanobatched, plan + clocks:--plan $TPLAN --backend $BACKEND --lock-dir $OUTDIR"; do
+  name=${variant%%:*}
+  read -r -a extra <<<"${variant#*:}"
+  timeout 300 "${TR[@]}" "${extra[@]}" --json "$OUTDIR/torch-{rank}.json" >"$OUTDIR/torch.out" 2>&1
+  rc=$?
+  "$PY" - "$OUTDIR/torch-0.json" "$name" "$rc" <<'EOF2'
+import json, sys
+path, name, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    d = json.load(open(path))
+except (OSError, ValueError) as exc:
+    print("%-28s FAILED (exit %d, %s)" % (name, rc, exc)); sys.exit(0)
+t = sorted(d.get("step_times_s", [])[1:])  # the first step warms up
+print("%-28s exit %d  TP %d: median step %.2f ms over %d steps, losses %s" % (
+    name, rc, d["world_size"], 1e3 * t[len(t) // 2] if t else float("nan"), len(t),
+    ["%.3f" % x for x in d.get("losses", [])]))
+if "status" in d:
+    s = d["status"]
+    print("    NVML: mode %s, %d clock requests, %d set, last applied %d MHz, device %s; energy %s" % (
+        s["mode"], s["clock_requests"], s["clock_sets"], s["applied_mhz"], s["device_uuid"], d.get("energy")))
+if "error" in d:
+    print("    error: " + d["error"]["message"])
+EOF2
+  [ "$rc" -eq 0 ] || tail -5 "$OUTDIR/torch.out"
+  rm -f "$OUTDIR"/torch-*.json
+done
+grep -h "cannot set NCCL CTA counts" "$OUTDIR/torch.out" | head -1
+
 echo "== done; log in $LOG"

@@ -75,10 +75,12 @@ static void predictions_agree_with_the_pipeline_simulation(void **state)
 {
     (void)state;
     const kr_optimize_result *r = run_default();
-    /* Stated tolerance (docs/results.md): 1% in time and energy; the difference comes from the
-     * clock settle windows the solver does not model and from p2p lags rounded to solver units. */
+    /* Stated tolerance (docs/results.md): 1% in time, 3% in energy. Time differs by the clock
+     * settle windows the solver does not model and p2p lags rounded to solver units; energy also
+     * because the solver charges every wait at the job's constant static power while the
+     * pipeline simulation charges it at the floor of the clock the GPU holds (sim v2). */
     assert_true(r->max_time_err < 0.01);
-    assert_true(r->max_energy_err < 0.01);
+    assert_true(r->max_energy_err < 0.03);
     /* Single-plan methods change no clock, so they agree exactly. */
     const kr_opt_plan *p = &r->m[KR_METHOD_MEGATRON].plans[0];
     KR_ASSERT_CLOSE(p->sim_time_s, p->pred_time_s, 1e-9);
@@ -98,7 +100,7 @@ static void metrics_follow_the_definitions(void **state)
     /* Kareus is at least as good as Perseus where both exist (joint knobs include Perseus's
      * clocks; nanobatching overlaps communication). */
     const kr_metric_row *k = &r->rows[KR_METHOD_KAREUS];
-    assert_true(k->iso_time_10pt > 0 && k->iso_energy_10pt > 0 && k->robust_mean > 0);
+    assert_true(k->iso_time_full > 0 && k->iso_energy_full > 0 && k->robust_mean > 0);
     /* The 10-point frontier of the artifact's rule always holds the fastest plan. */
     const kr_method_result *km = &r->m[KR_METHOD_KAREUS];
     assert_int_equal(km->plans[km->ten[km->nten - 1]].step, km->plans[km->fastest].step);

@@ -135,6 +135,88 @@ static void add_rejects_bad_values(void **state)
     KR_ASSERT_ERR(kr_options_init(&o, 0, 1, &e), KR_ERANGE, e, "stages");
 }
 
+/* Merak's per-rank rows: one option per (stage, instruction, clock) with the slowest rank's time
+ * and the ranks' mean energy; a pp_rank that disagrees with the stage is an error. */
+static void merak_rank_columns(void **state)
+{
+    (void)state;
+    const char *text = "rank,dp_rank,pp_rank,tp_rank,stage,instruction,frequency,time,energy\n"
+                       "0,0,0,0,0,forward,1410,0.10,30\n"
+                       "1,0,0,1,0,forward,1410,0.12,34\n"
+                       "0,0,0,0,0,forward,1200,0.13,27\n"
+                       "1,0,0,1,0,forward,1200,0.125,29\n"
+                       "0,0,0,0,0,backward,1410,0.2,60\n"
+                       "1,0,0,1,0,backward,1410,0.2,62\n";
+    kr_options o;
+    kr_error e = {0};
+    assert_int_equal(kr_options_parse_csv(text, "merak.csv", 1, 1, &o, &e), KR_OK);
+    const kr_option_set *f = kr_options_get(&o, 0, KR_INSTR_FORWARD, 0);
+    assert_int_equal(f->n, 2);
+    assert_int_equal(f->opt[0].freq_mhz, 1410);
+    assert_true(f->opt[0].time_s == 0.12 && f->opt[0].energy_j == 32);
+    assert_true(f->opt[1].time_s == 0.13 && f->opt[1].energy_j == 28);
+    assert_int_equal(f->opt[0].ncomm, 0);
+    assert_int_equal(kr_options_get(&o, 0, KR_INSTR_BACKWARD, 0)->n, 1);
+    kr_options_free(&o);
+    const char *bad = "rank,dp_rank,pp_rank,tp_rank,stage,instruction,frequency,time,energy\n"
+                      "0,0,0,0,0,forward,1410,0.10,30\n"
+                      "8,0,1,0,0,backward,1410,0.2,60\n";
+    KR_ASSERT_ERR(kr_options_parse_csv(bad, "merak.csv", 1, 1, &o, &e), KR_EMISMATCH, e,
+                  "merak.csv:3: column 'pp_rank': expected the row's stage 0, found 1");
+}
+
+/* The artifact's Kareus profile CSVs (tests/kareus/generate_profile_csv.py): CP 1 names its
+ * config columns by role; CP > 1 by key, with the forward keys' columns on backward rows holding
+ * the recomputed forward. */
+static void artifact_profile_columns(void **state)
+{
+    (void)state;
+    const char *cp1 = "stage,instruction,frequency,recompute_attention_configs,recompute_mlp_configs,attention_configs,"
+                      "mlp_configs,time,energy\n"
+                      "0,forward,1410,,,rope_0-none-12-1024,norm_0-none-6-1024,0.0956,31.2\n"
+                      "0,backward,1410,attn_0-none-18-1024,activation_0-none-24-1024,attn_0-none-9-1024,"
+                      "linear_0-none-12-1024,0.25,87.0\n";
+    kr_options o;
+    kr_error e = {0};
+    assert_int_equal(kr_options_parse_csv(cp1, "profile.csv", 1, 1, &o, &e), KR_OK);
+    const kr_option *fo = &kr_options_get(&o, 0, KR_INSTR_FORWARD, 0)->opt[0];
+    assert_int_equal(fo->ncomm, 2);
+    assert_string_equal(o.comm[fo->comm_first].key, "fwd_attn");
+    assert_string_equal(o.comm[fo->comm_first].slot, "rope_0");
+    assert_string_equal(o.comm[fo->comm_first + 1].key, "fwd_mlp");
+    const kr_option *bo = &kr_options_get(&o, 0, KR_INSTR_BACKWARD, 0)->opt[0];
+    assert_int_equal(bo->ncomm, 4);
+    const kr_comm_setting *c = &o.comm[bo->comm_first];
+    assert_string_equal(c[0].key, "fwd_attn");
+    assert_int_equal(c[0].recompute, 1);
+    assert_int_equal(c[0].sms, 18);
+    assert_string_equal(c[1].key, "fwd_mlp");
+    assert_int_equal(c[1].recompute, 1);
+    assert_string_equal(c[2].key, "bwd_attn");
+    assert_int_equal(c[2].recompute, 0);
+    assert_string_equal(c[3].key, "bwd_mlp");
+    assert_string_equal(c[3].slot, "linear_0");
+    kr_options_free(&o);
+    const char *cp2 = "stage,instruction,frequency,fwd_qkv_ar,fwd_mlp,bwd_qkv_ar,bwd_mlp,time,energy\n"
+                      "0,forward,1410,norm_0-none-6-1024,linear_0-none-9-1024,,,0.1,30\n"
+                      "0,backward,1410,norm_0-none-3-1024,linear_0-none-6-1024,rope_0-none-9-1024,"
+                      "norm_0-none-12-1024,0.2,60\n";
+    assert_int_equal(kr_options_parse_csv(cp2, "cp.csv", 1, 1, &o, &e), KR_OK);
+    bo = &kr_options_get(&o, 0, KR_INSTR_BACKWARD, 0)->opt[0];
+    assert_int_equal(bo->ncomm, 4);
+    c = &o.comm[bo->comm_first];
+    assert_true(strcmp(c[0].key, "fwd_qkv_ar") == 0 && c[0].recompute == 1);
+    assert_true(strcmp(c[1].key, "fwd_mlp") == 0 && c[1].recompute == 1);
+    assert_true(strcmp(c[2].key, "bwd_qkv_ar") == 0 && c[2].recompute == 0);
+    fo = &kr_options_get(&o, 0, KR_INSTR_FORWARD, 0)->opt[0];
+    assert_true(strcmp(o.comm[fo->comm_first].key, "fwd_qkv_ar") == 0 && o.comm[fo->comm_first].recompute == 0);
+    kr_options_free(&o);
+    const char *bad = "stage,instruction,frequency,recompute_attention_configs,attention_configs,time,energy\n"
+                      "0,forward,1410,rope_0-none-12-1024,rope_0-none-12-1024,0.1,30\n";
+    KR_ASSERT_ERR(kr_options_parse_csv(bad, "p.csv", 1, 1, &o, &e), KR_EPARSE, e,
+                  "p.csv:2: column 'recompute_attention_configs': expected an empty cell on a forward row");
+}
+
 int main(int argc, char **argv);
 
 static const struct CMUnitTest tests[] = {
@@ -143,6 +225,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(config_strings),
     cmocka_unit_test(bad_csv_errors),
     cmocka_unit_test(add_rejects_bad_values),
+    cmocka_unit_test(merak_rank_columns),
+    cmocka_unit_test(artifact_profile_columns),
 };
 
 KR_TEST_MAIN(tests)

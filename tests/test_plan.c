@@ -4,6 +4,8 @@
  */
 #include "testutil.h"
 
+#include <math.h>
+
 #include "kareus/plan.h"
 #include "util/util.h"
 
@@ -208,15 +210,120 @@ static void zeus_export_layout(void **state)
     char path[1200];
     snprintf(path, sizeof path, "%s/freqs_pipeline_00017.py", dir);
     kr_error e = {0};
-    assert_int_equal(kr_plan_export_zeus(&p, path, &e), KR_OK);
+    assert_int_equal(kr_plan_export_zeus(&p, 8, path, &e), KR_OK);
     char *text;
     assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
-    /* One list per stage of (instruction, MHz) in execution order. */
-    assert_non_null(strstr(text, "[\n  [(\"forward\", 1410), (\"forward\", 1380), (\"backward\", 1350)"));
-    assert_non_null(strstr(text, "],\n  [(\"forward\", 1380), (\"backward\", 1350)"));
-    assert_non_null(strstr(text, "# iteration time 1.234568 s"));
+    /* The artifact's layout: one list per stage of (instruction, MHz) in execution order, each
+     * line ending with a comma, then the trailer with energies per GPU (whole cluster / 8). */
+    assert_non_null(strstr(text, "[\n[('forward', 1410), ('forward', 1380), ('backward', 1350)"));
+    assert_non_null(strstr(text, "],\n[('forward', 1380), ('backward', 1350)"));
+    char want[128];
+    snprintf(want, sizeof want, "# Iteration %d total cost with P2P: ", p.step >= 0 ? p.step : 0);
+    const char *t = strstr(text, want);
+    assert_non_null(t);
+    assert_true(strtod(t + strlen(want), NULL) == p.pred_energy_j / 8);
+    assert_int_equal(kr_plan_export_zeus(&p, 0, path, &e), KR_EINVAL);
     free(text);
     kr_plan_free(&p);
+}
+
+/* The real artifact files import, export back to the same lists and trailer energies, and the
+ * imported plan validates against its job. */
+static void artifact_files_round_trip(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job); /* Llama 3.2 3B, TP 8, PP 2, 8 microbatches: the files' configuration */
+    kr_error e = {0};
+    kr_plan p;
+    const char *freqs = KR_TESTDATA_DIR "/data/artifact/kareus/freqs_pipeline_02495.py";
+    const char *scheds = KR_TESTDATA_DIR "/data/artifact/kareus/scheds_pipeline_02495.py";
+    assert_int_equal(kr_plan_import_artifact(&job, freqs, scheds, NULL, &p, &e), KR_OK);
+    assert_string_equal(p.method, "kareus");
+    assert_int_equal(p.step, 2495);
+    assert_int_equal(p.stages[0].instr[14].freq_mhz, 1020); /* B6 of stage 0 */
+    assert_int_equal(p.stages[0].instr[14].ncomm, 4);
+    assert_true(p.pred_energy_j == 2760.8529700808635 * 8);
+    assert_true(fabs(p.pred_time_s - (2760.8529700808635 - 2020.8429700808636) / (2 * job.static_power_w)) < 1e-12);
+    assert_int_equal(kr_plan_validate(&p, &job, &e), KR_OK);
+    const char *dir = kr_test_tmpdir("plan_artifact");
+    char fp[4200], sp[4200];
+    assert_int_equal(kr_plan_export_artifact(&p, &job, dir, -1, fp, sizeof fp, sp, sizeof sp, &e), KR_OK);
+    const char *pairs[2][2] = {{freqs, fp}, {scheds, sp}};
+    for (int k = 0; k < 2; k++) {
+        char *a, *b;
+        assert_int_equal(kr__read_file(pairs[k][0], &a, NULL, &e), KR_OK);
+        assert_int_equal(kr__read_file(pairs[k][1], &b, NULL, &e), KR_OK);
+        /* Lists identical up to the trailer; the two energy lines identical too. */
+        size_t la = (size_t)(strstr(a, "\n#") - a), lb = (size_t)(strstr(b, "\n#") - b);
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, la);
+        for (int t = 0; t < 2; t++) {
+            const char *line = t ? "# Iteration 2495 total cost with P2P: " : "# Iteration 2495 total cost: ";
+            const char *x = strstr(a, line), *y = strstr(b, line);
+            assert_non_null(x);
+            assert_non_null(y);
+            assert_true(strtod(x + strlen(line), NULL) == strtod(y + strlen(line), NULL));
+        }
+        free(a);
+        free(b);
+    }
+    kr_plan q;
+    assert_int_equal(kr_plan_import_artifact(&job, fp, sp, "kareus", &q, &e), KR_OK);
+    assert_true(kr_plan_equal(&p, &q));
+    kr_plan_free(&q);
+    kr_plan_free(&p);
+}
+
+/* Truncations and seeded byte substitutions of a real file never crash the reader: each is
+ * either a valid plan or an error naming the file. */
+static void artifact_reader_survives_mutations(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_error e = {0};
+    char *text;
+    size_t len;
+    assert_int_equal(kr__read_file(KR_TESTDATA_DIR "/data/artifact/kareus/scheds_pipeline_02495.py", &text, &len, &e),
+                     KR_OK);
+    const char *dir = kr_test_tmpdir("plan_artifact_fuzz");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/scheds_pipeline_02495.py", dir);
+    const char *freqs = KR_TESTDATA_DIR "/data/artifact/kareus/freqs_pipeline_02495.py";
+    kr__rng r;
+    kr__rng_seed(&r, 7);
+    static const char alphabet[] = "[](),'\"#\n -_09azx\\";
+    int ok = 0, errors = 0;
+    for (int it = 0; it < 600; it++) {
+        char *m = malloc(len + 1);
+        assert_non_null(m);
+        memcpy(m, text, len + 1);
+        size_t n = len;
+        if (it < 200) {
+            n = (size_t)kr__rng_below(&r, len + 1); /* a truncation */
+        } else {
+            for (int k = 0; k < 1 + it % 4; k++)
+                m[kr__rng_below(&r, len)] = alphabet[kr__rng_below(&r, sizeof alphabet - 1)];
+        }
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        fwrite(m, 1, n, f);
+        fclose(f);
+        kr_plan p;
+        int rc = kr_plan_import_artifact(&job, freqs, path, NULL, &p, &e);
+        if (rc == KR_OK) {
+            ok++;
+            kr_plan_free(&p);
+        } else {
+            errors++;
+            assert_non_null(strstr(e.msg, "scheds_pipeline_02495.py"));
+        }
+        free(m);
+    }
+    assert_true(errors > 0);
+    print_message("mutations: %d imported, %d refused with a message naming the file\n", ok, errors);
+    free(text);
 }
 
 int main(int argc, char **argv);
@@ -226,5 +333,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(validation_names_the_wrong_instruction),
     cmocka_unit_test(bad_files_get_json_paths),
     cmocka_unit_test(zeus_export_layout),
+    cmocka_unit_test(artifact_files_round_trip),
+    cmocka_unit_test(artifact_reader_survives_mutations),
 };
 KR_TEST_MAIN(tests)

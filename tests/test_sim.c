@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "kareus/kareus.h"
 #include "util/util.h"
@@ -63,9 +65,9 @@ static void every_constant_has_a_labelled_source(void **state)
         for (int i = 0; i < KR_GPU_NPARAMS; i++) {
             const char *s = g.source[i];
             size_t n = strlen(s);
-            if (n < 4 || (strncmp(s, "M: ", 3) && strncmp(s, "D: ", 3) && strncmp(s, "E: ", 3)) ||
+            if (n < 4 || (strncmp(s, "M: ", 3) && strncmp(s, "D: ", 3) && strncmp(s, "E: ", 3) && strncmp(s, "F: ", 3)) ||
                 n >= KR_SOURCE_MAX - 1 || !isfinite(kr_gpu_param_value(&g, i)) || kr_gpu_param_value(&g, i) <= 0) {
-                print_error("%s.%s = %g: source '%s' (need an M:/D:/E: label, < %d chars, a positive value)\n",
+                print_error("%s.%s = %g: source '%s' (need an M:/D:/E:/F: label, < %d chars, a positive value)\n",
                             g.name, kr_gpu_param(i)->field, kr_gpu_param_value(&g, i), s, KR_SOURCE_MAX - 1);
                 fail();
             }
@@ -119,8 +121,8 @@ static void measure_basic_and_deterministic(void **state)
     kr_config c = {1410, 24, 0};
     assert_int_equal(kr_sim_partition(&job, p, &c, &r, &e), KR_OK);
     assert_true(r.time_s == a.time_s && r.energy_j == a.energy_j);
-    /* Power never below static, never above TDP. */
-    assert_true(r.max_power_w <= job.gpu.tdp_w + 1e-9 && r.energy_j / r.time_s >= job.gpu.static_w);
+    /* Power never below the floor, never above TDP. */
+    assert_true(r.max_power_w <= job.gpu.tdp_w + 1e-9 && r.energy_j / r.time_s >= r.floor_w);
     free(set);
 }
 
@@ -189,7 +191,9 @@ static void check_time_vs_clock(const kr_job *job, const kr_partition *p, const 
             for (int ci = 1; ci < n; ci++) {
                 kr_measurement hi = measure(job, p, clocks[ci - 1], sl->v[s], slot);
                 kr_measurement lo = measure(job, p, clocks[ci], sl->v[s], slot);
-                if (hi.time_s > lo.time_s * (1 + 1e-12)) {
+                /* Overlapped work may be a hair faster at a lower clock: a slower comm kernel
+                 * takes less HBM bandwidth from the op it overlaps. Allow 0.1 %. */
+                if (hi.time_s > lo.time_s * (1 + 1e-3)) {
                     print_error("%s %s sms=%d slot=%d: %.9g s at %d MHz > %.9g s at %d MHz\n", job->gpu.name, p->key,
                                 sl->v[s], slot, hi.time_s, clocks[ci - 1], lo.time_s, clocks[ci]);
                     fail();
@@ -272,8 +276,9 @@ static double min_energy_at(const kr_job *job, const kr_partition *p, int f)
 }
 
 /* For the most GEMM-heavy partition of each job on each GPU: energy (static included) at the
- * lowest and at the highest planning clock are both above the minimum over the range — for the
- * best kareus config at each clock and for the sequential execution. */
+ * lowest and at the highest planning clock are both above the minimum over the range (A100; on
+ * Hopper at least the highest) — for the best kareus config at each clock and for the
+ * sequential execution. */
 static void energy_valley_inside_planning_range(void **state)
 {
     (void)state;
@@ -304,7 +309,12 @@ static void energy_valley_inside_planning_range(void **state)
                 min_k = KR_MIN(min_k, e_k[ci]);
                 min_s = KR_MIN(min_s, e_s[ci]);
             }
-            if (!(e_k[0] > min_k && e_k[n - 1] > min_k && e_s[0] > min_s && e_s[n - 1] > min_s)) {
+            /* A100 (its power model fitted to measured partitions): the valley is inside the
+             * planning range. Hopper's voltage curve and floor have no measured basis yet
+             * (docs/calibration.md): there only the top clock must not be the optimum. */
+            int measured = strncmp(job.gpu.name, "a100", 4) == 0;
+            int inside = e_k[0] > min_k && e_s[0] > min_s && (!measured || (e_k[n - 1] > min_k && e_s[n - 1] > min_s));
+            if (!inside) {
                 print_error("%s %s %s: no interior energy valley: kareus %.6g@%d %.6g@%d min %.6g; "
                             "sequential %.6g@%d %.6g@%d min %.6g\n",
                             jobs_under_test[ji], job.gpu.name, heavy->key, e_k[0], clocks[0], e_k[n - 1],
@@ -375,7 +385,8 @@ static void variants_launch_where_they_should(void **state)
                 assert_int_equal(kr_sim_partition(&job, p, &c, &r, &e), KR_OK);
                 if (v == KR_VARIANT_SEQUENTIAL) {
                     /* compute, then the collective */
-                    assert_true(r.comm_start_s == r.compute_end_s && r.comm_end_s == r.time_s);
+                    assert_true(r.comm_start_s == r.compute_end_s);
+                    KR_ASSERT_CLOSE(r.time_s, r.comm_end_s + r.skew_s + (r.dispatch_s > 0 ? 0 : 0), 1e-9);
                 } else {
                     assert_true(r.comm_start_s == 0.0 && r.comm_end_s <= r.time_s);
                 }
@@ -473,7 +484,8 @@ static void timeline_is_consistent(void **state)
                 for (int i = 0; i < tl->nsegments; i++) {
                     const kr_sim_segment *s = &tl->segments[i];
                     assert_true(s->start_s == t && s->end_s >= s->start_s);
-                    assert_true(s->power_w >= job.gpu.static_w && s->power_w <= job.gpu.tdp_w + 1e-9);
+                    assert_true(s->power_w >= kr_sim_floor_power_w(&job.gpu, s->f_eff_mhz) - 1e-9 &&
+                                s->power_w <= job.gpu.tdp_w + 1e-9);
                     energy += s->power_w * (s->end_s - s->start_s);
                     t = s->end_s;
                 }
@@ -484,7 +496,7 @@ static void timeline_is_consistent(void **state)
                 for (int i = 0; i < tl->nevents; i++) {
                     const kr_sim_event *ev = &tl->events[i];
                     assert_true(ev->start_s >= 0 && ev->end_s <= tl->result.time_s && ev->end_s > ev->start_s);
-                    assert_true(ev->power_w >= job.gpu.static_w);
+                    assert_true(ev->power_w >= kr_sim_floor_power_w(&job.gpu, job.gpu.plan_min_mhz) - 1e-9);
                     if (ev->stream == KR_SIM_STREAM_COMPUTE) {
                         assert_string_equal(ev->name, p->ops[ncompute].name);
                         assert_true(ev->start_s == prev_end);
@@ -634,11 +646,11 @@ static void device_energy_counter_and_clock_log(void **state)
     KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w, 1e-12);
     assert_int_equal(kr_backend_get_clock(b, 0, &cur, &lo, &hi), KR_OK);
     assert_true(cur == 210 && lo == 0 && hi == 0);
-    /* Locked: static power (activity 0). */
+    /* Locked: the floor power at the locked clock (activity 0). */
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_OK);
     clk.t = 115.0;
     assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
-    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * job.gpu.static_w, 1e-12);
+    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * kr_sim_floor_power_w(&job.gpu, 1200), 1e-12);
     assert_int_equal(kr_backend_get_clock(b, 0, &cur, &lo, &hi), KR_OK);
     assert_true(cur == 1200 && lo == 1200 && hi == 1200);
     /* Fully active at 1410 MHz: a big GEMM's power, capped at TDP. */
@@ -649,11 +661,11 @@ static void device_energy_counter_and_clock_log(void **state)
     assert_int_equal(kr_backend_set_clock(b, 0, 900, 900), KR_OK);
     double p900;
     assert_int_equal(kr_backend_read_power(b, 0, &p900), KR_OK);
-    assert_true(p900 > job.gpu.static_w && p900 < p);
+    assert_true(p900 > kr_sim_floor_power_w(&job.gpu, 900) && p900 < p);
     clk.t = 117.0;
     assert_int_equal(kr_backend_reset_clock(b, 0), KR_OK);
     assert_int_equal(kr_backend_read_energy(b, 0, &en), KR_OK);
-    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * job.gpu.static_w + 2 * p900, 1e-12);
+    KR_ASSERT_CLOSE(en, 10 * job.gpu.idle_w + 5 * kr_sim_floor_power_w(&job.gpu, 1200) + 2 * p900, 1e-12);
     /* A time source stepping back adds nothing, and nothing is counted twice afterwards. */
     double before = en;
     clk.t = 116.0;
@@ -691,6 +703,234 @@ static void device_energy_counter_and_clock_log(void **state)
     kr_backend_destroy(b);
 }
 
+
+/* ---- sim v2: floor, DVFS depth, the two comm kernels, the calibration harness --------------- */
+
+static void floor_power_follows_the_clock(void **state)
+{
+    (void)state;
+    for (int gi = 0; gi < kr_catalog_gpu_count(); gi++) {
+        kr_gpu g;
+        kr_catalog_gpu_at(gi, &g);
+        /* The floor is static_w at the top clock and idle_w at the idle clock (both measured), and
+         * falls monotonically in between. */
+        KR_ASSERT_CLOSE(kr_sim_floor_power_w(&g, g.clock_max_mhz), g.static_w, 1e-9);
+        KR_ASSERT_CLOSE(kr_sim_floor_power_w(&g, g.clock_min_mhz), g.idle_w, 1e-3);
+        double prev = 0;
+        for (int f = (int)g.clock_min_mhz; f <= (int)g.clock_max_mhz; f += (int)g.clock_step_mhz) {
+            double p = kr_sim_floor_power_w(&g, f);
+            assert_true(p >= prev - 1e-12);
+            prev = p;
+        }
+        /* The catalog's c is the one its own anchor derives. */
+        double tf = strncmp(g.name, "a100", 4) == 0 ? 264.0 : 794.5;
+        KR_ASSERT_CLOSE(kr_sim_derive_dyn_coeff(&g, tf), g.dyn_coeff_w, 2e-4);
+    }
+}
+
+/* Lowest energy over the clocks of the planning range at the best comm config, and at 1410 MHz. */
+static void best_energy(const kr_job *job, const kr_partition *p, int clock, double *e_out)
+{
+    const kr_smlist *sl = smlist_of(job, p);
+    double best = INFINITY;
+    for (int s = 0; s < sl->n; s++)
+        for (int slot = 0; slot < p->nslots; slot++)
+            best = KR_MIN(best, measure(job, p, clock, sl->v[s], slot).energy_j);
+    *e_out = best;
+}
+
+static void dvfs_pays_on_gemm_heavy_partitions(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_partition_set *set = malloc(sizeof *set);
+    kr_error e = {0};
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+    int clocks[64];
+    int n = kr_job_clocks(&job, clocks, 64);
+    for (int pi = 0; pi < set->n; pi++) {
+        const kr_partition *p = &set->p[pi];
+        double e_max, e_min = INFINITY;
+        int f_min = 0;
+        best_energy(&job, p, clocks[0], &e_max);
+        for (int ci = 0; ci < n; ci++) {
+            double e1;
+            best_energy(&job, p, clocks[ci], &e1);
+            if (e1 < e_min) {
+                e_min = e1;
+                f_min = clocks[ci];
+            }
+        }
+        /* The fitted model (loaded V(f), floor ∝ f·V²) puts every GEMM-heavy partition's energy
+         * at its optimal clock 20-30 % below its energy at 1410 MHz (docs/calibration.md); assert
+         * at least 15 %, with the optimum strictly inside the planning range. */
+        print_message("%s: optimum %d MHz, %.1f %% below 1410 MHz\n", p->key, f_min, 100 * (1 - e_min / e_max));
+        assert_true(e_min < 0.85 * e_max);
+        assert_true(f_min > clocks[n - 1] && f_min < clocks[0]);
+    }
+    free(set);
+}
+
+static void comm_kernels_differ_as_modelled(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_collective c = {KR_COLL_ALLREDUCE, "tp", 8, 0, 100e6, "x"};
+    kr_sim_coll_result hi, lo, nhi, nlo;
+    kr_error e = {0};
+    /* A CTA-starved tuned kernel slows as the SM clock falls — by (1410/900)^comm_clock_exp, the
+     * exponent fitted to the measured partition (0.069: 3 % here) —; NCCL's 24 channels do not
+     * (above its knee). */
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_TUNED, 3, 1410, &hi, &e), KR_OK);
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_TUNED, 3, 900, &lo, &e), KR_OK);
+    print_message("tuned, 3 CTAs: %.4g ms at 1410 MHz, %.4g ms at 900 MHz\n", 1e3 * hi.time_s, 1e3 * lo.time_s);
+    assert_true(lo.time_s > hi.time_s * (1 + 0.9 * (pow(1410.0 / 900.0, job.gpu.comm_clock_exp) - 1)));
+    assert_true(job.gpu.comm_clock_exp > 0);
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_NCCL, 24, 1410, &nhi, &e), KR_OK);
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_NCCL, 24, 1200, &nlo, &e), KR_OK);
+    KR_ASSERT_CLOSE(nlo.time_s, nhi.time_s, 1e-12);
+    /* Bandwidth saturates in the CTA count: doubling 15 -> 30 CTAs gains less than 2x. */
+    kr_sim_coll_result t15, t30;
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_TUNED, 15, 1410, &t15, &e), KR_OK);
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_TUNED, 30, 1410, &t30, &e), KR_OK);
+    assert_true(t30.time_s < t15.time_s && t15.time_s < 2 * t30.time_s * 0.95);
+    /* HBM bytes per bus byte: 2S per GPU for the read-based kernel (n/(n-1) of the bus bytes),
+     * nccl_hbm_factor·S for NCCL's ring; each holds the SMs it was given. */
+    double bus = 2.0 * 7 / 8 * c.bytes;
+    KR_ASSERT_CLOSE(hi.hbm_Bps / (bus / (hi.time_s - job.gpu.coll_alpha_s)), 8.0 / 7.0, 1e-9);
+    KR_ASSERT_CLOSE(nhi.hbm_Bps / (bus / (nhi.time_s - job.gpu.coll_alpha_s)), job.gpu.nccl_hbm_factor / (2.0 * 7 / 8),
+                    1e-9);
+    assert_true(hi.sms == 3 && nhi.sms == 24);
+    /* Inside a partition: the baselines run NCCL on nccl_ctas SMs, Kareus the tuned kernel. */
+    kr_partition_set *set = malloc(sizeof *set);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_DEFAULT_OVERLAP, set, &e), KR_OK);
+    kr_config cfg;
+    kr_sim_result r;
+    assert_int_equal(kr_sim_fixed_config(&set->p[0], 1410, &cfg, &e), KR_OK);
+    assert_int_equal(kr_sim_partition(&job, &set->p[0], &cfg, &r, &e), KR_OK);
+    assert_true(r.comm_kernel == KR_SIM_NCCL && r.comm_sms == (int)job.gpu.nccl_ctas);
+    KR_ASSERT_CLOSE(r.comm_hbm_bytes, job.gpu.nccl_hbm_factor * set->p[0].coll.bytes, 1e-6);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
+    kr_config k = {1410, 12, 0};
+    assert_int_equal(kr_sim_partition(&job, &set->p[0], &k, &r, &e), KR_OK);
+    assert_true(r.comm_kernel == KR_SIM_TUNED && r.comm_sms == 12);
+    KR_ASSERT_CLOSE(r.comm_hbm_bytes, 2.0 * set->p[0].coll.bytes, 1e-6);
+    /* Where energy goes adds up: the floor part is below the total, the overheads are time. */
+    assert_true(r.floor_energy_j > 0 && r.floor_energy_j < r.energy_j);
+    assert_true(r.skew_s > 0 && r.dispatch_s > 0 && r.time_s > r.skew_s + r.dispatch_s);
+    free(set);
+}
+
+#define CALIB KR_TESTDATA_DIR "/data/calibration/a100-attn-tp2/calib.json"
+
+static void calibration_set_reads_predicts_and_fits(void **state)
+{
+    (void)state;
+    kr_sim_calib *cs = calloc(1, sizeof *cs);
+    kr_error e = {0};
+    assert_int_equal(kr_sim_calib_read(CALIB, cs, &e), KR_OK);
+    assert_int_equal(cs->n, 640 + 236);
+    assert_string_equal(cs->partition, "fwd_attn");
+    /* Row 1 of default_clock.csv: window -1,-1, 1 CTA of 512, medians of 3 repetitions, energy
+     * per GPU = total / 2 ranks. */
+    const kr_sim_calib_row *r0 = &cs->rows[0];
+    assert_true(r0->start == -1 && r0->end == -1 && r0->ctas == 1 && r0->block == 512 && r0->clock_mhz == 1410);
+    KR_ASSERT_CLOSE(r0->time_s, 0.011435330114332586, 1e-15);
+    KR_ASSERT_CLOSE(r0->energy_j, 3.3235587905935966 / 2, 1e-15);
+    assert_true(cs->rows[640].clock_mhz == 1200);
+    /* Deterministic predictions; the check sees both clocks. */
+    kr_sim_result a, b;
+    assert_int_equal(kr_sim_calib_predict(cs, NULL, 17, &a, &e), KR_OK);
+    assert_int_equal(kr_sim_calib_predict(cs, NULL, 17, &b, &e), KR_OK);
+    assert_true(a.time_s == b.time_s && a.energy_j == b.energy_j);
+    kr_sim_calib_report rep;
+    assert_int_equal(kr_sim_calib_check(cs, NULL, KR_CALIB_ALL, &rep, &e), KR_OK);
+    assert_int_equal(rep.nclocks, 2);
+    assert_true(rep.clocks[0].rows == 640 && rep.clocks[1].rows == 236 && rep.clocks[1].pairs == 236);
+    assert_true(isfinite(rep.clocks[0].time_med) && isfinite(rep.clocks[1].meas_energy_ratio));
+    kr_sim_calib_report odd, even;
+    assert_int_equal(kr_sim_calib_check(cs, NULL, KR_CALIB_ODD, &odd, &e), KR_OK);
+    assert_int_equal(kr_sim_calib_check(cs, NULL, KR_CALIB_EVEN, &even, &e), KR_OK);
+    assert_int_equal(odd.clocks[0].rows + even.clocks[0].rows, 640);
+    /* The fit is deterministic and no worse than its start on the rows it fits. */
+    kr_gpu *f1 = malloc(sizeof *f1), *f2 = malloc(sizeof *f2);
+    double rms1, rms2;
+    assert_int_equal(kr_sim_calib_fit(cs, &cs->job.gpu, KR_CALIB_ODD, f1, &rms1, &e), KR_OK);
+    assert_int_equal(kr_sim_calib_fit(cs, &cs->job.gpu, KR_CALIB_ODD, f2, &rms2, &e), KR_OK);
+    assert_true(rms1 == rms2 && f1->v_max == f2->v_max && f1->attn_eff == f2->attn_eff);
+    assert_true(f1->v_max >= 0.76 && f1->v_max <= 1.1 && f1->tuned_cap_frac <= 1.0);
+    KR_ASSERT_CLOSE(kr_sim_floor_power_w(f1, f1->clock_min_mhz), f1->idle_w, 1e-3);
+    free(f1);
+    free(f2);
+    kr_sim_calib_free(cs);
+    /* Spearman: a perfect ranking, a reversed one, ties. */
+    double x[] = {1, 2, 3, 4}, y[] = {10, 20, 30, 40}, z[] = {4, 3, 2, 1}, t[] = {1, 1, 2, 2};
+    KR_ASSERT_CLOSE(kr_sim_spearman(x, y, 4), 1.0, 1e-12);
+    KR_ASSERT_CLOSE(kr_sim_spearman(x, z, 4), -1.0, 1e-12);
+    KR_ASSERT_CLOSE(kr_sim_spearman(x, t, 4), 0.894427190999916, 1e-12);
+    assert_true(isnan(kr_sim_spearman(x, y, 1)));
+    free(cs);
+}
+
+static void bad_calibration_sets_are_rejected(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kr-calib-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], csv[256];
+    snprintf(csv, sizeof csv, "%s/m.csv", dir);
+    snprintf(path, sizeof path, "%s/calib.json", dir);
+    static const struct {
+        const char *manifest, *csv, *want;
+        int rc;
+    } cases[] = {
+        {"{\"schema\":\"kareus.calib\",\"version\":1,\"job\":\"" KR_TESTDATA_DIR
+         "/data/calibration/a100-attn-tp2/job.json\",\"partition\":\"fwd_attn\",\"files\":[{\"file\":\"m.csv\",\"clock\":1200}]}",
+         "overlap_start,overlap_end,comm_sm_number,comm_block_size,0:time (s),0:total energy (J)\n7,7,1,512,0.01,1\n",
+         "window 7..7 outside", KR_ERANGE},
+        {"{\"schema\":\"kareus.calib\",\"version\":1,\"job\":\"" KR_TESTDATA_DIR
+         "/data/calibration/a100-attn-tp2/job.json\",\"partition\":\"fwd_attn\",\"files\":[{\"file\":\"m.csv\",\"clock\":1200}]}",
+         "overlap_start,overlap_end,comm_sm_number,comm_block_size,0:time (s),0:total energy (J)\n0,6,1,512,-0.01,1\n",
+         "line 2: repetition 0: expected positive", KR_ERANGE},
+        {"{\"schema\":\"kareus.calib\",\"version\":1,\"job\":\"" KR_TESTDATA_DIR
+         "/data/calibration/a100-attn-tp2/job.json\",\"partition\":\"fwd_attn\",\"files\":[{\"file\":\"m.csv\",\"clock\":1200}]}",
+         "overlap_start,overlap_end,comm_sm_number,comm_block_size\n0,6,1,512\n", "expected repetition columns",
+         KR_EPARSE},
+        {"{\"schema\":\"kareus.calib\",\"version\":1,\"job\":\"" KR_TESTDATA_DIR
+         "/data/calibration/a100-attn-tp2/job.json\",\"partition\":\"fwd_attn\",\"files\":[{\"file\":\"m.csv\",\"clock\":5000}]}",
+         "", "$.files[0].clock", KR_EPARSE},
+        {"{\"schema\":\"kareus.calib\",\"version\":1,\"job\":\"" KR_TESTDATA_DIR
+         "/data/calibration/a100-attn-tp2/job.json\",\"partition\":\"nope\",\"files\":[{\"file\":\"m.csv\",\"clock\":1200}]}",
+         "overlap_start,overlap_end,comm_sm_number,comm_block_size,0:time (s),0:total energy (J)\n0,6,1,512,0.01,1\n",
+         "no partition 'nope'", KR_ENOTFOUND},
+        {"{\"schema\":\"kareus.job\",\"version\":1}", "", "$.schema", KR_EPARSE},
+    };
+    for (size_t i = 0; i < KR_ARRAY_LEN(cases); i++) {
+        FILE *f = fopen(path, "w");
+        fputs(cases[i].manifest, f);
+        fclose(f);
+        f = fopen(csv, "w");
+        fputs(cases[i].csv, f);
+        fclose(f);
+        kr_sim_calib *cs = calloc(1, sizeof *cs);
+        kr_error e = {0};
+        int rc = kr_sim_calib_read(path, cs, &e);
+        if (rc != cases[i].rc || strstr(e.msg, cases[i].want) == NULL) {
+            print_error("case %zu: rc %d (want %d), message '%s' (want '%s')\n", i, rc, cases[i].rc, e.msg,
+                        cases[i].want);
+            fail();
+        }
+        assert_int_equal(cs->n, 0);
+        assert_null(cs->rows);
+        free(cs);
+    }
+    unlink(path);
+    unlink(csv);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv);
 
 static const struct CMUnitTest tests[] = {
@@ -710,6 +950,11 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(p2p_and_collective_helpers),
     cmocka_unit_test(backend_measure_matches),
     cmocka_unit_test(device_energy_counter_and_clock_log),
+    cmocka_unit_test(floor_power_follows_the_clock),
+    cmocka_unit_test(dvfs_pays_on_gemm_heavy_partitions),
+    cmocka_unit_test(comm_kernels_differ_as_modelled),
+    cmocka_unit_test(calibration_set_reads_predicts_and_fits),
+    cmocka_unit_test(bad_calibration_sets_are_rejected),
 };
 
 KR_TEST_MAIN(tests)

@@ -578,12 +578,12 @@ static void plans_round_trip_and_zeus(void **state)
         assert_int_equal(kr_plan_read(path, &q, &e), KR_OK);
         assert_true(kr_plan_equal(&p, &q));
         /* Zeus layout: one list of ("forward"|"backward", MHz) per stage in execution order. */
-        snprintf(path, sizeof path, "%s/freqs_%05d.py", dir, steps[i]);
-        assert_int_equal(kr_plan_export_zeus(&p, path, &e), KR_OK);
+        snprintf(path, sizeof path, "%s/freqs_pipeline_%05d.py", dir, steps[i]);
+        assert_int_equal(kr_plan_export_zeus(&p, 8, path, &e), KR_OK);
         char *text;
         assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
         char want[64];
-        snprintf(want, sizeof want, "  [(\"forward\", %d), (\"forward\", %d), (\"backward\", %d)", p.stages[0].instr[0].freq_mhz,
+        snprintf(want, sizeof want, "[('forward', %d), ('forward', %d), ('backward', %d)", p.stages[0].instr[0].freq_mhz,
                  p.stages[0].instr[1].freq_mhz, p.stages[0].instr[2].freq_mhz);
         assert_non_null(strstr(text, want));
         int lists = 0;

@@ -33,7 +33,7 @@ KR_BEGIN_DECLS
     X(default_clock_mhz, "MHz", "default applications clock")                                     \
     X(tdp_w, "W", "board power limit (TDP)")                                                      \
     X(idle_w, "W", "power when idle at the idle clock")                                           \
-    X(static_w, "W", "static power: a kernel resident but waiting (blocked on comm, bubble)")     \
+    X(static_w, "W", "floor power at clock_max_mhz: a kernel resident but waiting (blocked on comm)")     \
     X(mem_power_w, "W", "extra power of HBM streaming at full achievable bandwidth")              \
     X(dyn_coeff_w, "W/(GHz*V^2)", "dynamic SM power coefficient c at full tensor activity")      \
     X(v_min, "V", "core voltage at and below v_floor_mhz")                                        \
@@ -43,7 +43,7 @@ KR_BEGIN_DECLS
     X(flops_per_sm_clk, "FLOP/(SM*clk)", "dense BF16 tensor FLOPs per SM per clock")              \
     X(vec_flops_per_sm_clk, "FLOP/(SM*clk)", "non-tensor (CUDA-core FP32) FLOPs per SM per clock") \
     X(gemm_eff, "", "achievable fraction of per-clock tensor peak for large GEMMs")              \
-    X(attn_eff, "", "achievable fraction of per-clock tensor peak for flash attention")          \
+    X(attn_eff, "", "achievable fraction of per-clock tensor peak for flash attention forward")          \
     X(hbm_bw_Bps, "B/s", "peak HBM bandwidth")                                                    \
     X(mem_eff, "", "achievable fraction of HBM bandwidth for streaming kernels")                 \
     X(mem_knee_frac, "", "clock fraction below which memory-bound kernels slow with the clock")  \
@@ -52,13 +52,26 @@ KR_BEGIN_DECLS
     X(busbw_ar_Bps, "B/s", "intra-node all-reduce peak bus bandwidth (8 GPUs)")                   \
     X(busbw_ag_Bps, "B/s", "intra-node all-gather / reduce-scatter peak bus bandwidth")          \
     X(coll_alpha_s, "s", "collective latency term alpha")                                         \
-    X(busbw_per_cta_Bps, "B/s", "bus bandwidth one comm CTA sustains above comm_knee_frac")      \
-    X(comm_knee_frac, "", "clock fraction below which a comm CTA's bandwidth falls with the clock") \
+    X(busbw_per_cta_Bps, "B/s", "NCCL: bus bandwidth of one channel (CTA) above comm_knee_frac")      \
+    X(comm_knee_frac, "", "NCCL: clock fraction below which a channel's bandwidth falls with the clock") \
     X(nccl_ctas, "CTAs", "CTAs (= SMs) NCCL uses by default for intra-node collectives")         \
     X(comm_activity, "", "dynamic-power activity of one comm CTA relative to a GEMM CTA")        \
     X(p2p_bw_Bps, "B/s", "intra-node point-to-point (NVLink) bandwidth per direction")           \
     X(kappa_tensor, "", "slowdown of a tensor-core op overlapped by a comm kernel (cache/NoC)")    \
-    X(clock_switch_s, "s", "time for a clock change to settle")
+    X(clock_switch_s, "s", "time for a clock change to settle")                                 \
+    X(floor_const_w, "W", "clock-independent part of the floor power (static_w is the floor at clock_max_mhz)") \
+    X(gemm_tile_m, "rows", "GEMM output tile rows (wave quantization)")                           \
+    X(gemm_tile_n, "cols", "GEMM output tile columns (wave quantization)")                        \
+    X(gemm_k_half, "", "K at which a GEMM's per-tile prologue/epilogue halves its efficiency")    \
+    X(attn_bwd_eff, "", "achievable fraction of per-clock tensor peak for flash attention backward") \
+    X(host_op_s, "s", "host dispatch time per op in eager training (Python + framework + launch)") \
+    X(sync_s, "s", "event/stream synchronisation per nanobatched partition")                      \
+    X(skew_cv, "", "rank-to-rank variation of a partition's compute time (skew at a collective)") \
+    X(tuned_cta_Bps, "B/s", "tuned comm kernel: bus bandwidth of one 1024-thread CTA at clock_max_mhz") \
+    X(tuned_cap_frac, "", "tuned comm kernel: saturation bus bandwidth as a fraction of the link peak") \
+    X(comm_clock_exp, "", "tuned comm kernel: per-CTA bandwidth scales as (f/f_max)^comm_clock_exp") \
+    X(nccl_hbm_factor, "", "NCCL all-reduce HBM bytes per GPU per buffer byte (FIFO staging)")  \
+    X(attn_activity, "", "SM power activity of flash attention at attn_eff, relative to a GEMM at gemm_eff")
 
 enum {
 #define KR_GPU_ENUM_(f, u, d) KR_GPU_P_##f,

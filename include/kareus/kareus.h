@@ -45,6 +45,7 @@
 #include "kareus/compose.h"
 #include "kareus/profiler.h"
 #include "kareus/search.h"
+#include "kareus/launch.h"
 
 KR_BEGIN_DECLS
 /* Version string of the library, "MAJOR.MINOR.PATCH" of kareus/version.h, e.g. "0.1.0". */

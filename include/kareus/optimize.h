@@ -52,7 +52,8 @@ typedef void (*kr_optimize_progress_fn)(void *ud, const char *phase, const char 
 typedef struct kr_optimize_options {
     unsigned methods;            /* Bit (1u << kr_method) per method to run; 0 = all five. The
                                     metrics need Megatron and Perseus (added when missing). */
-    int strategy_set;            /* 0: exhaustive on the simulator, bo on other backends. */
+    int strategy_set;            /* 0: exhaustive on the simulator and on a replay (every recorded
+                                    configuration), bo on a GPU. */
     kr_strategy strategy;        /* Search strategy when strategy_set. */
     unsigned long long seed;     /* Search seed (default 1). */
     kr_cost_model cost_model;    /* Solver cost model (default exact). */

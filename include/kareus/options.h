@@ -14,6 +14,13 @@
  * named "recompute.KEY" holds the config of KEY for the forward recomputed inside a backward.
  * overlap_end must be "none" (the artifact never uses another value, kareus-method.md §1.3);
  * block is carried for compatibility and written back as 1024.
+ * Other layouts read as well: Merak's per-rank rows (extra columns rank, dp_rank, pp_rank,
+ * tp_rank; pp_rank must equal stage; the rows of one stage, instruction, clock and configs merge
+ * into one option with the slowest rank's time and the ranks' mean energy), and the artifact's
+ * Kareus profile CSV: with CP 1 its columns attention_configs / mlp_configs (the forward keys on
+ * forward rows, the backward keys on backward rows) and recompute_attention_configs /
+ * recompute_mlp_configs (recomputed forward, backward rows only); with CP > 1 one column per key,
+ * where a fwd_* column on a backward row is the recomputed forward.
  */
 #ifndef KAREUS_OPTIONS_H
 #define KAREUS_OPTIONS_H

@@ -44,7 +44,9 @@ typedef struct kr_pipe_input {
     int microbatches;           /* Microbatches M. */
     int virtual_stages;         /* Chunks per stage V (1 unless interleaved). */
     int gpus_per_stage;         /* GPUs each stage runs on (tp·cp·dp). */
-    double static_power_w;      /* Power of a GPU that waits. */
+    double static_power_w;      /* Power of a GPU that waits (when gpu is NULL). */
+    const kr_gpu *gpu;          /* If set, a waiting GPU draws the floor power at the clock it
+                                   holds (its previous instruction's; kr_sim_floor_power_w). */
     double p2p_time_s[KR_MAX_STAGES]; /* Transfer time between stage s and s+1 (either direction). */
     int ninstr[KR_MAX_STAGES];  /* Instructions of each stage (2·M·V). */
     kr_pipe_instr *instr[KR_MAX_STAGES]; /* Each stage's instructions in execution order. */
@@ -75,6 +77,11 @@ typedef struct kr_pipe_result {
     double gpu_energy_j[KR_MAX_STAGES];   /* Energy of one GPU of each stage. */
     int nevents;                          /* Events (all stages). */
     kr_pipe_event *events;                /* Stage-major, in execution order (owned). */
+    int settle_unpriced;                  /* kr_pipesim_plan on a replay: clock changes whose
+                                             settle window could not be priced (the recordings
+                                             lack the instruction's configs at the previous
+                                             clock); those instructions run wholly at the new
+                                             clock. 0 otherwise. */
 } kr_pipe_result;
 
 /* Runs the event simulation. Fills *out (free with kr_pipe_result_free). Errors: KR_EINVAL for

@@ -19,6 +19,8 @@
 #ifndef KAREUS_PLAN_H
 #define KAREUS_PLAN_H
 
+#include <stddef.h>
+
 #include "kareus/job.h"
 #include "kareus/partition.h"
 #include "kareus/sched.h"
@@ -98,11 +100,54 @@ int kr_plan_validate(const kr_plan *plan, const kr_job *job, kr_error *err);
 int kr_plan_equal(const kr_plan *a, const kr_plan *b);
 
 /*
- * Exports the clock schedule in the Zeus pipeline-frequency-optimizer layout: a Python list
- * literal with one list of ("forward"|"backward", MHz) tuples per stage, in execution order,
- * plus "# …" comment lines with the predicted figures. Atomic.
+ * Exports the clock schedule in the Zeus pipeline-frequency-optimizer layout, exactly as the
+ * published optimizer writes `freqs_pipeline_N.py`: a Python list literal with one list of
+ * ('forward'|'backward', MHz) tuples per stage in execution order, then the trailer
+ * "# Iteration N total cost: X" / "… total cost with P2P: Y" with the plan's effective and total
+ * energy per GPU summed over the stages (whole-cluster figures / gpus_per_stage), N = the plan's
+ * step, and a "# kareus: …" comment (job name escaped: printable ASCII only). Zeus's PFO server
+ * runs it with ZEUS_PFO_SCHEDULER=PointSolution3D (one list per stage, copied to every rank of
+ * the stage). Atomic. Returns KR_OK, KR_EINVAL (gpus_per_stage < 1), KR_EIO, KR_ENOMEM.
  */
-int kr_plan_export_zeus(const kr_plan *plan, const char *path, kr_error *err);
+int kr_plan_export_zeus(const kr_plan *plan, int gpus_per_stage, const char *path, kr_error *err);
+
+/*
+ * Imports the published artifact's plan files for job (docs/formats.md): freqs_path
+ * (`freqs_pipeline_N.py`) and, for method "kareus", scheds_path (`scheds_pipeline_N.py`, the
+ * activation-checkpointing layout: ('forward', fwd configs…) and ('backward', recomputed fwd
+ * configs…, bwd configs…), 2/4 configs with CP 1 and 5/12 with CP > 1; for a job without
+ * recomputation the per-microbatch layout: one (('forward', fwd configs…), ('backward', bwd
+ * configs…)) pair per microbatch, 2/2 or 5/7 configs). method is "kareus",
+ * "perseus", "nanobatch+perseus", "megatron" or "nanobatch" (NULL: kareus with a scheds file,
+ * else perseus); baseline methods get their variant's fixed comm settings. The files are read
+ * as literals, never evaluated. Instructions must follow the job's schedule order; clocks must
+ * be supported by the GPU; slots and SM counts must exist for the key. The trailer gives step
+ * (else the number in the file name), the energies (× GPUs per stage) and the iteration time
+ * (with − total) / (stages · static power); per-instruction time and energy are 0 (the files do
+ * not carry them); cost_model is "artifact". The result passes kr_plan_validate for job.
+ * Returns KR_OK; KR_EPARSE (syntax or types: file:line:column, expected, found), KR_EMISMATCH
+ * (counts or order differ from the job), KR_ERANGE (clock, SMs, block), KR_EINVAL (method or
+ * file combination), KR_EIO, KR_ENOMEM. *out is freed on failure.
+ */
+int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const char *scheds_path, const char *method,
+                            kr_plan *out, kr_error *err);
+
+/*
+ * Writes plan as the artifact's runtime reads it into directory dir (created if needed):
+ * `freqs_pipeline_N.py` (as kr_plan_export_zeus) and, for a plan of the kareus variant,
+ * `scheds_pipeline_N.py`, N = index if >= 0, else the plan's step (0 if it has none): the
+ * activation-checkpointing layout above for jobs with recomputation; without it the artifact's
+ * per-microbatch layout, one (('forward', fwd configs…), ('backward', bwd configs…)) pair per
+ * microbatch, which its scheduler applies correctly only when every backward of a stage has the
+ * same configs (it gives each backward the latest forward's pair), so other plans are refused.
+ * Config strings are "<slot>-none-<sm>-1024". The plan is validated against job first. Both
+ * files are written atomically; if the second cannot be written the first is removed. The paths
+ * written go to freqs_path / scheds_path (may be NULL; scheds_path "" when there is none).
+ * Returns KR_OK, kr_plan_validate's codes, KR_EMISMATCH (a key missing from an instruction, or
+ * backward configs that differ across microbatches without recomputation), KR_EIO, KR_ENOMEM.
+ */
+int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *dir, int index, char *freqs_path,
+                            size_t freqs_cap, char *scheds_path, size_t scheds_cap, kr_error *err);
 
 KR_END_DECLS
 #endif

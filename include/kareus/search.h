@@ -125,13 +125,28 @@ const char *kr_search_log_path(const kr_search_log *log);
  * directory (the artifact writes logs/…/<key>/eval_results.jsonl); they are matched by (freq,
  * overlap_start, sm). Duplicate configurations keep their first line. measure() of a
  * configuration that is not recorded fails with KR_ENOTFOUND naming the configuration and the
- * number of recordings of that partition. Effective energy is recomputed with the job's
+ * number of recordings of that partition. A search (kr_search_partition) on a replay backend
+ * is restricted to the recorded configurations of the partition's space, so a partial
+ * recording (e.g. a BO run that measured 224 of 720) gives the frontier of what was measured
+ * (kr_search_stats.recorded); a partition with no recording at all fails with KR_ENOTFOUND
+ * naming it and the files. Effective energy is recomputed with the job's
  * static power. supported_clocks lists the job GPU's clocks; other vtable entries are
  * unsupported. Returns KR_OK, parse errors as for kr_search_log_open (path:line, field),
  * KR_EINVAL (no paths, or an artifact-format file whose key cannot be told), KR_EIO, KR_ENOMEM.
  */
 int kr_replay_backend_create(const kr_job *job, const char *const *paths, int npaths, kr_backend **out,
                              kr_error *err);
+
+/*
+ * For a replay backend b: the partitions of kr_search_partitions(job, variant,
+ * include_nonpartition) (2: the non-partition work only) of which neither the recordings nor log
+ * (may be NULL) hold any
+ * configuration of the search space, written to buf as "key, key, …" (truncated to cap).
+ * Returns how many (0: every partition is covered), KR_EINVAL if b is not a replay backend,
+ * the catalog's or the space's error, or KR_ENOMEM.
+ */
+int kr_replay_missing(const kr_backend *b, const kr_search_log *log, const kr_job *job, kr_variant variant,
+                      int include_nonpartition, char *buf, size_t cap, kr_error *err);
 
 /* ---- strategies and options ---------------------------------------------------------------- */
 
@@ -194,6 +209,11 @@ typedef struct kr_search_stats {
     long front_eff;        /* Points on the (time, effective energy) frontier. */
     long front_total;      /* Points on the (time, total energy) frontier. */
     double wall_s;         /* Wall time of the search. */
+    long recorded;         /* Replay backends: configurations of the space recorded in the
+                              logs or the cache (0 for other backends). When fewer than
+                              space_size, the search was restricted to them: its frontier is the
+                              frontier of the recorded points, and stop says "recorded points
+                              only". */
 } kr_search_stats;
 
 /*

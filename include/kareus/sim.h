@@ -22,7 +22,10 @@
 #ifndef KAREUS_SIM_H
 #define KAREUS_SIM_H
 
+#include <jansson.h>
+
 #include "kareus/backend.h"
+#include "kareus/job.h"
 #include "kareus/partition.h"
 #include "kareus/status.h"
 
@@ -56,6 +59,12 @@ int kr_sim_gemm(const kr_gpu *gpu, double m, double n, double k, double freq_mhz
  */
 int kr_sim_stream(const kr_gpu *gpu, double bytes, double freq_mhz, kr_sim_kernel_result *out, kr_error *err);
 
+/* The two comm kernels: NCCL as the baselines run it, the tuned kernel Kareus launches. */
+typedef enum kr_sim_comm_kernel {
+    KR_SIM_NCCL = 0,  /* ring, FIFO staging through HBM, nccl_ctas channels of 512 threads */
+    KR_SIM_TUNED = 1  /* read-based (MSCCL++-style), one 1024-thread CTA per SM, CTA count searched */
+} kr_sim_comm_kernel;
+
 /* One collective running alone (nccl-tests style). */
 typedef struct kr_sim_coll_result {
     double time_s;      /* α + k·bytes / busbw. */
@@ -63,6 +72,8 @@ typedef struct kr_sim_coll_result {
     double algbw_Bps;   /* bytes / time_s. */
     double power_w;     /* Board power while it runs (after its latency phase). */
     double f_eff_mhz;   /* SM clock it runs at. */
+    double hbm_Bps;     /* HBM traffic of the kernel while it moves data. */
+    int sms;            /* SMs it holds. */
 } kr_sim_coll_result;
 
 /*
@@ -74,6 +85,12 @@ typedef struct kr_sim_coll_result {
 int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_collective *c, int sms,
                       double freq_mhz, kr_sim_coll_result *out, kr_error *err);
 
+/* kr_sim_collective with the kernel chosen: KR_SIM_NCCL (what kr_sim_collective runs) or
+ * KR_SIM_TUNED. Same checks and codes. */
+int kr_sim_collective_kernel(const kr_gpu *gpu, const kr_cluster *cluster, const kr_collective *c,
+                             kr_sim_comm_kernel kernel, int sms, double freq_mhz, kr_sim_coll_result *out,
+                             kr_error *err);
+
 /*
  * Time of a pipeline point-to-point transfer of `bytes` from stage `stage` to stage + 1 (or the
  * gradient back): NVLink within a node, the job's inter-node link (cluster bandwidth and
@@ -82,8 +99,18 @@ int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_col
  */
 int kr_sim_p2p_time(const kr_job *job, int stage, double bytes, double *time_s, kr_error *err);
 
-/* Power of a GPU that waits (blocked on communication, or in a pipeline bubble) with its clock
- * held: the catalog's static_w. */
+/* Floor power of a GPU holding a kernel but doing no work (blocked on communication, waiting in
+ * a pipeline bubble) with its SM clock at freq_mhz: floor_const_w plus a part ∝ f·V(f)² that
+ * equals static_w at clock_max_mhz. */
+double kr_sim_floor_power_w(const kr_gpu *gpu, double freq_mhz);
+/* The dynamic power coefficient c for which the reference 8192³ BF16 GEMM, requested at the
+ * top clock, draws exactly TDP while delivering `tflops` (the published anchor): how the
+ * catalog's dyn_coeff_w is derived. NaN if no positive c exists. */
+double kr_sim_derive_dyn_coeff(const kr_gpu *gpu, double tflops);
+/* Sets gpu->floor_const_w so that the floor is idle_w at clock_min_mhz and static_w at
+ * clock_max_mhz (both measured), with V(f) as the entry gives it: how the catalog derives it. */
+void kr_sim_derive_floor(kr_gpu *gpu);
+/* The floor at the top clock (= static_w, the measured power blocked in a receive). */
 double kr_sim_wait_power_w(const kr_gpu *gpu);
 /* Power of an idle GPU (no kernel, idle clock): the catalog's idle_w. */
 double kr_sim_idle_power_w(const kr_gpu *gpu);
@@ -125,6 +152,15 @@ typedef struct kr_sim_result {
     double comm_end_s;      /* When it finished. */
     double min_f_eff_mhz;   /* Lowest clock the partition ran at (< requested: throttled). */
     double max_power_w;     /* Highest board power of any moment. */
+    /* Where time and energy go (sim v2). */
+    double floor_w;         /* Floor power at the requested clock (kr_sim_floor_power_w). */
+    double floor_energy_j;  /* ∫ floor power dt: the part of energy_j no work caused. */
+    double dispatch_s;      /* Compute stream idle between ops: launch gaps and host dispatch waits. */
+    double sync_s;          /* Event/stream synchronisation between the nanobatches. */
+    double skew_s;          /* Waiting for the slowest rank of the collective's group. */
+    int comm_kernel;        /* KR_SIM_TUNED, KR_SIM_NCCL, or -1 without a collective. */
+    int comm_sms;           /* SMs the comm kernel holds (0 without one). */
+    double comm_hbm_bytes;  /* HBM bytes the comm kernel moves on this GPU. */
 } kr_sim_result;
 
 /*
@@ -241,6 +277,90 @@ int kr_sim_backend_clock_log(kr_backend *b, kr_sim_clock_event *out, int cap, in
 /* Sets the activity (0..1, see kr_sim_options) of device dev from now on. Returns KR_OK,
  * KR_ERANGE (dev or activity out of range) or KR_EINVAL (not a sim backend). */
 int kr_sim_backend_set_activity(kr_backend *b, int dev, double activity);
+
+
+/* ---- measured partitions (calibration sets) ---------------------------------------------- */
+
+/* One measured execution of a partition (medians over its repetitions, per GPU). */
+typedef struct kr_sim_calib_row {
+    int start, end;     /* Overlap window: comm launched before op start, compute after op end
+                           waits for it; -1, -1 = no overlap (compute, then the collective). */
+    int ctas, block;    /* Comm kernel CTAs and threads per CTA. */
+    double clock_mhz;   /* Requested SM clock (clock_max_mhz for the driver default). */
+    double time_s;      /* Wall time of one execution. */
+    double energy_j;    /* Energy of one GPU for one execution. */
+    int line;           /* Line in its CSV file. */
+} kr_sim_calib_row;
+
+/* A calibration set: the partition, its job and the measured rows (kr_sim_calib_read). */
+typedef struct kr_sim_calib {
+    kr_job job;                 /* Shape of the harness (its GPU is the one predicted with). */
+    char partition[32];         /* Partition key. */
+    kr_partition part;          /* The partition (kareus variant). */
+    int kernel;                 /* KR_SIM_TUNED or KR_SIM_NCCL. */
+    kr_sim_calib_row *rows;
+    int n;
+    size_t cap;
+} kr_sim_calib;
+
+/* Which rows a check or fit uses: all, or the folds by CTA count parity. */
+enum { KR_CALIB_ALL = 0, KR_CALIB_ODD = 1, KR_CALIB_EVEN = 2 };
+
+#define KR_CALIB_MAX_CLOCKS 8
+
+/* Errors at one clock (relative absolute errors; Spearman of measured vs predicted time). */
+typedef struct kr_sim_calib_clock {
+    double clock_mhz;
+    int rows;
+    double time_med, time_p90, energy_med, energy_p90, power_med, power_p90;
+    double spearman_time;    /* Over all rows at this clock. */
+    double spearman_windows; /* Median over (CTAs, block) groups of the ranking of windows. */
+    double spearman_ctas;    /* Median over (window, block) groups of the ranking of CTA counts. */
+    double meas_power_w;     /* Measured average power (Σ energy / Σ time). */
+    int pairs;               /* Rows matched with the first clock's (ratios below). */
+    double meas_time_ratio, pred_time_ratio, meas_energy_ratio, pred_energy_ratio; /* vs the first clock */
+} kr_sim_calib_clock;
+
+typedef struct kr_sim_calib_report {
+    int nclocks;
+    kr_sim_calib_clock clocks[KR_CALIB_MAX_CLOCKS];
+} kr_sim_calib_report;
+
+/*
+ * Reads a calibration set manifest (JSON, schema "kareus.calib": job, partition, kernel, ranks,
+ * files [{file, clock: "max" | MHz}]; paths relative to the manifest) and its CSV files (the
+ * Kareus artifact's energy_results.csv layout). Returns KR_OK, or KR_EPARSE / KR_ERANGE /
+ * KR_EIO / KR_ENOTFOUND with file, line or JSON path in err. Free with kr_sim_calib_free.
+ */
+int kr_sim_calib_read(const char *path, kr_sim_calib *out, kr_error *err);
+void kr_sim_calib_free(kr_sim_calib *cs);
+
+/* Predicts row i of cs on gpu (NULL: the set's job GPU). */
+int kr_sim_calib_predict(const kr_sim_calib *cs, const kr_gpu *gpu, int i, kr_sim_result *out, kr_error *err);
+
+/* Prediction errors per clock, ratios between clocks and rank agreement, on the rows of fold. */
+/* The result as a JSON object (time, energy, effective energy at static_power_w, streams, the
+ * floor and work energy, dispatch/sync/skew time, the comm kernel, its SMs and HBM bytes).
+ * NULL when out of memory; the caller owns the reference. */
+json_t *kr_sim_result_json(const kr_sim_result *r, double static_power_w);
+
+/* Writes every row of cs with its prediction on gpu (NULL: the job's) and where the time goes,
+ * as CSV (atomic). KR_EIO, KR_ENOMEM, or a prediction's error. */
+int kr_sim_calib_write_rows(const kr_sim_calib *cs, const kr_gpu *gpu, const char *path, kr_error *err);
+
+int kr_sim_calib_check(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, kr_sim_calib_report *rep,
+                       kr_error *err);
+
+/* Fits the harness-identifiable constants (kr_sim_calib_fitted lists them) to the rows of fold,
+ * starting from `start`; out receives start with the fitted values; *rms_log the RMS of the
+ * log errors of time and energy. */
+int kr_sim_calib_fit(const kr_sim_calib *cs, const kr_gpu *start, int fold, kr_gpu *out, double *rms_log,
+                     kr_error *err);
+/* The KR_GPU_P_… indices kr_sim_calib_fit sets (v_exp and attn_bwd_eff follow from them). */
+const int *kr_sim_calib_fitted(int *n);
+
+/* Spearman rank correlation of a and b (ties get average ranks); NaN for n < 2. */
+double kr_sim_spearman(const double *a, const double *b, int n);
 
 KR_END_DECLS
 #endif

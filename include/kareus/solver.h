@@ -111,8 +111,10 @@ int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_err
  *   all           every step
  *   deadline=S    the lowest-energy step with time <= S seconds
  *   budget=J      the fastest step with energy <= J joules
- *   artifact10    the Kareus artifact's 10-point rule (kareus-method.md §6): with N solver plans
- *                 (steps 1..N; step 0 is never taken), stride = ceil(N/15), samples N−1,
+ *   artifact10    the Kareus artifact's 10-point rule (kareus-method.md §6) on the part of the
+ *                 frontier the artifact's lowtime run covers — from the energy-minimal step m to
+ *                 the fastest (steps slower than m cost both time and energy; step 0 is never
+ *                 taken): with N = nsteps − m plans, stride = ceil(N/15), samples N−1,
  *                 N−1−stride, … (at most 15), sorted ascending, sample positions 0,2,4,6,8 dropped
  * Writes up to cap step indices into steps; returns the count or a negative status: KR_EPARSE
  * (unknown rule, bad number), KR_ERANGE (no step meets a deadline or budget, with the

@@ -110,6 +110,7 @@ typedef struct run {
     kr_optimize_result *out;
     variant_state v[3];
     kr_error *err;
+    int settle_unpriced; /* replay: clock changes simulated without their settle window */
 } run;
 
 static void progress(const run *r, const char *phase, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -138,6 +139,61 @@ static void search_progress(void *ud, const kr_search_progress *p)
 static int path_join(char *buf, size_t cap, const char *dir, const char *rel)
 {
     return snprintf(buf, cap, "%s/%s", dir, rel) >= (int)cap ? KR_EINVAL : KR_OK;
+}
+
+/*
+ * A replay can only answer for what was recorded: before searching anything, every partition
+ * the chosen methods need (their variants' layer partitions and the non-partition work) must be
+ * covered by the recordings or the log. The error lists all that is missing, per variant, with
+ * the methods that need it, so one message says which inputs to add.
+ */
+static int replay_coverage(run *r, unsigned methods)
+{
+    kr__sb msg = {0};
+    int total = 0, nonpart_variant = -1;
+    for (int v = 0; v < 3; v++) {
+        char who[160] = "";
+        size_t wl = 0;
+        for (int m = 0; m < KR_NUM_METHODS; m++)
+            if ((methods & (1u << m)) && kr_method_variant((kr_method)m) == (kr_variant)v && wl < sizeof who)
+                wl += (size_t)snprintf(who + wl, sizeof who - wl, "%s%s", wl ? ", " : "", kr_method_name((kr_method)m));
+        if (wl == 0)
+            continue;
+        char list[1024];
+        /* The non-partition work is shared by every variant: checked once, below. */
+        int n = kr_replay_missing(r->b, r->log, r->job, (kr_variant)v, 0, list, sizeof list, r->err);
+        if (n < 0) {
+            kr__sb_free(&msg);
+            return n;
+        }
+        if (n > 0)
+            kr__sb_printf(&msg, "%s %s variant (for %s): %s", total ? ";" : "", kr_variant_name((kr_variant)v), who, list);
+        total += n;
+        if (nonpart_variant < 0)
+            nonpart_variant = v;
+    }
+    if (nonpart_variant >= 0) {
+        char list[1024];
+        int n = kr_replay_missing(r->b, r->log, r->job, (kr_variant)nonpart_variant, 2, list, sizeof list, r->err);
+        if (n < 0) {
+            kr__sb_free(&msg);
+            return n;
+        }
+        if (n > 0)
+            kr__sb_printf(&msg, "%s non-partition work (every method): %s", total ? ";" : "", list);
+        total += n;
+    }
+    if (total == 0)
+        return KR_OK;
+    int rc = kr_error_set(r->err, KR_ENOTFOUND,
+                          "optimize --replay: the recordings hold no measurement of %d partition(s) the chosen methods "
+                          "need:%s. Add logs that cover them (kareus search --variant V --backend gpu writes one; the "
+                          "artifact's per-key eval_results.jsonl cover only the kareus variant's layer partitions, not "
+                          "the non-partition work embed/lmhead/loss nor the baselines' variants), or choose fewer "
+                          "--methods (Megatron and Perseus always run)",
+                          total, kr__sb_str(&msg));
+    kr__sb_free(&msg);
+    return rc;
 }
 
 /* Search, compose and build the DAGs of one variant. */
@@ -331,6 +387,7 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
     }
     p->sim_time_s = sim.time_s;
     p->sim_energy_j = sim.energy_j;
+    r->settle_unpriced += sim.settle_unpriced;
     if (r->o->out_dir) {
         char rel[128], path[4400];
         snprintf(rel, sizeof rel, "plans/%s/%s.json", kr_method_slug(m), label);
@@ -338,6 +395,15 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
         char dir[4400];
         snprintf(dir, sizeof dir, "%s/plans/%s", r->o->out_dir, kr_method_slug(m));
         if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_plan_write(path, &plan, r->err))) {
+            kr_pipe_result_free(&sim);
+            kr_plan_free(&plan);
+            return rc;
+        }
+        /* The same plan as the published runtime reads it (Zeus PFO + Kareus scheduler):
+         * plans/<method>/freqs_pipeline_<step>.py (+ scheds_pipeline_<step>.py for Kareus). Point
+         * methods run without a frequency server; the artifact's schedules need recomputation. */
+        if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
+            (rc = kr_plan_export_artifact(&plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err))) {
             kr_pipe_result_free(&sim);
             kr_plan_free(&plan);
             return rc;
@@ -743,6 +809,9 @@ static int write_summary(run *r)
             json_object_set_new(x, "measured", json_integer(vs->res[i].stats.evaluated));
             json_object_set_new(x, "space", json_integer(vs->res[i].stats.space_size));
             json_object_set_new(x, "frontier_points", json_integer(vs->res[i].stats.front_eff));
+            /* A replayed partial recording: the frontier is that of the recorded points only. */
+            if (vs->res[i].stats.recorded > 0 && vs->res[i].stats.recorded < vs->res[i].stats.space_size)
+                json_object_set_new(x, "restricted_to_recorded", json_integer(vs->res[i].stats.recorded));
             json_array_append_new(search, x);
         }
     }
@@ -756,12 +825,19 @@ static int write_summary(run *r)
     json_object_set_new(val, "plans", vplans);
     kr__jset_real(val, "max_time_rel_error", o->max_time_err);
     kr__jset_real(val, "max_energy_rel_error", o->max_energy_err);
-    char note[512];
+    char note[768];
     snprintf(note, sizeof note,
              "Predicted: the solver's figures (options summed on the pipeline DAG with p2p lags). Simulated: the "
              "pipeline simulator, which also charges the %.0f ms settle window of every clock change. Largest "
              "differences over these plans: %.2f%% in time, %.2f%% in energy.",
              1e3 * job->gpu.clock_switch_s, 100 * o->max_time_err, 100 * o->max_energy_err);
+    if (r->settle_unpriced > 0) {
+        size_t nl = strlen(note);
+        snprintf(note + nl, sizeof note - nl,
+                 " Replayed partial recordings: %d clock changes could not be charged their settle window (the "
+                 "recordings lack those configurations at the previous clock) and run at the new clock throughout.",
+                 r->settle_unpriced);
+    }
     json_object_set_new(val, "note", json_string(note));
     json_object_set_new(root, "validation", val);
     json_object_set_new(root, "search", search);
@@ -840,7 +916,10 @@ int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_
             return rc;
         r.b = own;
     }
-    out->strategy = o.strategy_set ? o.strategy : kr_sim_backend_is(r.b) ? KR_STRATEGY_EXHAUSTIVE : KR_STRATEGY_BO;
+    /* Simulator and replay: every configuration (on a replay, every recorded one); a GPU: bo. */
+    out->strategy = o.strategy_set                                                        ? o.strategy
+                    : kr_sim_backend_is(r.b) || strcmp(kr_backend_name(r.b), "replay") == 0 ? KR_STRATEGY_EXHAUSTIVE
+                                                                                          : KR_STRATEGY_BO;
     if (o.out_dir) {
         if ((rc = kr__mkdirs(o.out_dir, err)))
             goto done;
@@ -858,6 +937,8 @@ int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_
         if ((rc = kr_search_log_open(o.log_path, job, &r.log, err)))
             goto done;
     }
+    if (strcmp(kr_backend_name(r.b), "replay") == 0 && (rc = replay_coverage(&r, methods)))
+        goto done;
     for (int m = 0; m < KR_NUM_METHODS; m++) {
         if (!(methods & (1u << m)))
             continue;

@@ -172,7 +172,86 @@ typedef struct keycol {
     int col;                  /* CSV column. */
     int recompute;            /* 1 for "recompute.KEY". */
     char key[KR_KEY_MAX];     /* Partition key. */
+    char bwd_key[KR_KEY_MAX]; /* Artifact CP 1 columns: the key on backward rows ("" otherwise). */
 } keycol;
+
+/* Columns other layouts add that carry no partition key: Merak's per-rank rows
+ * (rank,dp_rank,pp_rank,tp_rank,stage,…; ml-energy/merak-zeus Merak/merak_trainer.py). */
+static int rank_column(const char *h)
+{
+    return strcmp(h, "rank") == 0 || strcmp(h, "dp_rank") == 0 || strcmp(h, "pp_rank") == 0 ||
+           strcmp(h, "tp_rank") == 0;
+}
+
+/* The artifact's CP 1 profile CSV names its config columns by role, not by key
+ * (ml-energy/kareus tests/kareus/generate_profile_csv.py): attention_configs and mlp_configs are
+ * the forward keys on forward rows and the backward keys on backward rows; recompute_* are the
+ * recomputed forward inside a backward. Returns 1 and fills k for such a header. */
+static int artifact_role_column(const char *h, keycol *k)
+{
+    static const struct {
+        const char *col, *fwd, *bwd;
+        int recompute;
+    } map[] = {
+        {"attention_configs", "fwd_attn", "bwd_attn", 0},
+        {"mlp_configs", "fwd_mlp", "bwd_mlp", 0},
+        {"recompute_attention_configs", "fwd_attn", "fwd_attn", 1},
+        {"recompute_mlp_configs", "fwd_mlp", "fwd_mlp", 1},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(h, map[i].col) == 0) {
+            kr__strlcpy(k->key, map[i].fwd, sizeof k->key);
+            kr__strlcpy(k->bwd_key, map[i].bwd, sizeof k->bwd_key);
+            k->recompute = map[i].recompute;
+            return 1;
+        }
+    return 0;
+}
+
+static int same_comm(const kr_options *opts, const kr_option *a, const kr_option *b)
+{
+    if (a->freq_mhz != b->freq_mhz || a->ncomm != b->ncomm)
+        return 0;
+    for (int c = 0; c < a->ncomm; c++) {
+        const kr_comm_setting *x = &opts->comm[a->comm_first + c], *y = &opts->comm[b->comm_first + c];
+        if (strcmp(x->key, y->key) || x->recompute != y->recompute || strcmp(x->slot, y->slot) || x->sms != y->sms)
+            return 0;
+    }
+    return 1;
+}
+
+/* Per-rank rows (Merak): the rows of one (stage, instruction, chunk, clock, configs) measured on
+ * the ranks of a stage become one option with the slowest rank's time (the instruction ends
+ * when its last rank does) and the ranks' mean energy (per GPU), as the artifact aggregates its
+ * profiles (tests/perseus/generate_profile_csv.py: max time over ranks, mean energy per rank). */
+static int merge_ranks(kr_options *opts, kr_error *err)
+{
+    for (int i = 0; i < opts->nsets; i++) {
+        kr_option_set *set = &opts->sets[i];
+        int *rows = calloc((size_t)(set->n > 0 ? set->n : 1), sizeof *rows);
+        if (rows == NULL)
+            return kr_error_set(err, KR_ENOMEM, "options: out of memory");
+        int n = 0;
+        for (int j = 0; j < set->n; j++) {
+            int k = 0;
+            while (k < n && !same_comm(opts, &set->opt[k], &set->opt[j]))
+                k++;
+            if (k == n) {
+                set->opt[n++] = set->opt[j]; /* n <= j: only processed entries are overwritten */
+            } else {
+                if (set->opt[j].time_s > set->opt[k].time_s)
+                    set->opt[k].time_s = set->opt[j].time_s;
+                set->opt[k].energy_j += set->opt[j].energy_j;
+            }
+            rows[k]++;
+        }
+        for (int k = 0; k < n; k++)
+            set->opt[k].energy_j /= rows[k];
+        set->n = n;
+        free(rows);
+    }
+    return KR_OK;
+}
 
 static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_options *out, kr_error *err)
 {
@@ -183,21 +262,31 @@ static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_
         (rc = kr__csv_need_col(t, "energy", &ce, err)))
         return rc;
     keycol keys[MAX_KEY_COLUMNS];
-    int nkeys = 0;
+    int nkeys = 0, has_ranks = 0, cpp = kr__csv_col(t, "pp_rank");
     for (int c = 0; c < t->ncols; c++) {
         if (c == cs || c == ci || c == cf || c == ct || c == ce || c == cc)
             continue;
         const char *h = t->header[c];
+        if (rank_column(h)) {
+            has_ranks = 1;
+            continue;
+        }
         int rec = strncmp(h, RECOMPUTE_PREFIX, strlen(RECOMPUTE_PREFIX)) == 0;
         const char *key = rec ? h + strlen(RECOMPUTE_PREFIX) : h;
-        if (nkeys >= MAX_KEY_COLUMNS || key[0] == '\0' || strlen(key) >= KR_KEY_MAX)
+        keycol role;
+        memset(&role, 0, sizeof role);
+        int is_role = artifact_role_column(h, &role);
+        if (nkeys >= MAX_KEY_COLUMNS || (!is_role && (key[0] == '\0' || strlen(key) >= KR_KEY_MAX)))
             return kr_error_set(err, KR_EPARSE,
                                 "%s:1: column '%s': expected at most %d partition-key columns with names of 1..%d "
                                 "characters",
                                 t->file, h, MAX_KEY_COLUMNS, KR_KEY_MAX - 1);
+        keys[nkeys] = role;
         keys[nkeys].col = c;
-        keys[nkeys].recompute = rec;
-        kr__strlcpy(keys[nkeys].key, key, sizeof keys[nkeys].key);
+        if (!is_role) {
+            keys[nkeys].recompute = rec;
+            kr__strlcpy(keys[nkeys].key, key, sizeof keys[nkeys].key);
+        }
         nkeys++;
     }
     /* First pass: stage and chunk ranges. */
@@ -261,9 +350,25 @@ static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_
             kr_error e = {0};
             if (kr_comm_setting_parse(cell, c, &e))
                 return kr_error_set(err, KR_EPARSE, "%s:%d: column '%s': %s", t->file, line, t->header[keys[k].col], e.msg);
-            kr__strlcpy(c->key, keys[k].key, sizeof c->key);
-            c->recompute = keys[k].recompute;
+            /* Role-named columns take the backward key on backward rows; in the artifact's CP
+             * layout a forward key's column on a backward row is the recomputed forward. */
+            int bwd = kind == KR_INSTR_BACKWARD;
+            kr__strlcpy(c->key, bwd && keys[k].bwd_key[0] ? keys[k].bwd_key : keys[k].key, sizeof c->key);
+            c->recompute = keys[k].recompute || (bwd && !keys[k].bwd_key[0] && strncmp(keys[k].key, "fwd_", 4) == 0);
+            if (!bwd && keys[k].recompute)
+                return kr_error_set(err, KR_EPARSE,
+                                    "%s:%d: column '%s': expected an empty cell on a forward row (a recomputed forward "
+                                    "exists only inside a backward), found '%s'",
+                                    t->file, line, t->header[keys[k].col], cell);
             ncomm++;
+        }
+        if (cpp >= 0) {
+            long long pp;
+            if ((rc = kr__csv_int(t, r, cpp, &pp, err)))
+                return rc;
+            if (pp != stage)
+                return kr_error_set(err, KR_EMISMATCH, "%s:%d: column 'pp_rank': expected the row's stage %lld, found %lld",
+                                    t->file, line, stage, pp);
         }
         kr_option o = {time_s, energy_j, (int)freq, -1, 0};
         if ((rc = kr_options_add(out, (int)stage, kind, (int)chunk, &o, comm, ncomm, err))) {
@@ -271,6 +376,8 @@ static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_
             return rc;
         }
     }
+    if (has_ranks && (rc = merge_ranks(out, err)))
+        return rc;
     if ((rc = kr_options_check(out, err))) {
         kr_error_prefix(err, "%s", t->file);
         return rc;

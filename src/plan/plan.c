@@ -490,22 +490,3 @@ int kr_plan_equal(const kr_plan *a, const kr_plan *b)
     }
     return 1;
 }
-
-int kr_plan_export_zeus(const kr_plan *plan, const char *path, kr_error *err)
-{
-    kr__sb sb = {0};
-    kr__sb_puts(&sb, "[\n");
-    for (int s = 0; s < plan->num_stages; s++) {
-        kr__sb_puts(&sb, "  [");
-        for (int i = 0; i < plan->stages[s].ninstr; i++) {
-            const kr_plan_instr *in = &plan->stages[s].instr[i];
-            kr__sb_printf(&sb, "%s(\"%s\", %d)", i ? ", " : "", kr_instr_kind_name(in->kind), in->freq_mhz);
-        }
-        kr__sb_puts(&sb, s + 1 < plan->num_stages ? "],\n" : "]\n");
-    }
-    kr__sb_puts(&sb, "]\n");
-    kr__sb_printf(&sb, "# kareus plan: method %s, job %s, step %d\n", plan->method, plan->job_name, plan->step);
-    kr__sb_printf(&sb, "# iteration time %.6f s\n", plan->pred_time_s);
-    kr__sb_printf(&sb, "# total cost with P2P %.6f J (whole cluster)\n", plan->pred_energy_j);
-    return kr__sb_write_atomic(&sb, path, err);
-}

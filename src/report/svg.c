@@ -119,6 +119,20 @@ static int write_svg(const char *path, char *svg, kr_error *err)
 
 /* ---- frontier chart --------------------------------------------------------------------- */
 
+/* A chart point in time order (ties keep their input order, as the insertion sort did). */
+typedef struct point {
+    double t, e;
+    int i;
+} point;
+
+static int cmp_point(const void *a, const void *b)
+{
+    const point *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
 int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *series, int nseries,
                           const kr_chart_marks *marks, kr_error *err)
 {
@@ -167,22 +181,17 @@ int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *
         const char *col = series_colour(se->name, s);
         if (se->connect && se->n > 1) {
             /* sort by time for the line */
-            int *ord = malloc(sizeof(int) * (size_t)se->n);
+            point *ord = malloc(sizeof(point) * (size_t)se->n);
             if (ord == NULL) {
                 kr__sb_free(&sb);
                 return kr_error_set(err, KR_ENOMEM, "svg: out of memory");
             }
             for (int i = 0; i < se->n; i++)
-                ord[i] = i;
-            for (int i = 1; i < se->n; i++)
-                for (int j = i; j > 0 && se->time_s[ord[j]] < se->time_s[ord[j - 1]]; j--) {
-                    int t = ord[j];
-                    ord[j] = ord[j - 1];
-                    ord[j - 1] = t;
-                }
+                ord[i] = (point){se->time_s[i], se->energy_j[i], i};
+            qsort(ord, (size_t)se->n, sizeof *ord, cmp_point); /* by time, stable by index */
             kr__sb_printf(&sb, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
             for (int i = 0; i < se->n; i++)
-                kr__sb_printf(&sb, "%.1f,%.1f ", ax(&a, se->time_s[ord[i]]), ay(&a, se->energy_j[ord[i]]));
+                kr__sb_printf(&sb, "%.1f,%.1f ", ax(&a, ord[i].t), ay(&a, ord[i].e));
             kr__sb_puts(&sb, "\"/>\n");
             free(ord);
         }

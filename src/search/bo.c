@@ -438,7 +438,7 @@ int kr__search_bo(kr__search *s, kr_error *err)
     const kr_search_space *sp = &s->sp;
     long size = s->size;
     if (o->max_evals == 0)
-        s->cap = KR_MAX(size / 2, KR_MIN(size, (long)sp->nclocks + 8));
+        s->cap = KR_MIN(s->cap, KR_MAX(size / 2, KR_MIN(size, (long)sp->nclocks + 8)));
     long n0 = o->bo_init > 0 ? o->bo_init : KR_MAX((long)sp->nclocks, (long)ceil(0.03 * size));
     double stop = o->bo_stop == 0 ? BO_DEFAULT_STOP : o->bo_stop;
     int rc = initial_design(s, n0, err);

@@ -32,7 +32,7 @@ static int replay_measure(kr_backend *b, const kr_partition *p, const kr_config 
             same += strcmp(r->recs.r[i].key, p->key) == 0 && r->recs.r[i].variant == p->variant;
         return kr_error_set(&b->err, KR_ENOTFOUND,
                             "replay: no recorded measurement of %s (%s) at %d MHz, slot %s, %d SMs in %s (it has %ld "
-                            "measurements of that partition)",
+                            "measurements of that partition; --strategy exhaustive searches only what was recorded)",
                             p->key, kr_variant_name(p->variant), probe.freq_mhz, probe.slot, probe.sms, r->files, same);
     }
     memset(out, 0, sizeof *out);
@@ -81,6 +81,65 @@ static const kr_backend_ops replay_ops = {
     .supported_clocks = replay_clocks,
     .destroy = replay_destroy,
 };
+
+int kr__replay_recorded(const kr_backend *b, const kr_partition *p, const kr_config *c)
+{
+    if (b == NULL || b->ops != &replay_ops)
+        return -1;
+    if (p == NULL)
+        return 0;
+    const replay *r = b->impl;
+    kr__mrec probe;
+    kr__mrec_from_config(&probe, p, c);
+    return kr__mrecs_find(&r->recs, &probe) != NULL;
+}
+
+const char *kr__replay_files(const kr_backend *b)
+{
+    return b && b->ops == &replay_ops ? ((const replay *)b->impl)->files : "";
+}
+
+int kr_replay_missing(const kr_backend *b, const kr_search_log *log, const kr_job *job, kr_variant variant,
+                      int include_nonpartition, char *buf, size_t cap, kr_error *err)
+{
+    if (cap)
+        buf[0] = '\0';
+    if (kr__replay_recorded(b, NULL, NULL) < 0)
+        return kr_error_set(err, KR_EINVAL, "replay: expected a replay backend, found %s", b ? kr_backend_name(b) : "none");
+    kr_partition_set *set = malloc(sizeof *set);
+    if (set == NULL)
+        return kr_error_set(err, KR_ENOMEM, "replay: out of memory");
+    /* Layer partitions come first in the set, the non-partition work after them. */
+    int rc = kr_search_partitions(job, variant, 0, set, err);
+    int nlayer = set->n;
+    if (rc == KR_OK && include_nonpartition)
+        rc = kr_search_partitions(job, variant, 1, set, err);
+    int missing = 0;
+    size_t len = 0;
+    for (int i = include_nonpartition == 2 ? nlayer : 0; rc == KR_OK && i < set->n; i++) {
+        const kr_partition *p = &set->p[i];
+        int found = 0;
+        const kr__mrecs *m = log ? kr__search_log_records(log) : NULL;
+        for (size_t k = 0; m && k < m->n && !found; k++)
+            found = m->r[k].variant == p->variant && strcmp(m->r[k].key, p->key) == 0;
+        kr_search_space sp;
+        if (!found && (rc = kr_search_space_init(job, p, &sp, err)) == KR_OK) {
+            long size = kr_search_space_size(&sp);
+            for (long c = 0; c < size && !found; c++) {
+                kr_config cfg;
+                kr_search_space_config(&sp, c, &cfg);
+                found = kr__replay_recorded(b, p, &cfg) == 1;
+            }
+        }
+        if (rc == KR_OK && !found) {
+            missing++;
+            if (cap > len)
+                len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", p->key);
+        }
+    }
+    free(set);
+    return rc ? rc : missing;
+}
 
 /* Splits "KEY=FILE" (KEY a plain identifier) from "FILE". */
 static void split_spec(const char *spec, char *key, size_t kcap, const char **file)

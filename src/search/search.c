@@ -227,6 +227,35 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
     /* Baseline variants and non-partition work: the clock is the only knob and composition
      * needs every clock, so every strategy measures them all. */
     int clock_only = s.sp.nslots == 1 && s.sp.nsms == 1;
+    /* A replay answers only what was recorded. An exhaustive search on it (and every
+     * clock-only one) is restricted to those configurations (and what the log already holds) by
+     * marking the others unavailable, so its frontier is that of the recorded points: a partial
+     * recording, such as a BO run's, replays instead of stopping at the first configuration it
+     * lacks. bo and artifact keep asking for what they would ask a device, so replaying a
+     * recorded run of theirs repeats it exactly. */
+    long recorded = 0;
+    int restricted = 0;
+    if ((opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only) && kr__replay_recorded(b, p, &(kr_config){0, 0, 0}) >= 0) {
+        for (long i = 0; i < s.size; i++) {
+            kr_config c;
+            kr_search_space_config(&s.sp, i, &c);
+            if (s.cached[i] >= 0 || kr__replay_recorded(b, p, &c) == 1)
+                recorded++;
+            else
+                s.done[i] = 1;
+        }
+        if (recorded == 0) {
+            search_free(&s);
+            return kr_error_set(err, KR_ENOTFOUND,
+                                "replay: no recorded measurement of partition %s (%s variant) at any of its %ld "
+                                "configurations in %s: add a log that covers it (KEY=FILE for the artifact's "
+                                "eval_results.jsonl)",
+                                p->key, kr_variant_name(p->variant), s.size, kr__replay_files(b));
+        }
+        restricted = recorded < s.size;
+        if (s.cap > recorded)
+            s.cap = recorded;
+    }
     if ((rc = kr__search_batch_end(&s, 0, err))) {
         search_free(&s);
         return rc;
@@ -237,6 +266,8 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
         rc = kr__search_bo(&s, err);
     else
         rc = kr__search_artifact(&s, err);
+    if (rc == KR_OK && restricted && strcmp(s.stop, "converged") != 0)
+        snprintf(s.stop, sizeof s.stop, "recorded points only");
     if (rc == KR_OK) {
         snprintf(out->strategy, sizeof out->strategy, "%s", kr_strategy_name(opt->strategy));
         snprintf(out->backend, sizeof out->backend, "%s", kr_backend_name(b));
@@ -258,6 +289,7 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
             stats->hv_eff = plane_hv(s.pts, s.n, job->static_power_w, &stats->front_eff);
             stats->hv_total = plane_hv(s.pts, s.n, 0.0, &stats->front_total);
             stats->wall_s = kr__now_s() - t0;
+            stats->recorded = recorded;
         }
     }
     search_free(&s);

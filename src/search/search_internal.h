@@ -91,6 +91,11 @@ const kr__catalogs *kr__search_log_catalogs(const kr_search_log *log);
 /* fsync of everything appended so far (a no-op when nothing is pending). */
 int kr__search_log_flush(kr_search_log *log, kr_error *err);
 
+/* Replay backends: 1 if b holds a recording of configuration c of partition p, 0 if not, -1 if
+ * b is not a replay backend. kr__replay_files: the recordings' paths ("" otherwise). */
+int kr__replay_recorded(const kr_backend *b, const kr_partition *p, const kr_config *c);
+const char *kr__replay_files(const kr_backend *b);
+
 /* ---- the search context ------------------------------------------------------------------- */
 
 typedef struct kr__search {
@@ -103,7 +108,8 @@ typedef struct kr__search {
     long size;
     long cap;              /* evaluation cap */
     long *cached;          /* per configuration: index of its log record, or -1 */
-    unsigned char *done;   /* per configuration: 1 once evaluated */
+    unsigned char *done;   /* per configuration: 1 once evaluated, or (a search restricted to
+                              recorded points) never available; strategies only pick !done */
     double *t, *e, *ee;    /* per configuration: time, energy, effective energy (when done) */
     kr_measured *pts;      /* evaluated points in evaluation order */
     long n;                /* evaluated */

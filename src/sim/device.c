@@ -5,8 +5,8 @@
  * counter and the present power — and logs every clock change so tests can read back what a
  * plan applied.
  *
- * Device model: a device whose clock is locked at f draws static_w (a kernel resident, clocks
- * up, waiting) plus `activity` × the dynamic power a large GEMM draws at f (throttled at TDP,
+ * Device model: a device whose clock is locked at f draws the floor P_floor(f) (a kernel resident,
+ * clocks up, waiting) plus `activity` × the power a large GEMM adds at f (throttled at TDP,
  * like every mix of the simulator); an unlocked device is idle at its idle clock and draws
  * idle_w. The energy counter integrates that piecewise-constant power over the time source
  * (CLOCK_MONOTONIC, or the injected now_s for deterministic tests). A clock change takes effect
@@ -51,18 +51,21 @@ static double device_power(const sim_backend *s, const sim_dev *d)
     const kr_gpu *g = &s->job.gpu;
     if (d->locked_max == 0)
         return g->idle_w;
+    double floor_w = kr__sim_floor(&s->sg, d->locked_max / 1000.0);
     if (d->activity <= 0)
-        return g->static_w;
+        return floor_w;
     /* A large square GEMM at the locked clock: the reference "fully busy" mix. */
     kr_op op;
     memset(&op, 0, sizeof op);
     op.kind = KR_OP_GEMM;
+    op.m = op.n = op.k = 8192;
+    op.gemms = 1;
     op.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
     op.bytes = 2.0 * 3.0 * 8192.0 * 8192.0;
-    kr__sim_mix mix = {&op, (int)g->sm_count, NULL, 0};
+    kr__sim_mix mix = {&op, (int)g->sm_count, NULL, 0, 0};
     kr__sim_rates r;
     kr__sim_throttle(&s->sg, &mix, d->locked_max / 1000.0, &r);
-    return g->static_w + d->activity * (r.power_w - g->static_w);
+    return floor_w + d->activity * (r.power_w - floor_w);
 }
 
 /* Integrates device d's power up to now. A time source that steps back adds nothing (the

@@ -1,50 +1,61 @@
 /*
  * model.c — the physics of the simulator: time and power of a kernel mix at an SM clock, the
  * power-limit throttle, and the raw helpers (one GEMM, one collective, a pipeline send, the
- * power of a waiting GPU). docs/sim.md explains the model with figures; docs/calibration.md
- * lists every constant with its source. All constants come from the kr_gpu (catalog.c).
+ * floor power of a waiting GPU). docs/sim.md explains the model with figures; docs/calibration.md
+ * lists every constant with its source or its fit. All constants come from the kr_gpu (catalog.c).
  *
  * Design (units: seconds, bytes, watts, GHz inside, MHz at the API):
  *
  *   Compute op on n SMs at clock f:
- *     t_c   = FLOPs / (n · rate · f)      rate = flops_per_sm_clk·gemm_eff (GEMM),
- *                                          ·attn_eff (attention), vec_flops_per_sm_clk (others)
+ *     t_c   = FLOPs / (n · peak · f · eff)     peak = flops_per_sm_clk (tensor ops) or
+ *                                               vec_flops_per_sm_clk (others, eff = 1)
+ *     eff   GEMM: gemm_eff · Q(m,n,k,n_sm) / Q(8192,8192,8192,N): tile and wave quantization of a
+ *           gemm_tile_m × gemm_tile_n output tiling over the n SMs the op has, times the small-K
+ *           factor K/(K + gemm_k_half) (per-tile prologue/epilogue); backward = dgrad and wgrad,
+ *           each with its own shape. gemm_eff is the measured 8192³ efficiency, so that GEMM is
+ *           unchanged. Attention: attn_eff forward, attn_bwd_eff backward.
  *     C(f)  = hbm_bw · mem_eff · min(1, f / (mem_knee_frac·f_max))   achievable HBM bandwidth
- *     t     = launch_s + max(t_c, bytes / g) · (1 + κ)
- *   The launch overhead is a phase of its own before the body (the stream waits, the SMs are
- *   idle): only the body shares SMs and HBM, so the bytes an op moves are conserved whatever
- *   the comm kernel does.
+ *     body  = max(t_c, bytes / g) · (1 + κ)
  *   where g is the HBM bandwidth the op gets: C(f) alone; with a comm kernel moving data, a
- *   max–min share weighted by the SMs each stream issues requests from (a stream asking for less
- *   than its share gets what it asks, the other gets the rest), and κ = kappa_tensor for a tensor-core op overlapped by a comm kernel (cache and
- *   crossbar interference the bandwidth share does not capture), else 0.
+ *   max–min share weighted by the SMs each stream issues requests from, and κ = kappa_tensor for
+ *   a tensor-core op overlapped by a comm kernel, else 0. Each op is preceded by its launch phase
+ *   (partition_sim.c: the launch gap, or the wait for the host to dispatch it).
  *
- *   Comm kernel with s CTAs (one per SM) moving k·S bus bytes after a latency phase α:
- *     B(s, f) = min(busbw_cap, s · busbw_per_cta · min(1, f / (comm_knee_frac·f_max)))
- *   busbw_cap = busbw_ar (all-reduce) or busbw_ag (all-gather/reduce-scatter), or the cluster's
- *   per-GPU inter-node bandwidth for groups spanning nodes (α then adds the cluster latency).
- *   Its HBM demand is (n/(n−1)) · B: a read-based collective (MSCCL++ allreduce1: each rank reads
- *   its 1/n chunk from every peer and writes the reduced chunk to every peer) moves 2S bytes
- *   through each GPU's HBM while moving 2(n−1)S/n bytes over its links in each direction.
+ *   Two comm kernels. s CTAs of `block` threads, u = s·block/1024 thread-equivalents:
+ *     tuned (Kareus, MSCCL++-style read-based kernel, one CTA per SM):
+ *       B(u, f) = B_sat · (1 − exp(−u · tuned_cta · (f/f_max)^comm_clock_exp / B_sat)),
+ *       B_sat = min(link busbw, tuned_cap_frac · link busbw · (n−1)) (saturation per peer
+ *       connection, fitted on 2 GPUs): bandwidth saturates smoothly in the CTA count and,
+ *       while CTA-starved, falls with the SM clock (SM-issued 128 B NVLink payloads);
+ *       HBM traffic 2·S per GPU per all-reduce of S (read the peers' chunks, write the result).
+ *     NCCL (the baselines; ring, Simple protocol, nccl_ctas channels):
+ *       B(s, f) = min(link busbw, s · busbw_per_cta · min(1, f / (comm_knee_frac·f_max))),
+ *       HBM traffic nccl_hbm_factor·S per GPU per all-reduce (FIFO staging), half that for
+ *       all-gather / reduce-scatter.
+ *     Bus bytes k·S (k = 2(n−1)/n all-reduce, (n−1)/n otherwise) after a latency phase α; groups
+ *     spanning nodes are capped by the cluster's per-GPU inter-node bandwidth.
  *
  *   Power of the mix at clock f:
- *     P = static_w + mem_power_w · u_mem + c · f · V(f)² · u_sm
+ *     P     = P_floor(f) + mem_power_w · u_mem + c · f · V(f)² · u_sm
+ *     P_floor(f) = floor_const_w + (static_w − floor_const_w) · f·V(f)² / (f_max·V(f_max)²)
+ *             (leakage and board power, plus the clock tree and idle warps of a GPU holding a
+ *             kernel; static_w is the floor measured at the top clock while blocked in a recv)
  *     u_mem = HBM bytes/s used / (hbm_bw·mem_eff)              (≤ 1)
- *     u_sm  = (n/N) · a_op + (s/N) · comm_activity
- *     a_op  = max(t_c / body [tensor ops only], sm_activity_membound)   during the body
+ *     u_sm  = (n/N) · a_op + (u/N) · comm_activity
+ *     a_op  = a_m + (1 − a_m) · achieved/(gemm_eff · peak) for GEMMs, a_m + (1 − a_m) ·
+ *             attn_activity · achieved/(attn_eff · peak) for attention (power from the work
+ *             actually done), a_m = sm_activity_membound for memory-bound ops
  *     V(f)  = v_min up to v_floor, then v_min + (v_max − v_min) · x^v_exp,
- *             x = (f − v_floor)/(f_max − v_floor)
- *   The floor is static_w, not idle_w: a GPU with any kernel resident runs its clocks and
- *   voltage up and spins; static_w is exactly the power measured for such a GPU blocked in a
- *   receive (Kareus p2p_power_w). So effective energy E − static·t is the dynamic energy and is
- *   never negative. An idle GPU (no kernel, idle clock) draws idle_w (the simulated device).
+ *             x = (f − v_floor)/(f_max − v_floor); v_max is the *loaded* voltage at f_max.
+ *   The same P_floor is the power of a GPU waiting in a pipeline bubble (pipesim.c) and of a
+ *   simulated device with a locked clock and nothing running (device.c).
  *
  *   Throttle: the clock of a mix is min(f_req, f_cap), f_cap the highest clock in
  *   [clock_min, clock_max] with P ≤ tdp_w (bisection on a fixed interval, so every request above
  *   f_cap gets exactly the same clock and time is never increasing in the requested clock).
  *
  * Invariants: every function here is pure (no globals, no allocation); time is positive; P ≥
- * static_w.
+ * P_floor(f).
  */
 #include "sim_internal.h"
 
@@ -52,6 +63,20 @@
 #include <string.h>
 
 #include "util/util.h"
+
+/* Tile/wave/small-K shape factor of an m×n×k GEMM on `sms` SMs (1 for a perfect fit). */
+static double gemm_shape(const kr__sim_gpu *sg, double m, double n, double k, double sms)
+{
+    const kr_gpu *g = sg->g;
+    double tm = g->gemm_tile_m, tn = g->gemm_tile_n;
+    double rows = ceil(m / tm), cols = ceil(n / tn);
+    double tiles = rows * cols;
+    double fill = (m * n) / (tiles * tm * tn);     /* partial edge tiles */
+    double waves = ceil(tiles / sms);
+    double wave = tiles / (waves * sms);            /* the last wave leaves SMs idle */
+    double kf = k / (k + g->gemm_k_half);
+    return fill * wave * kf / sg->gemm_ref;
+}
 
 void kr__sim_gpu_init(kr__sim_gpu *sg, const kr_gpu *g)
 {
@@ -65,6 +90,41 @@ void kr__sim_gpu_init(kr__sim_gpu *sg, const kr_gpu *g)
     sg->mem_knee_ghz = g->mem_knee_frac * sg->f_max_ghz;
     sg->comm_knee_ghz = g->comm_knee_frac * sg->f_max_ghz;
     sg->v_floor_ghz = g->v_floor_mhz / 1000.0;
+    double vm = kr__sim_volt(sg, sg->f_max_ghz);
+    sg->fv2_max = sg->f_max_ghz * vm * vm;
+    sg->gemm_ref = 1.0;
+    sg->gemm_ref = gemm_shape(sg, 8192.0, 8192.0, 8192.0, sg->n_sm);
+}
+
+double kr__sim_floor(const kr__sim_gpu *sg, double f_ghz)
+{
+    const kr_gpu *g = sg->g;
+    double v = kr__sim_volt(sg, f_ghz);
+    double x = sg->fv2_max > 0 ? f_ghz * v * v / sg->fv2_max : 1.0;
+    return g->floor_const_w + (g->static_w - g->floor_const_w) * x;
+}
+
+double kr_sim_floor_power_w(const kr_gpu *gpu, double freq_mhz)
+{
+    kr__sim_gpu sg;
+    kr__sim_gpu_init(&sg, gpu);
+    return kr__sim_floor(&sg, freq_mhz / 1000.0);
+}
+
+double kr__sim_emax(int n)
+{
+    /* E[max of n standard normals] (tabulated order statistics; log-linear between 8 and 64). */
+    static const double t[] = {0, 0, 0.5642, 0.8463, 1.0294, 1.1630, 1.2672, 1.3522, 1.4236};
+    if (n <= 1)
+        return 0.0;
+    if (n <= 8)
+        return t[n];
+    double x = log2((double)KR_MIN(n, 64)) - 3.0; /* 0 at 8, 3 at 64 */
+    static const double at[] = {1.4236, 1.7660, 2.0697, 2.3414};
+    int i = (int)x;
+    if (i >= 3)
+        return at[3];
+    return at[i] + (at[i + 1] - at[i]) * (x - i);
 }
 
 double kr__sim_volt(const kr__sim_gpu *sg, double f_ghz)
@@ -86,7 +146,7 @@ double kr_sim_voltage(const kr_gpu *gpu, double freq_mhz)
 
 double kr_sim_wait_power_w(const kr_gpu *gpu)
 {
-    return gpu->static_w;
+    return kr_sim_floor_power_w(gpu, gpu->clock_max_mhz);
 }
 
 double kr_sim_idle_power_w(const kr_gpu *gpu)
@@ -99,13 +159,33 @@ static int is_tensor(kr_op_kind k)
     return k == KR_OP_GEMM || k == KR_OP_ATTN;
 }
 
-static double op_rate(const kr__sim_gpu *sg, kr_op_kind k)
+/* Achievable fraction of the per-clock peak for op on `sms` SMs. */
+static double op_eff(const kr__sim_gpu *sg, const kr_op *op, double sms)
 {
-    if (k == KR_OP_GEMM)
-        return sg->tensor_rate * sg->g->gemm_eff;
-    if (k == KR_OP_ATTN)
-        return sg->tensor_rate * sg->g->attn_eff;
-    return sg->vec_rate;
+    const kr_gpu *g = sg->g;
+    if (op->kind == KR_OP_ATTN)
+        return op->backward ? g->attn_bwd_eff : g->attn_eff;
+    if (op->kind != KR_OP_GEMM)
+        return 1.0;
+    double m = (double)op->m, n = (double)op->n, k = (double)op->k;
+    if (!(m > 0 && n > 0 && k > 0))
+        return g->gemm_eff; /* shape unknown: the reference GEMM's efficiency */
+    if (!op->backward || op->gemms < 2)
+        return g->gemm_eff * gemm_shape(sg, m, n, k, sms);
+    /* dgrad [m×n]·[n×k] and wgrad [k×m]·[m×n]: equal FLOPs, times add. */
+    double e1 = gemm_shape(sg, m, k, n, sms), e2 = gemm_shape(sg, k, n, m, sms);
+    return g->gemm_eff * 2.0 / (1.0 / e1 + 1.0 / e2);
+}
+
+double kr__sim_comm_bw(const kr__sim_gpu *sg, const kr__sim_comm *c, double f)
+{
+    if (c->tuned) {
+        double x = f / sg->f_max_ghz;
+        double raw = c->units * c->cta_Bps * (c->clk_exp == 1.0 ? x : pow(x, c->clk_exp));
+        return c->busbw_cap * -expm1(-raw / c->busbw_cap);
+    }
+    double cta = c->cta_Bps * KR_MIN(1.0, f / sg->comm_knee_ghz);
+    return KR_MIN(c->busbw_cap, c->sms * cta);
 }
 
 void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim_rates *out)
@@ -113,19 +193,25 @@ void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim
     const kr_gpu *g = sg->g;
     double cap = sg->hbm_Bps * KR_MIN(1.0, f / sg->mem_knee_ghz);
     /* What each stream would take from HBM on its own. */
-    double t_c = 0, t_alone = 0, d_op = 0, bytes = 0;
+    double t_c = 0, t_peak = 0, t_alone = 0, d_op = 0, bytes = 0;
     if (m->op) {
         bytes = m->op->bytes;
-        t_c = m->op->flops > 0 ? m->op->flops / ((double)m->op_sms * op_rate(sg, m->op->kind) * f) : 0.0;
+        if (m->op->flops > 0 && m->op_sms > 0) {
+            double sms = (double)m->op_sms;
+            if (is_tensor(m->op->kind)) {
+                t_peak = m->op->flops / (sms * sg->tensor_rate * f);
+                t_c = t_peak / (m->op_eff > 0 ? m->op_eff : op_eff(sg, m->op, sms));
+            } else {
+                t_c = m->op->flops / (sms * sg->vec_rate * f);
+            }
+        }
         t_alone = KR_MAX(t_c, bytes / cap);
         d_op = t_alone > 0 ? bytes / t_alone : 0.0;
     }
     double bus = 0, d_comm = 0;
     if (m->comm && m->comm_moving) {
-        const kr__sim_comm *c = m->comm;
-        double cta = c->cta_Bps * KR_MIN(1.0, f / sg->comm_knee_ghz);
-        bus = KR_MIN(c->busbw_cap, c->sms * cta);
-        d_comm = c->hbm_per_bus * bus;
+        bus = kr__sim_comm_bw(sg, m->comm, f);
+        d_comm = m->comm->hbm_per_bus * bus;
     }
     /* Weighted max–min share of the achievable bandwidth, weights = SMs issuing requests. */
     double g_op = d_op, g_comm = d_comm;
@@ -155,23 +241,36 @@ void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim
             body = KR_MAX(body, bytes / g_op);
         if (m->comm && is_tensor(m->op->kind))
             body *= 1.0 + g->kappa_tensor;
-        double act = g->sm_activity_membound;
-        if (is_tensor(m->op->kind) && body > 0)
-            act = KR_MAX(act, t_c / body);
+        /* Power from the work done: a GEMM's activity is its achieved tensor throughput relative
+         * to the best GEMM's (gemm_eff of the per-clock peak), so tiles and waves that leave SMs
+         * idle, a small K, HBM stalls and interference lower it in proportion; attention's is
+         * attn_activity (its tensor and softmax work at its own efficiency, fitted) scaled the
+         * same way. */
+        double am = g->sm_activity_membound, act = am;
+        if (m->op->kind == KR_OP_GEMM && body > 0)
+            act = am + (1.0 - am) * KR_MIN(1.0, t_peak / (g->gemm_eff * body));
+        else if (m->op->kind == KR_OP_ATTN && body > 0)
+            act = am + (1.0 - am) * g->attn_activity *
+                           KR_MIN(1.0, t_peak / ((m->op->backward ? g->attn_bwd_eff : g->attn_eff) * body));
         u_sm += (double)m->op_sms / sg->n_sm * act;
         if (body > 0)
             used_Bps += bytes / body;
         out->op_time_s = body;
     }
     if (m->comm)
-        u_sm += (double)m->comm->sms / sg->n_sm * g->comm_activity;
+        u_sm += m->comm->units / sg->n_sm * g->comm_activity;
     double u_mem = KR_MIN(1.0, used_Bps / sg->hbm_Bps);
     double v = kr__sim_volt(sg, f);
-    out->power_w = g->static_w + g->mem_power_w * u_mem + g->dyn_coeff_w * f * v * v * u_sm;
+    out->floor_w = g->floor_const_w + (g->static_w - g->floor_const_w) * (f * v * v / sg->fv2_max);
+    out->power_w = out->floor_w + g->mem_power_w * u_mem + g->dyn_coeff_w * f * v * v * u_sm;
 }
 
-double kr__sim_throttle(const kr__sim_gpu *sg, const kr__sim_mix *m, double f_req, kr__sim_rates *r)
+double kr__sim_throttle(const kr__sim_gpu *sg, const kr__sim_mix *m0, double f_req, kr__sim_rates *r)
 {
+    kr__sim_mix mm = *m0; /* the op's efficiency does not depend on the clock: once per mix */
+    if (mm.op && is_tensor(mm.op->kind) && mm.op_sms > 0 && mm.op_eff <= 0)
+        mm.op_eff = op_eff(sg, mm.op, (double)mm.op_sms);
+    const kr__sim_mix *m = &mm;
     double tdp = sg->g->tdp_w;
     kr__sim_eval(sg, m, f_req, r);
     if (r->power_w <= tdp)
@@ -209,30 +308,42 @@ static int check_clock(const kr_gpu *gpu, const char *what, double freq_mhz, kr_
 /* ---- collectives ----------------------------------------------------------------------- */
 
 int kr__sim_comm_init(kr__sim_comm *c, const kr__sim_gpu *sg, const kr_cluster *cluster,
-                      const kr_collective *coll, int sms, kr_error *err)
+                      const kr_collective *coll, int tuned, int sms, int block, kr_error *err)
 {
     const kr_gpu *g = sg->g;
     memset(c, 0, sizeof *c);
     int n = coll->group_size;
     if (coll->kind == KR_COLL_NONE || n <= 1 || coll->bytes <= 0)
         return 0;
+    if (block <= 0)
+        block = tuned ? 1024 : 512; /* MSCCL++ kernels are built for 1024; NCCL_NTHREADS defaults to 512 */
     c->sms = sms;
-    c->cta_Bps = g->busbw_per_cta_Bps;
-    c->hbm_per_bus = (double)n / (n - 1);
+    c->tuned = tuned;
+    c->units = (double)sms * block / 1024.0;
     c->alpha_s = g->coll_alpha_s;
-    if (coll->kind == KR_COLL_ALLREDUCE) {
-        c->k = 2.0 * (n - 1) / n;
-        c->busbw_cap = g->busbw_ar_Bps;
-    } else {
-        c->k = (double)(n - 1) / n;
-        c->busbw_cap = g->busbw_ag_Bps;
-    }
+    int ar = coll->kind == KR_COLL_ALLREDUCE;
+    c->k = ar ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+    double link = ar ? g->busbw_ar_Bps : g->busbw_ag_Bps;
     if (coll->inter_node) {
         if (cluster == NULL)
             return kr_error_set(err, KR_EINVAL, "collective %s over %d ranks spans nodes but no cluster was given",
                                 kr_coll_kind_name(coll->kind), n);
-        c->busbw_cap = KR_MIN(c->busbw_cap, cluster->inter_node_bw_Bps);
+        link = KR_MIN(link, cluster->inter_node_bw_Bps);
         c->alpha_s += cluster->inter_node_latency_s;
+    }
+    if (tuned) {
+        /* The saturation measured on 2 GPUs is that of one peer connection (one memory channel
+         * of the read-based kernel); with n−1 peers the channels run side by side, up to the
+         * link (a stated hypothesis: no 8-GPU measurement of the tuned kernel yet). */
+        c->busbw_cap = KR_MIN(link, g->tuned_cap_frac * link * (n - 1));
+        c->cta_Bps = g->tuned_cta_Bps;
+        c->clk_exp = g->comm_clock_exp;
+        c->hbm_per_bus = (double)n / (n - 1); /* 2·S per GPU for an all-reduce */
+    } else {
+        c->busbw_cap = link;
+        c->cta_Bps = g->busbw_per_cta_Bps;
+        c->clk_exp = 1.0;
+        c->hbm_per_bus = (ar ? g->nccl_hbm_factor : 0.5 * g->nccl_hbm_factor) / c->k;
     }
     c->bus_bytes = c->k * coll->bytes;
     return 1;
@@ -240,6 +351,13 @@ int kr__sim_comm_init(kr__sim_comm *c, const kr__sim_gpu *sg, const kr_cluster *
 
 int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_collective *c, int sms,
                       double freq_mhz, kr_sim_coll_result *out, kr_error *err)
+{
+    return kr_sim_collective_kernel(gpu, cluster, c, KR_SIM_NCCL, sms, freq_mhz, out, err);
+}
+
+int kr_sim_collective_kernel(const kr_gpu *gpu, const kr_cluster *cluster, const kr_collective *c,
+                             kr_sim_comm_kernel kernel, int sms, double freq_mhz, kr_sim_coll_result *out,
+                             kr_error *err)
 {
     memset(out, 0, sizeof *out);
     int rc = check_clock(gpu, "collective", freq_mhz, err);
@@ -253,16 +371,16 @@ int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_col
     kr__sim_gpu sg;
     kr__sim_gpu_init(&sg, gpu);
     kr__sim_comm cm;
-    rc = kr__sim_comm_init(&cm, &sg, cluster, c, sms, err);
+    rc = kr__sim_comm_init(&cm, &sg, cluster, c, kernel == KR_SIM_TUNED, sms, 0, err);
     if (rc < 0)
         return rc;
     out->f_eff_mhz = freq_mhz;
     if (rc == 0) {
-        out->power_w = gpu->static_w;
+        out->power_w = kr__sim_floor(&sg, freq_mhz / 1000.0);
         return KR_OK;
     }
     /* The latency phase moves no bytes; the time and power reported are the bytes phase's. */
-    kr__sim_mix m = {NULL, 0, &cm, 1};
+    kr__sim_mix m = {NULL, 0, &cm, 1, 0};
     kr__sim_rates mov;
     double f = kr__sim_throttle(&sg, &m, freq_mhz / 1000.0, &mov);
     out->time_s = cm.alpha_s + cm.bus_bytes / mov.bus_Bps;
@@ -270,6 +388,8 @@ int kr_sim_collective(const kr_gpu *gpu, const kr_cluster *cluster, const kr_col
     out->algbw_Bps = c->bytes / out->time_s;
     out->power_w = mov.power_w;
     out->f_eff_mhz = f * 1000.0;
+    out->hbm_Bps = cm.hbm_per_bus * mov.bus_Bps;
+    out->sms = sms;
     return KR_OK;
 }
 
@@ -280,7 +400,7 @@ static void kernel_alone(const kr_gpu *gpu, const kr_op *op, int sms, double fre
 {
     kr__sim_gpu sg;
     kr__sim_gpu_init(&sg, gpu);
-    kr__sim_mix mix = {op, sms, NULL, 0};
+    kr__sim_mix mix = {op, sms, NULL, 0, 0};
     kr__sim_rates r;
     double f = kr__sim_throttle(&sg, &mix, freq_mhz / 1000.0, &r);
     out->time_s = gpu->launch_s + r.op_time_s;
@@ -305,6 +425,10 @@ int kr_sim_gemm(const kr_gpu *gpu, double m, double n, double k, double freq_mhz
     kr_op op;
     memset(&op, 0, sizeof op);
     op.kind = KR_OP_GEMM;
+    op.m = (long)m;
+    op.n = (long)n;
+    op.k = (long)k;
+    op.gemms = 1;
     op.flops = 2.0 * m * n * k;
     op.bytes = 2.0 * (m * k + k * n + m * n);
     kernel_alone(gpu, &op, sms ? sms : (int)gpu->sm_count, freq_mhz, out);
@@ -348,4 +472,38 @@ int kr_sim_p2p_time(const kr_job *job, int stage, double bytes, double *time_s, 
     else
         *time_s = job->gpu.coll_alpha_s + bytes / job->gpu.p2p_bw_Bps;
     return KR_OK;
+}
+
+double kr_sim_derive_dyn_coeff(const kr_gpu *gpu, double tflops)
+{
+    /* The reference GEMM at the max clock requested draws exactly TDP while delivering tflops:
+     * its clock is f = tflops / (SMs · FLOP/clk · gemm_eff); solve P(f) = TDP for c. */
+    kr_gpu g = *gpu;
+    kr__sim_gpu sg;
+    g.dyn_coeff_w = 1.0;
+    kr__sim_gpu_init(&sg, &g);
+    double f = tflops * 1e12 / (g.sm_count * g.flops_per_sm_clk * g.gemm_eff * 1e9);
+    kr_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = KR_OP_GEMM;
+    op.m = op.n = op.k = 8192;
+    op.gemms = 1;
+    op.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+    op.bytes = 2.0 * 3.0 * 8192.0 * 8192.0;
+    kr__sim_mix mix = {&op, (int)g.sm_count, NULL, 0, 0};
+    kr__sim_rates r;
+    kr__sim_eval(&sg, &mix, f, &r);
+    double per_c = r.power_w - r.floor_w - g.mem_power_w * KR_MIN(1.0, op.bytes / r.op_time_s / sg.hbm_Bps);
+    return per_c > 0 ? (g.tdp_w - r.floor_w - (r.power_w - r.floor_w - per_c)) / per_c : NAN;
+}
+
+void kr_sim_derive_floor(kr_gpu *gpu)
+{
+    /* P_floor(clock_min) = idle_w and P_floor(clock_max) = static_w, the part between ∝ f·V². */
+    kr__sim_gpu sg;
+    kr__sim_gpu_init(&sg, gpu);
+    double v = kr__sim_volt(&sg, sg.f_min_ghz);
+    double x = sg.f_min_ghz * v * v / sg.fv2_max;
+    if (x < 1)
+        gpu->floor_const_w = KR_MAX(0.0, (gpu->idle_w - gpu->static_w * x) / (1.0 - x));
 }

@@ -23,7 +23,7 @@
 
 #include "util/util.h"
 
-enum { COMM_IDLE, COMM_LATENCY, COMM_MOVING, COMM_DONE };
+enum { COMM_IDLE, COMM_PENDING, COMM_LATENCY, COMM_MOVING, COMM_DONE };
 
 /* Where the events of a timeline are being collected (NULL: not wanted). */
 typedef struct trace {
@@ -59,61 +59,80 @@ static void add_event(kr_sim_timeline *tl, int stream, const char *name, double 
     e->power_w = t1 > t0 ? energy / (t1 - t0) : 0.0;
 }
 
-static int simulate(const kr_job *job, const kr_partition *p, const kr_config *c, kr_sim_result *res, trace *tr,
-                    kr_error *err)
-{
-    memset(res, 0, sizeof *res);
-    if (job == NULL || p == NULL || c == NULL)
-        return kr_error_set(err, KR_EINVAL, "simulator: job, partition and config are required");
-    int rc = kr_config_validate(job, p, c, err);
-    if (rc)
-        return rc;
-    if (p->nops < 0 || p->nops > KR_MAX_OPS)
-        return kr_error_set(err, KR_EINVAL, "partition %s: expected 0..%d ops, found %d", p->key, KR_MAX_OPS, p->nops);
-    kr__sim_gpu sg;
-    kr__sim_gpu_init(&sg, &job->gpu);
-    kr__sim_comm cm;
-    int has_comm = kr__sim_comm_init(&cm, &sg, &job->cluster, &p->coll, c->sms, err);
-    if (has_comm < 0)
-        return has_comm;
-    int launch_at = p->nops; /* KR_SLOT_NONE: after the last op */
-    if (has_comm && c->slot != KR_SLOT_NONE)
-        launch_at = p->slots[c->slot].op_index;
-    const double f_req = c->freq_mhz / 1000.0;
-    const int n_sm = (int)job->gpu.sm_count;
+/* What one pass over the two streams needs and gives. */
+typedef struct pass {
+    const kr_job *job;
+    const kr_partition *p;
+    const kr__sim_gpu *sg;
+    const kr__sim_comm *cm;
+    int has_comm, launch_at, join_after;
+    double f_req;
+    double host_s, host0_s; /* dispatch: op i at host0 + i·host_s (0, 0: the host is ahead) */
+    /* results */
+    double t, energy, floor_e, f_min, p_max, busy, dispatch, comm_hbm;
+    double compute_end, comm_start, comm_end;
+} pass;
 
-    const double launch_s = job->gpu.launch_s;
+/* Runs the compute and comm streams of one partition execution, event by event. */
+static void run_streams(pass *ps, trace *tr)
+{
+    const kr_partition *p = ps->p;
+    const kr__sim_comm *cm = ps->cm;
+    const int n_sm = (int)ps->job->gpu.sm_count;
+    const double launch_s = ps->job->gpu.launch_s;
     int i = 0;            /* current op */
-    double launch_left = launch_s; /* seconds of op i's launch phase still to go */
+    double launch_left = KR_MAX(launch_s, ps->host0_s); /* op i's launch phase still to go */
     double left = 1.0;    /* fraction of op i's body still to do */
     int cs = COMM_IDLE;   /* comm state */
-    double comm_left = 0; /* seconds of latency, or bus bytes, still to go */
-    double t = 0, energy = 0, f_min = f_req, p_max = 0;
-    if (has_comm && launch_at == 0) {
-        cs = COMM_LATENCY;
-        comm_left = cm.alpha_s;
-    }
-    if (tr && p->nops > 0)
+    double comm_left = 0; /* seconds of waiting or latency, or bus bytes, still to go */
+    double t = 0;
+    ps->f_min = ps->f_req;
+    if (tr) {
+        memset(tr->op_energy, 0, sizeof tr->op_energy);
+        tr->comm_energy = 0;
+        tr->tl->nsegments = tr->tl->nevents = 0;
         tr->op_start[0] = 0;
-    while (i < p->nops || cs == COMM_LATENCY || cs == COMM_MOVING) {
+    }
+    for (;;) {
+        if (ps->has_comm && cs == COMM_IDLE && i == ps->launch_at) {
+            /* The host dispatches the comm kernel before op launch_at. */
+            double wait = ps->host0_s + ps->launch_at * ps->host_s - t;
+            cs = wait > 0 ? COMM_PENDING : COMM_LATENCY;
+            comm_left = wait > 0 ? wait : cm->alpha_s;
+            ps->comm_start = t + KR_MAX(0.0, wait);
+        }
+        if (!(i < p->nops || cs == COMM_PENDING || cs == COMM_LATENCY || cs == COMM_MOVING))
+            break;
         int comm_on = cs == COMM_LATENCY || cs == COMM_MOVING;
-        int op_on = i < p->nops, in_launch = op_on && launch_left > 0;
+        int comm_busy = comm_on || cs == COMM_PENDING;
+        int joined = comm_busy && ps->join_after >= 0 && i > ps->join_after; /* compute waits for the comm */
+        int op_on = i < p->nops && !joined, in_launch = op_on && launch_left > 0;
         kr__sim_mix mix;
         mix.op = op_on && !in_launch ? &p->ops[i] : NULL;
-        mix.op_sms = comm_on ? n_sm - cm.sms : n_sm;
-        mix.comm = comm_on ? &cm : NULL;
+        mix.op_sms = comm_on ? n_sm - cm->sms : n_sm;
+        mix.comm = comm_on ? cm : NULL;
         mix.comm_moving = cs == COMM_MOVING;
+        mix.op_eff = 0;
         kr__sim_rates r;
-        double f = kr__sim_throttle(&sg, &mix, f_req, &r);
+        double f = kr__sim_throttle(ps->sg, &mix, ps->f_req, &r);
         double dt_op = in_launch ? launch_left : op_on ? left * r.op_time_s : INFINITY;
-        double dt_comm = cs == COMM_LATENCY ? comm_left : cs == COMM_MOVING ? comm_left / r.bus_Bps : INFINITY;
+        double dt_comm = cs == COMM_PENDING || cs == COMM_LATENCY ? comm_left
+                         : cs == COMM_MOVING                       ? comm_left / r.bus_Bps
+                                                                   : INFINITY;
         double dt = KR_MIN(dt_op, dt_comm);
         if (tr)
             add_segment(tr, t, t + dt, r.power_w, f, op_on ? i : -1, comm_on);
         t += dt;
-        energy += r.power_w * dt;
-        f_min = KR_MIN(f_min, f);
-        p_max = KR_MAX(p_max, r.power_w);
+        ps->energy += r.power_w * dt;
+        ps->floor_e += r.floor_w * dt;
+        if (in_launch)
+            ps->dispatch += dt;
+        else if (op_on)
+            ps->busy += dt;
+        if (cs == COMM_MOVING)
+            ps->comm_hbm += r.bus_Bps * cm->hbm_per_bus * dt;
+        ps->f_min = KR_MIN(ps->f_min, f);
+        ps->p_max = KR_MAX(ps->p_max, r.power_w);
         if (tr) {
             if (op_on)
                 tr->op_energy[i] += r.power_w * dt;
@@ -121,17 +140,20 @@ static int simulate(const kr_job *job, const kr_partition *p, const kr_config *c
                 tr->comm_energy += r.power_w * dt;
         }
         /* Advance the comm stream. */
-        if (comm_on) {
+        if (comm_busy) {
             if (dt_comm <= dt_op) {
-                if (cs == COMM_LATENCY) {
+                if (cs == COMM_PENDING) {
+                    cs = COMM_LATENCY;
+                    comm_left = cm->alpha_s;
+                } else if (cs == COMM_LATENCY) {
                     cs = COMM_MOVING;
-                    comm_left = cm.bus_bytes;
+                    comm_left = cm->bus_bytes;
                 } else {
                     cs = COMM_DONE;
-                    res->comm_end_s = t;
+                    ps->comm_end = t;
                 }
             } else {
-                comm_left -= cs == COMM_LATENCY ? dt : dt * r.bus_Bps;
+                comm_left -= cs == COMM_MOVING ? dt * r.bus_Bps : dt;
             }
         }
         /* Advance the compute stream. */
@@ -143,41 +165,137 @@ static int simulate(const kr_job *job, const kr_partition *p, const kr_config *c
                     add_event(tr->tl, KR_SIM_STREAM_COMPUTE, p->ops[i].name, tr->op_start[i], t, tr->op_energy[i]);
                 i++;
                 left = 1.0;
-                launch_left = launch_s;
+                launch_left = KR_MAX(launch_s, ps->host0_s + i * ps->host_s - t);
                 if (i == p->nops)
-                    res->compute_end_s = t;
+                    ps->compute_end = t;
                 else if (tr)
                     tr->op_start[i] = t;
             } else {
                 left -= dt / r.op_time_s;
             }
         }
-        if (has_comm && cs == COMM_IDLE && i == launch_at) {
-            cs = COMM_LATENCY;
-            comm_left = cm.alpha_s;
-            res->comm_start_s = t;
-        }
     }
+    ps->t = t;
+}
+
+static int simulate(const kr_job *job, const kr_partition *p, const kr_config *c, const kr__sim_run *run,
+                    kr_sim_result *res, trace *tr, kr_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->comm_kernel = -1;
+    if (job == NULL || p == NULL || c == NULL)
+        return kr_error_set(err, KR_EINVAL, "simulator: job, partition and config are required");
+    int rc = kr_config_validate(job, p, c, err);
+    if (rc)
+        return rc;
+    if (p->nops < 0 || p->nops > KR_MAX_OPS)
+        return kr_error_set(err, KR_EINVAL, "partition %s: expected 0..%d ops, found %d", p->key, KR_MAX_OPS, p->nops);
+    kr__sim_run dflt = {0, -1, -1, -2};
+    if (run == NULL)
+        run = &dflt;
+    kr__sim_gpu sg;
+    kr__sim_gpu_init(&sg, &job->gpu);
+    int kernel = run->kernel >= 0 ? run->kernel
+                                  : (p->variant == KR_VARIANT_KAREUS && p->per_stage == 0 ? KR_SIM_TUNED : KR_SIM_NCCL);
+    kr__sim_comm cm;
+    int has_comm = kr__sim_comm_init(&cm, &sg, &job->cluster, &p->coll, kernel == KR_SIM_TUNED, c->sms, run->block, err);
+    if (has_comm < 0)
+        return has_comm;
+    int launch_at = p->nops; /* KR_SLOT_NONE: after the last op */
+    if (has_comm && run->launch_op >= -1)
+        launch_at = run->launch_op >= 0 && run->launch_op < p->nops ? run->launch_op : p->nops;
+    else if (has_comm && c->slot != KR_SLOT_NONE)
+        launch_at = p->slots[c->slot].op_index;
+
+    /*
+     * Host dispatch (eager training: each op is a Python-level call). In steady state the host
+     * either runs ahead of the GPU — then dispatch costs nothing — or the GPU waits for it. So:
+     * one pass with the host ahead gives the GPU time G; if the host needs longer,
+     * H = host_call + nops·host_op (host_call: the partition call itself, event record/wait,
+     * the comm launch), the partition is host-bound and runs again with op i dispatched at
+     * host_call + i·host_op (the comm before op launch_at), and lasts at least H.
+     */
+    pass ps;
+    memset(&ps, 0, sizeof ps);
+    ps.job = job;
+    ps.p = p;
+    ps.sg = &sg;
+    ps.cm = &cm;
+    ps.has_comm = has_comm;
+    ps.launch_at = launch_at;
+    ps.join_after = run->join_after;
+    ps.f_req = c->freq_mhz / 1000.0;
+    run_streams(&ps, tr);
+    double host_total = job->gpu.sync_s + p->nops * job->gpu.host_op_s;
+    int host_bound = ps.t < host_total;
+    if (host_bound) {
+        pass hb = ps;
+        hb.t = hb.energy = hb.floor_e = hb.busy = hb.dispatch = hb.comm_hbm = hb.p_max = 0;
+        hb.compute_end = hb.comm_start = hb.comm_end = 0;
+        hb.host_s = job->gpu.host_op_s;
+        hb.host0_s = job->gpu.sync_s;
+        run_streams(&hb, tr);
+        ps = hb;
+    }
+    /* Phases where the GPU holds its clock and draws the floor: the host still dispatching,
+     * then the wait for the slowest rank of the collective's group. */
+    kr__sim_rates idle;
+    kr__sim_mix none = {NULL, (int)job->gpu.sm_count, NULL, 0, 0};
+    kr__sim_throttle(&sg, &none, ps.f_req, &idle);
+    double host_wait = host_bound ? KR_MAX(0.0, host_total - ps.t) : 0.0;
+    res->dispatch_s = ps.dispatch + host_wait;
+    res->sync_s = host_bound ? job->gpu.sync_s : 0.0;
+    if (has_comm)
+        res->skew_s = job->gpu.skew_cv * kr__sim_emax(p->coll.group_size) * ps.busy;
+    double tail = host_wait + res->skew_s;
+    if (tr && tail > 0)
+        add_segment(tr, ps.t, ps.t + tail, idle.power_w, ps.f_req, -1, 0);
+    double t = ps.t + tail;
+    double energy = ps.energy + idle.power_w * tail;
     if (tr && has_comm)
-        add_event(tr->tl, KR_SIM_STREAM_COMM, kr_coll_kind_name(p->coll.kind), res->comm_start_s, res->comm_end_s,
+        add_event(tr->tl, KR_SIM_STREAM_COMM, kr_coll_kind_name(p->coll.kind), ps.comm_start, ps.comm_end,
                   tr->comm_energy);
     res->time_s = t;
     res->energy_j = energy;
     res->eff_energy_j = energy - job->static_power_w * t;
-    res->min_f_eff_mhz = f_min * 1000.0;
-    res->max_power_w = p_max;
+    res->compute_end_s = ps.compute_end;
+    res->comm_start_s = ps.comm_start;
+    res->comm_end_s = ps.comm_end;
+    res->min_f_eff_mhz = ps.f_min * 1000.0;
+    res->max_power_w = ps.p_max;
+    res->floor_w = kr__sim_floor(&sg, ps.f_req);
+    res->floor_energy_j = ps.floor_e + idle.floor_w * tail;
+    if (has_comm) {
+        res->comm_kernel = kernel;
+        res->comm_sms = cm.sms;
+        res->comm_hbm_bytes = ps.comm_hbm;
+    }
     return KR_OK;
+}
+
+int kr__sim_partition_run(const kr_job *job, const kr_partition *p, const kr_config *c, const kr__sim_run *run,
+                          kr_sim_result *out, kr_sim_timeline *tl, kr_error *err)
+{
+    if (tl == NULL)
+        return simulate(job, p, c, run, out, NULL, err);
+    memset(tl, 0, sizeof *tl);
+    trace tr;
+    memset(&tr, 0, sizeof tr);
+    tr.tl = tl;
+    int rc = simulate(job, p, c, run, &tl->result, &tr, err);
+    *out = tl->result;
+    return rc;
 }
 
 int kr_sim_partition(const kr_job *job, const kr_partition *p, const kr_config *c, kr_sim_result *out, kr_error *err)
 {
-    return simulate(job, p, c, out, NULL, err);
+    return simulate(job, p, c, NULL, out, NULL, err);
 }
 
 int kr_sim_measure(const kr_job *job, const kr_partition *p, const kr_config *c, kr_measurement *out, kr_error *err)
 {
     kr_sim_result r;
-    int rc = simulate(job, p, c, &r, NULL, err);
+    int rc = simulate(job, p, c, NULL, &r, NULL, err);
     memset(out, 0, sizeof *out);
     if (rc)
         return rc;
@@ -195,7 +313,7 @@ int kr_sim_partition_timeline(const kr_job *job, const kr_partition *p, const kr
     trace tr;
     memset(&tr, 0, sizeof tr);
     tr.tl = out;
-    return simulate(job, p, c, &out->result, &tr, err);
+    return simulate(job, p, c, NULL, &out->result, &tr, err);
 }
 
 int kr_sim_fixed_config(const kr_partition *p, int freq_mhz, kr_config *out, kr_error *err)

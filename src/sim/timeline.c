@@ -8,6 +8,34 @@
 #include "kareus/sim.h"
 #include "util/util.h"
 
+json_t *kr_sim_result_json(const kr_sim_result *r, double static_power_w)
+{
+    json_t *o = json_object();
+    if (o == NULL)
+        return NULL;
+    kr__jset_real(o, "time_s", r->time_s);
+    kr__jset_real(o, "energy_j", r->energy_j);
+    kr__jset_real(o, "effective_energy_j", r->eff_energy_j);
+    kr__jset_real(o, "static_power_w", static_power_w);
+    kr__jset_real(o, "compute_end_s", r->compute_end_s);
+    kr__jset_real(o, "comm_start_s", r->comm_start_s);
+    kr__jset_real(o, "comm_end_s", r->comm_end_s);
+    kr__jset_real(o, "min_f_eff_mhz", r->min_f_eff_mhz);
+    kr__jset_real(o, "max_power_w", r->max_power_w);
+    kr__jset_real(o, "floor_w", r->floor_w);
+    kr__jset_real(o, "floor_energy_j", r->floor_energy_j);
+    kr__jset_real(o, "work_energy_j", r->energy_j - r->floor_energy_j);
+    kr__jset_real(o, "dispatch_s", r->dispatch_s);
+    kr__jset_real(o, "sync_s", r->sync_s);
+    kr__jset_real(o, "skew_s", r->skew_s);
+    json_object_set_new(o, "comm_kernel", r->comm_kernel == KR_SIM_TUNED  ? json_string("tuned")
+                                          : r->comm_kernel == KR_SIM_NCCL ? json_string("nccl")
+                                                                          : json_null());
+    json_object_set_new(o, "comm_sms", json_integer(r->comm_sms));
+    kr__jset_real(o, "comm_hbm_bytes", r->comm_hbm_bytes);
+    return o;
+}
+
 int kr_sim_timeline_write_json(const char *path, const kr_job *job, const kr_partition *p, const kr_config *c,
                                const kr_sim_timeline *t, kr_error *err)
 {
@@ -25,15 +53,7 @@ int kr_sim_timeline_write_json(const char *path, const kr_job *job, const kr_par
     json_object_set_new(cfg, "sms", json_integer(c->sms));
     json_object_set_new(cfg, "slot", json_string(kr_partition_slot_name(p, c->slot)));
     json_object_set_new(root, "config", cfg);
-    json_t *res = json_object();
-    kr__jset_real(res, "time_s", t->result.time_s);
-    kr__jset_real(res, "energy_j", t->result.energy_j);
-    kr__jset_real(res, "effective_energy_j", t->result.eff_energy_j);
-    kr__jset_real(res, "compute_end_s", t->result.compute_end_s);
-    kr__jset_real(res, "comm_start_s", t->result.comm_start_s);
-    kr__jset_real(res, "comm_end_s", t->result.comm_end_s);
-    kr__jset_real(res, "min_f_eff_mhz", t->result.min_f_eff_mhz);
-    kr__jset_real(res, "max_power_w", t->result.max_power_w);
+    json_t *res = kr_sim_result_json(&t->result, job->static_power_w);
     json_object_set_new(root, "result", res);
     json_t *ev = json_array();
     for (int i = 0; i < t->nevents; i++) {

@@ -97,7 +97,14 @@ int kr_solve_select(const kr_solve_result *f, const char *rules, int *steps, int
             for (int i = 0; i < f->nsteps && rc == KR_OK; i++)
                 rc = add(steps, &n, cap, i, err);
         } else if (strcmp(tok, "artifact10") == 0) {
-            int N = f->nsteps - 1; /* solver plans = steps 1..N */
+            /* The artifact samples lowtime's frontier, which runs from the energy-minimal plan to
+             * the fastest; steps slower than the energy-minimal plan (they cost both time and
+             * energy) are not part of it, so sampling starts there. */
+            int first = 1;
+            for (int i = 2; i < f->nsteps; i++)
+                if (f->steps[i].energy_j < f->steps[first].energy_j)
+                    first = i;
+            int N = f->nsteps - first; /* solver plans = steps first..nsteps-1 */
             if (N < 1)
                 continue;
             int stride = (N + 14) / 15, idx[15], k = 0;
@@ -106,7 +113,7 @@ int kr_solve_select(const kr_solve_result *f, const char *rules, int *steps, int
             qsort(idx, (size_t)k, sizeof(int), cmp_int);
             for (int p = 0; p < k && rc == KR_OK; p++)
                 if (!(p <= 8 && p % 2 == 0))
-                    rc = add(steps, &n, cap, idx[p] + 1, err);
+                    rc = add(steps, &n, cap, idx[p] + first, err);
         } else if (strncmp(tok, "deadline=", 9) == 0) {
             if (parse_num(tok + 9, &v) || v <= 0) {
                 rc = kr_error_set(err, KR_EPARSE, "select: deadline: expected seconds > 0, found '%s'", tok + 9);

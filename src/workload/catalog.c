@@ -78,9 +78,11 @@ typedef struct gpu_entry {
  * value for which the simulator's random-data 8192^3 BF16 GEMM at the max clock draws exactly
  * TDP while delivering the published throughput (`kareus catalog --check` re-derives it).
  */
-#define C_A100 430
-#define C_HOPPER 643
-#define SRC_C_A100 "D: P = TDP for an 8192^3 BF16 GEMM at 1410 MHz requested, 264 TF (midpoint of 257 thonking.ai, 271.2 MAMF) -> f_eff 1.265 GHz, V 0.756 V"
+#define C_A100 403.88
+#define C_A100_80 402.55
+#define C_H200 670.77
+#define C_HOPPER 660.89
+#define SRC_C_A100 "D: P = TDP for an 8192^3 BF16 GEMM at 1410 MHz requested, 264 TF (midpoint of 257 thonking.ai, 271.2 MAMF), loaded V(f) (kr_sim_derive_dyn_coeff)"
 #define SRC_C_HOPPER "D: P = TDP for an 8192^3 BF16 GEMM on H100 at 1980 MHz requested, 794.5 TF (stas00 MAMF) -> f_eff 1.56 GHz, V 0.755 V; same die on H200"
 
 /* Sources shared by several entries (each string at most KR_SOURCE_MAX − 1 characters). */
@@ -93,7 +95,7 @@ typedef struct gpu_entry {
 #define SRC_P2P_A100 "M: Kareus p2p_power_w=85 W (power while blocked in P2P recv), ml-energy/kareus:tests/bayesian/common/model_config.py"
 #define SRC_P2P_HOPPER "E: measured idle + 30 W, the margin of A100 (85 W blocked vs 55 W idle); no Hopper measurement published"
 #define SRC_VMIN_A100 "M: nvidia-smi 0.706-0.719 V at the 210 MHz idle clock (A100 40GB/80GB dumps: thamada/nvidia-smi:gls/A100SXMx4_smi.py, brick-house.org)"
-#define SRC_VFIT_A100 "D: quadratic V(f) through v_min and the M readings 0.725 V@930 MHz, 0.744 V@1155 MHz (A100-80GB dumps): floor 485 MHz, V(1410)=0.775 V"
+#define SRC_VFIT_A100 "D: floor of the V(f) fit through v_min and the M readings 0.725 V@930 MHz, 0.744 V@1155 MHz (A100-80GB dumps)"
 #define SRC_VEXP "E: convex rise (V/F tables are flat at low clocks, steepest at the top); 2 fits the three A100 readings exactly"
 #define SRC_VFLOOR_HOPPER "E: same relative floor as the A100 fit (485/1410 = 0.344 of f_max); no Hopper loaded-voltage data"
 #define SRC_FLOPS_A100 "D: 312 TF dense BF16 (stas00 TFLOPS table) / (108 SMs x 1.41 GHz) = 2049 -> 2048 FLOP/clk/SM (1024 FMA)"
@@ -121,6 +123,39 @@ typedef struct gpu_entry {
 #define SRC_MEMPOW "E: HBM streaming at full bandwidth, P_mem = 60 W; no direct measurement published"
 #define SRC_MEMPOW_HOPPER "E: HBM3 streaming ~80 W (H100 dumps show 44-70 W memory power at idle: thamada/nvidia-smi:gls/H100SXMx8_smi.py)"
 
+/*
+ * Constants fitted by `kareus calibrate` (src/sim/harness.c) to the measured A100 attention
+ * partition (tests/data/calibration/a100-attn-tp2: Kareus artifact, ml-energy/kareus@9b64d9e9),
+ * fit fold = rows with an odd CTA count at both clocks; docs/calibration.md gives the run.
+ */
+#define A100_FLOOR_CONST 52.350
+#define HOST_OP_S 30e-6
+#define FIT_A100_TUNED_CTA 6.5593e9
+#define FIT_A100_TUNED_CAP 0.43901
+#define FIT_A100_COMM_EXP 0.068879
+#define FIT_A100_VMAX 0.96178
+#define H100_FLOOR_CONST 86.297
+#define H200_FLOOR_CONST 70.721
+#define FIT_A100_ATTN 0.15
+#define FIT_A100_ATTN_ACT 0.47457
+#define FIT_A100_VEXP 6.2080
+#define SRC_VEXP_A100 "D: V(f) through v_min, the 0.744 V @1155 MHz reading (A100-80GB dump) and the fitted loaded v_max"
+#define SRC_FIT_A100 "F: kareus calibrate on the measured A100 fwd_attn partition (ml-energy/kareus@9b64d9e9 energy_results.csv), odd-CTA fold"
+#define SRC_TILE "E: 256x128 threadblock tile of large BF16 GEMMs on Ampere (NVIDIA CUTLASS default GEMM configuration for SM80)"
+#define SRC_TILE_HOPPER "E: as A100 (Hopper cuBLAS picks 128x256/256x128 warp-specialized tiles, CUTLASS SM90 docs)"
+#define SRC_KHALF "E: per-tile prologue/epilogue (C tile load/store, pipeline fill) ~ 128 k-elements of main loop; no published figure"
+#define SRC_ATTN_BWD "D: FlashAttention-2 backward/forward efficiency 63%/73% of A100 peak (Dao 2023, arXiv 2307.08691 sec. 4.1) x attn_eff"
+#define SRC_ATTN_BWD_HOPPER "E: the A100 backward/forward ratio (FA2 paper) applied to the Hopper forward efficiency"
+#define SRC_SYNC "E: host cost of one partition call: Python, cudaEventRecord + cudaStreamWaitEvent, comm launch (~10-30 us)"
+#define SRC_HOST "E: eager PyTorch dispatch of one op (Python + framework + launch, ~10-50 us); hidden while the GPU is the bottleneck"
+#define SRC_SKEW "E: 2% rank-to-rank jitter of partition compute (clock/thermal variation); a collective waits E[max] of the group"
+#define SRC_NCCL_HBM "D: ring all-reduce stages each chunk through the FIFO: ~5.25 S HBM bytes per GPU vs 2 S for a read-based kernel (NCCL ring Simple protocol; Kareus uses MSCCL++, ml-energy/kareus:kareus/msccl/)"
+#define SRC_FLOOR "D: floor = idle_w at clock_min (M) and static_w at clock_max (M), f*V(f)^2 between (kr_sim_derive_floor)"
+#define SRC_FLOOR_HOPPER "D: as A100 from idle_w (M) and static_w (E) (kr_sim_derive_floor)"
+#define SRC_ATTN_ACT_HOPPER "E: the A100 fit (attention power relative to a GEMM is a property of the kernel, not measured on Hopper)"
+#define SRC_HOST_HOPPER "E: as A100 (host dispatch is a CPU/framework cost, not a GPU one)"
+#define SRC_TUNED_HOPPER "E: A100 fit scaled by the clock ratio 1980/1410 (per-CTA issue rate ~ SM clock); no Hopper measurement"
+
 static const gpu_entry gpu_entries[] = {
     {"a100-sxm4-40gb",
      "NVIDIA A100-SXM4-40GB",
@@ -140,13 +175,13 @@ static const gpu_entry gpu_entries[] = {
          {P(mem_power_w), 60, SRC_MEMPOW},
          {P(dyn_coeff_w), C_A100, SRC_C_A100},
          {P(v_min), 0.71, SRC_VMIN_A100},
-         {P(v_max), 0.775, SRC_VFIT_A100},
+         {P(v_max), FIT_A100_VMAX, SRC_FIT_A100 " (loaded voltage)"},
          {P(v_floor_mhz), 485, SRC_VFIT_A100},
-         {P(v_exp), 2, SRC_VEXP},
+         {P(v_exp), FIT_A100_VEXP, SRC_VEXP_A100},
          {P(flops_per_sm_clk), 2048, SRC_FLOPS_A100},
          {P(vec_flops_per_sm_clk), 128, SRC_VEC_A100},
          {P(gemm_eff), 0.945, SRC_GEMMEFF},
-         {P(attn_eff), 0.65, SRC_ATTN_EFF},
+         {P(attn_eff), FIT_A100_ATTN, SRC_FIT_A100 " (harness: dropout 0.1, fp16, d 64)"},
          {P(hbm_bw_Bps), 1555e9, "M: 1555 GB/s (thundercompute.com A100 guide; " SRC_STAS " memory table)"},
          {P(mem_eff), 0.85, SRC_MEMEFF},
          {P(mem_knee_frac), 0.55, SRC_KNEE},
@@ -162,6 +197,19 @@ static const gpu_entry gpu_entries[] = {
          {P(p2p_bw_Bps), 230e9, SRC_NVLINK_A100},
          {P(kappa_tensor), 0.05, SRC_KAPPA},
          {P(clock_switch_s), 0.015, SRC_SWITCH},
+         {P(floor_const_w), A100_FLOOR_CONST, SRC_FLOOR},
+         {P(gemm_tile_m), 256, SRC_TILE},
+         {P(gemm_tile_n), 128, SRC_TILE},
+         {P(gemm_k_half), 128, SRC_KHALF},
+         {P(attn_bwd_eff), FIT_A100_ATTN * 63.0 / 73.0, SRC_ATTN_BWD},
+         {P(host_op_s), HOST_OP_S, SRC_HOST},
+         {P(sync_s), 20e-6, SRC_SYNC},
+         {P(skew_cv), 0.02, SRC_SKEW},
+         {P(tuned_cta_Bps), FIT_A100_TUNED_CTA, SRC_FIT_A100},
+         {P(tuned_cap_frac), FIT_A100_TUNED_CAP, SRC_FIT_A100},
+         {P(comm_clock_exp), FIT_A100_COMM_EXP, SRC_FIT_A100},
+         {P(nccl_hbm_factor), 5.25, SRC_NCCL_HBM},
+         {P(attn_activity), FIT_A100_ATTN_ACT, SRC_FIT_A100},
      }},
     {"a100-sxm4-80gb",
      "NVIDIA A100-SXM4-80GB",
@@ -170,6 +218,8 @@ static const gpu_entry gpu_entries[] = {
          {P(default_clock_mhz), 1155, "M: 1155 MHz (A100-80GB nvidia-smi dump; 1140 on the 500 W CTS board, thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
          {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table; CTS variant up to 500 W)"},
          {P(idle_w), 60, "M: 58.8-62.2 W idle (thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
+         {P(floor_const_w), 57.792, SRC_FLOOR},
+         {P(dyn_coeff_w), C_A100_80, SRC_C_A100},
          {P(hbm_bw_Bps), 2039e9, "M: 2039 GB/s (" SRC_STAS " memory table)"},
          {P(busbw_ar_Bps), 220e9, "M: 8xA100 80GB ~200-220 GB/s busbw (NVIDIA/nccl-tests issues #149, #228)"},
          {P(busbw_ag_Bps), 220e9, "M: as all-reduce (NVIDIA/nccl-tests issue #228: 220 GB/s)"},
@@ -214,6 +264,19 @@ static const gpu_entry gpu_entries[] = {
          {P(p2p_bw_Bps), 360e9, SRC_NVLINK_HOPPER},
          {P(kappa_tensor), 0.05, SRC_KAPPA},
          {P(clock_switch_s), 0.015, SRC_SWITCH},
+         {P(floor_const_w), H100_FLOOR_CONST, SRC_FLOOR_HOPPER},
+         {P(gemm_tile_m), 256, SRC_TILE_HOPPER},
+         {P(gemm_tile_n), 128, SRC_TILE_HOPPER},
+         {P(gemm_k_half), 128, SRC_KHALF},
+         {P(attn_bwd_eff), 0.55 * 63.0 / 73.0, SRC_ATTN_BWD_HOPPER},
+         {P(host_op_s), HOST_OP_S, SRC_HOST_HOPPER},
+         {P(sync_s), 20e-6, SRC_SYNC},
+         {P(skew_cv), 0.02, SRC_SKEW},
+         {P(tuned_cta_Bps), FIT_A100_TUNED_CTA * 1980.0 / 1410.0, SRC_TUNED_HOPPER},
+         {P(tuned_cap_frac), FIT_A100_TUNED_CAP, SRC_TUNED_HOPPER},
+         {P(comm_clock_exp), FIT_A100_COMM_EXP, SRC_TUNED_HOPPER},
+         {P(nccl_hbm_factor), 5.25, SRC_NCCL_HBM},
+         {P(attn_activity), FIT_A100_ATTN_ACT, SRC_ATTN_ACT_HOPPER},
      }},
     {"h200",
      "NVIDIA H200",
@@ -227,6 +290,8 @@ static const gpu_entry gpu_entries[] = {
          {P(tdp_w), 700, "M: H200 SXM 700 W (" SRC_STAS " power table)"},
          {P(idle_w), 74.6, "M: 74.6 W idle (thamada/gls:gls/H200_smi.py)"},
          {P(static_w), 105, SRC_P2P_HOPPER},
+         {P(floor_const_w), H200_FLOOR_CONST, SRC_FLOOR_HOPPER},
+         {P(dyn_coeff_w), C_H200, SRC_C_HOPPER},
          {P(v_min), 0.685, "M: 0.685 V at the 345 MHz idle clock (thamada/gls:gls/H200_smi.py)"},
          {P(v_max), 0.85, "E: as H100 (no loaded-voltage reading published)"},
          {P(flops_per_sm_clk), 4096, "D: 989 TF dense BF16 = 132 x 4096 x 1.83 GHz (" SRC_STAS ")"},

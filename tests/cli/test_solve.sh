@@ -18,14 +18,15 @@ expect_exit 0 "plans: " -- solve --options "$G/opts_S2.csv" --job default --fron
   --plans "$TMP/plans" --select fastest,frugal,artifact10,deadline=1.5
 # artifact10 keeps 10 plans (the fastest among them); frugal and the deadline add at most 2.
 n=$(ls "$TMP/plans"/plan_*.json | wc -l)
-z=$(ls "$TMP/plans"/freqs_*.py | wc -l)
+z=$(ls "$TMP/plans"/freqs_pipeline_*.py | wc -l)
 [ "$n" -ge 10 ] && [ "$n" -le 12 ] && [ "$z" -eq "$n" ] && echo "ok: $n plan files" ||
   { echo "FAIL: $n plan files, $z Zeus files" >&2; fails=$((fails + 1)); }
 p=$(ls "$TMP/plans"/plan_*.json | head -1)
 expect_exit 0 "fits the job" -- plan validate "$p" --job default
 expect_exit 0 "stage 1:" -- plan show "$p"
 expect_exit 0 "" -- plan export-zeus "$p" --out "$TMP/z.py"
-grep -q '("forward", ' "$TMP/z.py" && echo "ok: zeus export" || { echo "FAIL: zeus export" >&2; fails=$((fails + 1)); }
+grep -q "^\[('forward', " "$TMP/z.py" && grep -q "^# Iteration [0-9]* total cost with P2P: " "$TMP/z.py" &&
+  echo "ok: zeus export" || { echo "FAIL: zeus export" >&2; fails=$((fails + 1)); }
 
 # Bad input: exit 2 with what was expected and where.
 printf 'stage,instruction,frequency,time\n0,forward,1410,0.1\n' >"$TMP/nocol.csv"

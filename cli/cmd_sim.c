@@ -1,0 +1,278 @@
+/*
+ * cmd_sim.c — the simulator against measured partitions: `kareus sim check` predicts every row
+ * of a calibration set and prints the errors per clock, the clock ratios and the rank agreement;
+ * `kareus calibrate` fits the harness-identifiable constants to one fold of the set and writes
+ * the calibrated GPU entry (then `sim check --gpu` validates it on the other fold).
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char check_usage[] =
+    "usage: kareus sim check --data CALIB.json [--gpu FILE] [--fold all|odd|even] [--rows OUT.csv] [--json]\n\n"
+    "Predicts every measured row of a calibration set (a kareus.calib manifest: job, partition,\n"
+    "CSV files in the Kareus artifact's energy_results.csv layout, the clock of each) and prints,\n"
+    "per clock: median and 90th-percentile relative error of time, energy and average power,\n"
+    "Spearman rank correlation of time over all rows, of the overlap windows and of the CTA\n"
+    "counts; and the measured vs predicted ratios of time and energy to the first clock.\n"
+    "  --data FILE   the manifest (e.g. tests/data/calibration/a100-attn-tp2/calib.json)\n"
+    "  --gpu FILE    predict with this GPU entry (e.g. from kareus calibrate) instead of the job's\n"
+    "  --fold F      rows to use: all (default), odd or even CTA counts\n"
+    "  --rows FILE   also write every row, measured and predicted, with where the time goes (CSV)\n"
+    "  --json        machine-readable output\n";
+
+static const char calib_usage[] =
+    "usage: kareus calibrate --data CALIB.json [--fold odd|even|all] [--out GPU.json] [--json]\n\n"
+    "Fits the constants a measured partition pins down (loaded v_max, the floor power's\n"
+    "clock-independent part, host dispatch per op, attention efficiency, the tuned comm kernel's\n"
+    "per-CTA bandwidth, saturation and clock exponent, comm CTA power) to the rows of one fold\n"
+    "by least squares on log time and log energy, starting from the job's GPU entry, and prints\n"
+    "the fitted values with the check of both folds. Default fold: odd (validate on even).\n"
+    "  --out FILE    write the calibrated GPU entry (kareus.gpu JSON, sources say how it was fit)\n";
+
+static int parse_fold(const char *cmd, const char *s, int *out)
+{
+    if (strcmp(s, "all") == 0)
+        *out = KR_CALIB_ALL;
+    else if (strcmp(s, "odd") == 0)
+        *out = KR_CALIB_ODD;
+    else if (strcmp(s, "even") == 0)
+        *out = KR_CALIB_EVEN;
+    else
+        return cli_usage_error(cmd, "--fold: expected all, odd or even, found '%s'", s);
+    return 0;
+}
+
+static const char *fold_name(int f)
+{
+    return f == KR_CALIB_ODD ? "odd" : f == KR_CALIB_EVEN ? "even" : "all";
+}
+
+static json_t *report_json(const kr_sim_calib_report *r)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < r->nclocks; k++) {
+        const kr_sim_calib_clock *g = &r->clocks[k];
+        json_t *o = json_object();
+        json_object_set_new(o, "clock_mhz", json_real(g->clock_mhz));
+        json_object_set_new(o, "rows", json_integer(g->rows));
+        json_object_set_new(o, "time_err_median", json_real(g->time_med));
+        json_object_set_new(o, "time_err_p90", json_real(g->time_p90));
+        json_object_set_new(o, "energy_err_median", json_real(g->energy_med));
+        json_object_set_new(o, "energy_err_p90", json_real(g->energy_p90));
+        json_object_set_new(o, "power_err_median", json_real(g->power_med));
+        json_object_set_new(o, "power_err_p90", json_real(g->power_p90));
+        json_object_set_new(o, "spearman_time", json_real(isfinite(g->spearman_time) ? g->spearman_time : 0));
+        json_object_set_new(o, "spearman_windows", json_real(isfinite(g->spearman_windows) ? g->spearman_windows : 0));
+        json_object_set_new(o, "spearman_ctas", json_real(isfinite(g->spearman_ctas) ? g->spearman_ctas : 0));
+        json_object_set_new(o, "measured_power_w", json_real(g->meas_power_w));
+        if (k > 0) {
+            json_object_set_new(o, "pairs", json_integer(g->pairs));
+            json_object_set_new(o, "time_ratio_measured", json_real(g->meas_time_ratio));
+            json_object_set_new(o, "time_ratio_predicted", json_real(g->pred_time_ratio));
+            json_object_set_new(o, "energy_ratio_measured", json_real(g->meas_energy_ratio));
+            json_object_set_new(o, "energy_ratio_predicted", json_real(g->pred_energy_ratio));
+        }
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static void report_print(const char *title, const kr_sim_calib_report *r)
+{
+    printf("%s\n", title);
+    printf("  %-9s %5s  %-17s %-17s %-17s %-8s %-8s %-8s %s\n", "clock", "rows", "time err med/p90",
+           "energy err med/p90", "power err med/p90", "rho(t)", "rho(win)", "rho(cta)", "power");
+    for (int k = 0; k < r->nclocks; k++) {
+        const kr_sim_calib_clock *g = &r->clocks[k];
+        printf("  %4.0f MHz %6d  %6.1f%% %7.1f%%   %6.1f%% %7.1f%%   %6.1f%% %7.1f%%   %6.3f   %6.3f   %6.3f   %.0f W\n",
+               g->clock_mhz, g->rows, 100 * g->time_med, 100 * g->time_p90, 100 * g->energy_med,
+               100 * g->energy_p90, 100 * g->power_med, 100 * g->power_p90, g->spearman_time, g->spearman_windows,
+               g->spearman_ctas, g->meas_power_w);
+    }
+    for (int k = 1; k < r->nclocks; k++) {
+        const kr_sim_calib_clock *g = &r->clocks[k];
+        printf("  %.0f / %.0f MHz over %d matched rows: time ratio measured %.3f predicted %.3f (%+.1f points), "
+               "energy ratio measured %.3f predicted %.3f (%+.1f points)\n",
+               g->clock_mhz, r->clocks[0].clock_mhz, g->pairs, g->meas_time_ratio, g->pred_time_ratio,
+               100 * (g->pred_time_ratio - g->meas_time_ratio), g->meas_energy_ratio, g->pred_energy_ratio,
+               100 * (g->pred_energy_ratio - g->meas_energy_ratio));
+    }
+}
+
+static int sim_check(int argc, char **argv)
+{
+    static const struct option opts[] = {{"data", required_argument, NULL, 'd'}, {"gpu", required_argument, NULL, 'g'},
+                                         {"fold", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
+                                         {"rows", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *data = NULL, *gpu_file = NULL, *rows = NULL;
+    int fold = KR_CALIB_ALL, json = 0, ch, rc;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': data = optarg; break;
+        case 'g': gpu_file = optarg; break;
+        case 'r': rows = optarg; break;
+        case 'f':
+            if ((rc = parse_fold("sim check", optarg, &fold)))
+                return rc;
+            break;
+        case 'j': json = 1; break;
+        case 'h': fputs(check_usage, stdout); return 0;
+        default: return cli_usage_error("sim check", "unknown option");
+        }
+    }
+    if (data == NULL)
+        return cli_usage_error("sim check", "--data: required (a kareus.calib manifest)");
+    kr_error err = {0};
+    kr_sim_calib *cs = calloc(1, sizeof *cs);
+    kr_gpu *gpu = calloc(1, sizeof *gpu);
+    if (cs == NULL || gpu == NULL) {
+        free(cs);
+        free(gpu);
+        return CLI_EXIT_FAIL;
+    }
+    if ((rc = kr_sim_calib_read(data, cs, &err)) || (gpu_file && (rc = kr_gpu_read_json(gpu_file, gpu, &err)))) {
+        free(gpu);
+        free(cs);
+        return cli_report(rc, &err);
+    }
+    kr_sim_calib_report rep;
+    rc = kr_sim_calib_check(cs, gpu_file ? gpu : NULL, fold, &rep, &err);
+    if (rc == KR_OK && rows)
+        rc = kr_sim_calib_write_rows(cs, gpu_file ? gpu : NULL, rows, &err);
+    if (rc == KR_OK) {
+        if (json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "data", json_string(data));
+            json_object_set_new(o, "gpu", json_string(gpu_file ? gpu->name : cs->job.gpu.name));
+            json_object_set_new(o, "partition", json_string(cs->partition));
+            json_object_set_new(o, "fold", json_string(fold_name(fold)));
+            json_object_set_new(o, "clocks", report_json(&rep));
+            char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+            puts(s);
+            free(s);
+            json_decref(o);
+        } else {
+            char title[600];
+            snprintf(title, sizeof title, "%s: %s on %s, %d rows, fold %s", data, cs->partition,
+                     gpu_file ? gpu->name : cs->job.gpu.name, cs->n, fold_name(fold));
+            report_print(title, &rep);
+        }
+    }
+    kr_sim_calib_free(cs);
+    free(cs);
+    free(gpu);
+    return rc ? cli_report(rc, &err) : 0;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    static const char usage[] = "usage: kareus sim check --data CALIB.json [--gpu FILE] [--fold F] [--json]\n";
+    if (argc < 2 || cli_wants_help(argc, argv)) {
+        fputs(argc >= 3 && strcmp(argv[1], "check") == 0 ? check_usage : usage, stdout);
+        return argc < 2 ? CLI_EXIT_INPUT : 0;
+    }
+    if (strcmp(argv[1], "check") == 0)
+        return sim_check(argc - 1, argv + 1);
+    return cli_usage_error("sim", "expected the subcommand check, found '%s'", argv[1]);
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    static const struct option opts[] = {{"data", required_argument, NULL, 'd'}, {"out", required_argument, NULL, 'o'},
+                                         {"fold", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+    const char *data = NULL, *out = NULL;
+    int fold = KR_CALIB_ODD, json = 0, ch, rc;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': data = optarg; break;
+        case 'o': out = optarg; break;
+        case 'f':
+            if ((rc = parse_fold("calibrate", optarg, &fold)))
+                return rc;
+            break;
+        case 'j': json = 1; break;
+        case 'h': fputs(calib_usage, stdout); return 0;
+        default: return cli_usage_error("calibrate", "unknown option");
+        }
+    }
+    if (data == NULL)
+        return cli_usage_error("calibrate", "--data: required (a kareus.calib manifest)");
+    if (out && out[0] == '\0')
+        return cli_usage_error("calibrate", "--out: expected a file name, found an empty string");
+    kr_error err = {0};
+    kr_sim_calib *cs = calloc(1, sizeof *cs);
+    kr_gpu *fit = calloc(1, sizeof *fit);
+    if (cs == NULL || fit == NULL) {
+        free(cs);
+        free(fit);
+        return CLI_EXIT_FAIL;
+    }
+    if ((rc = kr_sim_calib_read(data, cs, &err))) {
+        free(cs);
+        free(fit);
+        return cli_report(rc, &err);
+    }
+    double rms = 0;
+    kr_sim_calib_report before, on_fit, held;
+    int other = fold == KR_CALIB_ODD ? KR_CALIB_EVEN : fold == KR_CALIB_EVEN ? KR_CALIB_ODD : KR_CALIB_ALL;
+    if ((rc = kr_sim_calib_check(cs, NULL, other, &before, &err)) ||
+        (rc = kr_sim_calib_fit(cs, &cs->job.gpu, fold, fit, &rms, &err)) ||
+        (rc = kr_sim_calib_check(cs, fit, fold, &on_fit, &err)) || (rc = kr_sim_calib_check(cs, fit, other, &held, &err)))
+        goto done;
+    int nf;
+    const int *fp = kr_sim_calib_fitted(&nf);
+    char src[KR_SOURCE_MAX];
+    snprintf(src, sizeof src, "F: kareus calibrate on %s (%s partition, fold %s, %d rows), RMS log error %.4f", data,
+             cs->partition, fold_name(fold), cs->n, rms);
+    for (int k = 0; k < nf; k++)
+        snprintf(fit->source[fp[k]], KR_SOURCE_MAX, "%s", src);
+    snprintf(fit->source[KR_GPU_P_v_exp], KR_SOURCE_MAX, "D: V(f) through v_min, 0.744 V @1155 MHz and the fitted v_max");
+    if (json) {
+        json_t *o = json_object(), *p = json_object();
+        json_object_set_new(o, "data", json_string(data));
+        json_object_set_new(o, "fold", json_string(fold_name(fold)));
+        json_object_set_new(o, "rms_log_error", json_real(rms));
+        for (int k = 0; k < nf; k++)
+            json_object_set_new(p, kr_gpu_param(fp[k])->field, json_real(kr_gpu_param_value(fit, fp[k])));
+        json_object_set_new(p, "v_exp", json_real(fit->v_exp));
+        json_object_set_new(p, "attn_bwd_eff", json_real(fit->attn_bwd_eff));
+        json_object_set_new(o, "fitted", p);
+        json_object_set_new(o, "check_fit_fold", report_json(&on_fit));
+        json_object_set_new(o, "check_held_out", report_json(&held));
+        json_object_set_new(o, "check_held_out_before", report_json(&before));
+        char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        puts(s);
+        free(s);
+        json_decref(o);
+    } else {
+        printf("fit on fold %s of %s (%s, %d rows): RMS log error %.4f\n", fold_name(fold), data, cs->partition, cs->n,
+               rms);
+        for (int k = 0; k < nf; k++)
+            printf("  %-16s %-12.6g (was %.6g)\n", kr_gpu_param(fp[k])->field, kr_gpu_param_value(fit, fp[k]),
+                   kr_gpu_param_value(&cs->job.gpu, fp[k]));
+        printf("  %-16s %-12.6g (follows from v_max)\n", "v_exp", fit->v_exp);
+        printf("  %-16s %-12.6g (follows from attn_eff)\n", "attn_bwd_eff", fit->attn_bwd_eff);
+        char title[300];
+        snprintf(title, sizeof title, "held-out fold (%s) with the job's GPU entry:", fold_name(other));
+        report_print(title, &before);
+        report_print("fit fold with the fitted constants:", &on_fit);
+        snprintf(title, sizeof title, "held-out fold (%s) with the fitted constants:", fold_name(other));
+        report_print(title, &held);
+    }
+    if (out)
+        rc = kr_gpu_write_json(out, fit, &err);
+done:
+    kr_sim_calib_free(cs);
+    free(cs);
+    free(fit);
+    return rc ? cli_report(rc, &err) : 0;
+}
