@@ -367,7 +367,7 @@ static void spec_strings(void **state)
     KR_ASSERT_ERR(kr_gpuctl_open("fake:locked=1200-900", NULL, &b, &e), KR_EINVAL, e, "MIN-MAX");
     KR_ASSERT_ERR(kr_gpuctl_open("fake:fail_ops=set_clock+nap", NULL, &b, &e), KR_EINVAL, e, "operations joined by '+'");
     KR_ASSERT_ERR(kr_gpuctl_open("fake:devices", NULL, &b, &e), KR_EINVAL, e, "expected KEY=VALUE, found 'devices'");
-    KR_ASSERT_ERR(kr_gpuctl_open("gpu0", NULL, &b, &e), KR_EINVAL, e, "kind: expected nvml, sim or fake, found 'gpu0'");
+    KR_ASSERT_ERR(kr_gpuctl_open("gpu0", NULL, &b, &e), KR_EINVAL, e, "kind: expected nvml, sim or fake (or kareusd, auto), found 'gpu0'");
     /* The simulator: the job from the spec, else the caller's default, else "default". */
     assert_int_equal(kr_gpuctl_open("sim:devices=2,activity=0.5", NULL, &b, &e), KR_OK);
     assert_true(kr_sim_backend_is(b));
