@@ -110,7 +110,8 @@ static int request(kr_backend *b, char *line, size_t cap, char **rest, const cha
     if (k->fd < 0)
         rc = kr_error_set(&b->err, KR_ENODEV, "kareusd %s: not connected (an earlier failure closed it)", k->path);
     else if (send(k->fd, req, (size_t)n, MSG_NOSIGNAL) != n)
-        rc = kr_error_set(&b->err, KR_ENODEV, "kareusd %s: sending a request: %s", k->path, strerror(errno));
+        rc = kr_error_set(&b->err, KR_ENODEV, "kareusd %s: sending a request: %s%s", k->path, strerror(errno),
+                          errno == EPIPE || errno == ECONNRESET ? " (connection closed by the daemon)" : "");
     else if ((rc = read_line(k, line, cap, &b->err)) == KR_OK)
         rc = parse_reply(k, line, rest, &b->err);
     if (rc == KR_ENODEV || rc == KR_ETIMEDOUT) { /* the stream is out of step: stop using it */
