@@ -155,7 +155,7 @@ static int set_key(const char *where, const char *key, const char *v)
         int gid;
         if (gr)
             g_cfg.group = gr->gr_gid;
-        else if (parse_int(where, key, v, 0, INT_MAX, &gid) == 0)
+        else if (strspn(v, "0123456789") == strlen(v) && parse_int(where, key, v, 0, INT_MAX, &gid) == 0)
             g_cfg.group = (gid_t)gid;
         else {
             fprintf(stderr, "kareusd: %sgroup: no group named '%s'\n", where, v);
@@ -178,10 +178,12 @@ static int set_key(const char *where, const char *key, const char *v)
             }
             if (pw)
                 g_cfg.users[g_cfg.nusers++] = pw->pw_uid;
-            else if (parse_int(where, "users", t, 0, INT_MAX, &uid) == 0)
+            else if (strspn(t, "0123456789") == strlen(t) && parse_int(where, "users", t, 0, INT_MAX, &uid) == 0)
                 g_cfg.users[g_cfg.nusers++] = (uid_t)uid;
-            else
+            else {
+                fprintf(stderr, "kareusd: %susers: no user named '%s'\n", where, t);
                 return 2;
+            }
         }
         return 0;
     }

@@ -27,13 +27,16 @@
  * A hook called out of the plan's order returns KR_EMISMATCH, restores the found clocks for the
  * rest of that step (counted in mismatched_steps) and resumes the plan at the next step.
  *
- * Safety. The clocks found at open are restored at close, at exit (atexit) and on SIGINT and
- * SIGTERM: the handler asks the worker to restore (waiting at most 2 s), then chains to the
+ * Safety. The clocks found at open are restored at close, at exit (atexit), on SIGINT and
+ * SIGTERM, and on SIGHUP, SIGQUIT, SIGPIPE, SIGABRT and the faults while their default action is
+ * in place: the handler asks the worker to restore (waiting at most 2 s), then chains to the
  * handler that was installed before, or re-raises the signal with its default action. A process
  * forked from the one that opened the runtime never touches its clocks. A second process opening
- * the same GPU (flock on LOCK_DIR/kareus-gpu-UUID.lock) is refused with KR_EBUSY, or opened
- * read-only with KR_RUNTIME_SHARE_READONLY. SIGKILL and crashes cannot be handled in-process:
- * `kareus run` restores clocks after its child exits, however it exits.
+ * the same GPU (flock on LOCK_DIR/kareus-gpu-UUID.lock, which also records the clocks found) is
+ * refused with KR_EBUSY, or opened read-only with KR_RUNTIME_SHARE_READONLY. SIGKILL and crashes
+ * cannot be handled in-process: the lock record lets `kareus run`, `kareus gpu restore` or the
+ * next runtime put the found clocks back, and through kareusd (backend "kareusd") the daemon
+ * restores them as soon as the process's connection drops.
  *
  * Energy. The GPU's cumulative counter (NVML: mJ, updated about every 100 ms) is polled by the
  * worker; the times at which it changes are kept, and energy over a window is the difference of
