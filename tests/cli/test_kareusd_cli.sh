@@ -157,7 +157,8 @@ with kareus.Runtime.from_env() as rt:
     wrapper=$!
     jobs_started="$jobs_started $wrapper"
     wait_lock 0 "900 900" "1305 1305"
-    job=$(pgrep -P "$wrapper")  # the command, the wrapper's only child
+    # the command, the wrapper's only child (read from /proc by a builtin: no tool under LD_PRELOAD)
+    read -r job _ <"/proc/$wrapper/task/$wrapper/children"
     jobs_started="$jobs_started $job"
     # the wrapper first (its command then runs on, at plan clocks), then the command itself
     [ "$victim" = wrapper ] && kill -9 "$wrapper"
