@@ -41,10 +41,13 @@ static const char usage_text[] =
     "also after SIGKILL or a crash, which no in-process handler can catch.\n\n"
     "  --plan FILE          plan to expose (checked first: exit 2 if it does not fit)\n"
     "  --stage S            the stage of a single-rank job (multi-rank jobs pass their own)\n"
-    "  --device LIST        devices whose clocks are restored (default 0; 'all')\n"
-    "  --backend SPEC       nvml (default); sim needs no restore; fake:… for tests\n"
+    "  --device LIST        devices whose clocks are restored (default 0; 'all'); any other\n"
+    "                       device the command's runtimes left changed is restored too\n"
+    "  --backend SPEC       auto (default: kareusd when not root and it runs, else nvml),\n"
+    "                       kareusd[:SOCKET], nvml; sim needs no restore; fake:… for tests\n"
     "  --job JOB            also check the plan against this job spec or built-in name\n"
-    "  --lock-dir DIR       directory of the per-GPU lock files (default /tmp)\n"
+    "  --lock-dir DIR       per-GPU lock files (default /run/kareus as root, else\n"
+    "                       $XDG_RUNTIME_DIR/kareus)\n"
     "  --restore-lock A,B   restore this lock instead of resetting (NVML cannot report the one\n"
     "                       in place before the run)\n"
     "  --force              start even if another Kareus process controls a device\n"
@@ -115,6 +118,23 @@ static int restore_device(kr_backend *b, const found *f, const char *lock_dir)
     return 0;
 }
 
+/* Restores every device whose lock record a dead holder left "held", with the clocks it found. */
+static int restore_stale(kr_backend *b, const char *lock_dir)
+{
+    int n = 0, failed = 0;
+    for (int d = 0; kr_backend_device_count(b, &n) == KR_OK && d < n; d++) {
+        kr_error err = {0};
+        int restored = 0;
+        int rc = kr_runtime_gpu_restore(b, d, lock_dir, &restored, &err);
+        if (rc != KR_OK && rc != KR_EBUSY) { /* busy: a live process (another rank) holds it */
+            fprintf(stderr, "kareus run: device %d: %s\n", d, err.msg);
+            failed = 1;
+        } else if (restored)
+            fprintf(stderr, "kareus run: %s\n", err.msg);
+    }
+    return failed;
+}
+
 /* Opens the backend and notes each device's identity and clocks; checks nobody controls them. */
 static int survey(const char *spec, const int *dev, int ndev, int all, int rmin, int rmax, const char *lock_dir,
                   int force, kr_backend **b, found *fd, int *nfound)
@@ -138,7 +158,18 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
                     n == 1 ? "" : "s", f->dev);
             return CLI_EXIT_INPUT;
         }
-        int cur;
+        /* A job that died earlier without restoring: put its found clocks back first, so that
+         * they, not its plan's, are what this run notes and restores. A live holder: refuse. */
+        int cur, restored = 0, helper = kr_kareusd_backend_is(*b); /* kareusd restores by itself */
+        if (!helper && (rc = kr_runtime_gpu_restore(*b, f->dev, lock_dir, &restored, &err)) == KR_EBUSY && !force) {
+            fprintf(stderr, "kareus run: %s (--force starts anyway)\n", err.msg);
+            return CLI_EXIT_FAIL;
+        } else if (!helper && rc == KR_EBUSY)
+            fprintf(stderr, "kareus run: --force: %s\n", err.msg);
+        else if (!helper && rc)
+            return cli_report(rc, &err);
+        else if (restored)
+            fprintf(stderr, "kareus run: %s\n", err.msg);
         if ((rc = kr_gpuctl_device_info(*b, f->dev, &f->info, &err)) ||
             (rc = kr_backend_get_clock(*b, f->dev, &cur, &f->lmin, &f->lmax)))
             return cli_report(rc, err.msg[0] ? &err : &(*b)->err);
@@ -146,15 +177,6 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
             f->lmin = rmin;
             f->lmax = rmax;
         }
-        kr_gpu_lock lock = {.fd = -1};
-        if (f->info.uuid[0] && (rc = kr_runtime_gpu_lock(lock_dir, f->info.uuid, f->dev, f->info.name, &lock, &err))) {
-            if (!force) {
-                fprintf(stderr, "kareus run: %s (--force starts anyway)\n", err.msg);
-                return CLI_EXIT_FAIL;
-            }
-            fprintf(stderr, "kareus run: --force: %s\n", err.msg);
-        }
-        kr_runtime_gpu_unlock(&lock); /* the command's runtime takes it */
     }
     return 0;
 }
@@ -247,7 +269,7 @@ int cmd_run(int argc, char **argv)
         {"tp", required_argument, 0, 'T'},       {"cp", required_argument, 0, 'C'},
         {"json", no_argument, 0, 'J'},           {0, 0, 0, 0},
     };
-    const char *plan = NULL, *spec = "nvml", *job = NULL, *lock_dir = NULL, *devs = NULL, *stage_s = NULL;
+    const char *plan = NULL, *spec = "auto", *job = NULL, *lock_dir = NULL, *devs = NULL, *stage_s = NULL;
     int stage = -1, rmin = 0, rmax = 0, force = 0, tp = 0, cp = 0, json = 0, c;
     optind = 1;
     opterr = 0;
@@ -358,7 +380,11 @@ int cmd_run(int argc, char **argv)
                     strsignal(WTERMSIG(status)));
     }
     int restore_failed = 0;
-    for (int i = 0; i < nfound; i++)
+    if (b && kr_kareusd_backend_is(b))
+        fprintf(stderr, "kareus run: kareusd restored the devices %s changed when its connection closed\n", cmd[0]);
+    else if (b) /* every device whose lock the command's runtimes left "held" (any --device) */
+        restore_failed |= restore_stale(b, lock_dir);
+    for (int i = 0; i < nfound && b && !kr_kareusd_backend_is(b); i++)
         restore_failed |= restore_device(b, &fd[i], lock_dir) != 0;
     kr_backend_destroy(b);
     for (int i = 0; i < 3; i++)

@@ -356,7 +356,7 @@ static int open_named(const kr_plan *plan, const char *name, int stage, int devi
         snprintf(why_ro, sizeof why_ro, "opened read-only (measure only)");
     if (rc == KR_OK && !read_only && !(o->flags & KR_RUNTIME_NO_LOCK) && rt->info.uuid[0]) {
         kr_error le = {0};
-        rc = kr__rt_lock(rt, o->lock_dir, &le);
+        rc = kr__rt_lock(rt, o->lock_dir, o->restore_lock_max_mhz > 0, &le);
         if (rc == KR_EBUSY && (o->flags & KR_RUNTIME_SHARE_READONLY)) {
             read_only = 1;
             snprintf(why_ro, sizeof why_ro, "read-only: %s", le.msg);
@@ -425,8 +425,10 @@ int kr_runtime_close(kr_runtime *rt, kr_error *err)
     if (rt->dirty) {
         kr_error e = {0};
         rc = kr__rt_restore(rt, &e);
-        if (rc)
+        if (rc) {
             kr_error_set(err, rc, "runtime: restoring the clocks of device %d at close: %s", rt->device, e.msg);
+            rt->lock.writable = 0; /* the record stays "held": `kareus gpu restore` can still restore */
+        }
     }
     rt_free(rt);
     return rc;

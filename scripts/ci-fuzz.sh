@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci-steps-i14a.sh — CI steps of issue 14 for the lead to merge into .ci/run (branch i14a).
+# ci-fuzz.sh — the fuzzers of .ci/run: a clang build of the libFuzzer harnesses and a short run of each.
 #
 # 1. The bad-input test set and the hardening CLI tests are ordinary CTest tests
 #    (cli.test_bad_inputs, cli.test_hardening): nothing to add; they need python3.
@@ -10,7 +10,7 @@
 #    Longer runs: `cmake --build build-fuzz --target fuzz` (KAREUS_FUZZ_SECONDS, default 600).
 #    Needs clang and its libFuzzer runtime (Debian: clang, which ships libclang_rt.fuzzer).
 set -euo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 if command -v clang >/dev/null; then
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DKAREUS_FUZZ=ON -DKAREUS_WERROR=OFF \
