@@ -313,14 +313,15 @@ static void exact_matches_brute_force(void **state)
 }
 
 /* Exact is never worse than lowtime in true energy at equal (or better) iteration time. */
-static void exact_not_worse_than_lowtime(void **state)
+/* The true energy of the best exact plan no slower than each lowtime point, relative to that
+ * point's; prints the worst and mean, returns the worst (and the mean in *mean_out). */
+static double exact_vs_lowtime(int S, int M, double *mean_out)
 {
-    (void)state;
     kr_options o;
-    load_opts(2, &o);
+    load_opts(S, &o);
     kr_dag d;
     kr_error e = {0};
-    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, 2, 8, 1, NULL, &d, &e), KR_OK);
+    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, S, M, 1, NULL, &d, &e), KR_OK);
     kr_solver_config cfg;
     kr_solver_config_default(&cfg);
     kr_solve_result ex, lt;
@@ -341,15 +342,28 @@ static void exact_not_worse_than_lowtime(void **state)
             printf("lowtime step %d (%.4f s, %.3f J): exact best %.3f J\n", k, lt.steps[k].knob_time_s,
                    lt.steps[k].energy_j, best);
     }
-    printf("exact vs lowtime (S2 M8, 1 ms): exact energy relative to lowtime at equal time: worst %+.4f%%, mean %+.4f%%\n",
-           100 * worst, 100 * mean);
-    /* Never worse (within rounding), and better on average. */
-    assert_true(worst <= 1e-9);
-    assert_true(mean <= -0.003);
+    printf("exact vs lowtime (S%d M%d, 1 ms): exact energy relative to lowtime at equal time: worst %+.4f%%, mean "
+           "%+.4f%% over %d points\n",
+           S, M, 100 * worst, 100 * mean, lt.nsteps);
     kr_solve_result_free(&ex);
     kr_solve_result_free(&lt);
     kr_dag_free(&d);
     kr_options_free(&o);
+    *mean_out = mean;
+    return worst;
+}
+
+static void exact_not_worse_than_lowtime(void **state)
+{
+    (void)state;
+    /* Never worse (within rounding), and better on average. (2,8) has no fast-end window;
+     * (4,16) had one (issue 15: 14 of 1,034 points worse, by up to 2.4 %). (8,32) and (8,64)
+     * are checked by bench_solver (they take seconds in lowtime mode). */
+    double mean;
+    assert_true(exact_vs_lowtime(2, 8, &mean) <= 1e-9);
+    assert_true(mean <= -0.003);
+    assert_true(exact_vs_lowtime(4, 16, &mean) <= 1e-9);
+    assert_true(mean <= -0.003);
 }
 
 static void frontier_energy_accounting(void **state)
@@ -377,7 +391,7 @@ static void frontier_energy_accounting(void **state)
         KR_ASSERT_CLOSE(f.steps[k].energy_j, 8 * (sum_e + 85.0 * (2 * f.steps[k].knob_time_s - sum_t)), 1e-12);
         KR_ASSERT_CLOSE(f.steps[k].eff_energy_j, 8 * (sum_e - 85.0 * sum_t), 1e-12);
         if (k > 0)
-            assert_true(f.steps[k].quant_time < f.steps[k - 1].quant_time || k == f.nsteps - 1);
+            assert_true(f.steps[k].quant_time <= f.steps[k - 1].quant_time);
     }
     char path[600];
     const char *dir = kr_test_tmpdir("solver_csv");
