@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "kareus/kareus.h"
+#include "milp_ref.h"
 #include "solver/solver_int.h"
 #include "util/util.h"
 
@@ -366,6 +367,97 @@ static void exact_not_worse_than_lowtime(void **state)
     assert_true(mean <= -0.003);
 }
 
+/*
+ * Bound <= MILP optimum <= plan energy (issue 15) at K deadlines from the fastest plan to past
+ * the energy minimum, on the golden options of the first S stages, both cost models. Prints
+ * each model's gap to the optimum (largest and median).
+ */
+static void check_vs_milp(int S, int M, int K, double frac_gap, double max_s)
+{
+#ifdef KR_HAVE_CBC
+    kr_options all, o;
+    char p[512];
+    kr_error e = {0};
+    snprintf(p, sizeof p, GOLDEN "/opts_S%d.csv", S <= 2 ? 2 : S <= 4 ? 4 : 8);
+    assert_int_equal(kr_options_read_csv(p, 0, 1, &all, &e), KR_OK);
+    assert_int_equal(kr_test_first_stages(&all, S, &o), 0);
+    kr_options_free(&all);
+    kr_dag d;
+    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, S, M, 1, NULL, &d, &e), KR_OK);
+    kr_solve_result f[2];
+    for (int m = 0; m < 2; m++) {
+        kr_solver_config cfg;
+        kr_solver_config_default(&cfg);
+        cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+        assert_int_equal(kr_solve(&d, &o, &cfg, &f[m], &e), KR_OK);
+    }
+    double tlo = INFINITY, tfrugal = 0, efrugal = INFINITY;
+    for (int k = 0; k < f[0].nsteps; k++) {
+        tlo = fmin(tlo, f[0].steps[k].knob_time_s);
+        if (f[0].steps[k].energy_j < efrugal) {
+            efrugal = f[0].steps[k].energy_j;
+            tfrugal = f[0].steps[k].knob_time_s;
+        }
+    }
+    double thi = tfrugal + 0.03 * (tfrugal - tlo);
+    double gmax[2] = {0, 0}, gap[2][64];
+    int ng[2] = {0, 0};
+    for (int i = 0; i < K; i++) {
+        double t = tlo + (thi - tlo) * i / (K - 1), lo = NAN, opt = NAN, cut = INFINITY;
+        for (int k = 0; k < f[0].nsteps; k++)
+            if (f[0].steps[k].knob_time_s <= t + 1e-12)
+                cut = fmin(cut, f[0].steps[k].energy_j);
+        /* CBC's proven interval [lo, opt] holds the optimum; with frac_gap 1e-9 it is the
+         * optimum. The cutoff is the exact plan's energy, so CBC's incumbent is at most it. */
+        int r = kr_test_milp(&d, &o, 85.0, 1, t, cut, max_s, frac_gap, &lo, &opt);
+        assert_int_equal(r, 1);
+        assert_true(isfinite(opt));
+        double bound = kr_solve_result_bound(&f[0], t);
+        assert_true(bound <= opt * (1 + 1e-9));
+        assert_true(lo <= cut * (1 + 1e-9));
+        /* The lowtime mode carries the same bound (its own relaxation run). */
+        KR_ASSERT_CLOSE(kr_solve_result_bound(&f[1], t), bound, 1e-12);
+        for (int m = 0; m < 2; m++) {
+            double best = INFINITY;
+            for (int k = 0; k < f[m].nsteps; k++)
+                if (f[m].steps[k].knob_time_s <= t + 1e-12)
+                    best = fmin(best, f[m].steps[k].energy_j);
+            if (!isfinite(best))
+                continue; /* lowtime's fastest plan can be slower than the all-fastest one */
+            assert_true(lo <= best * (1 + 1e-9));
+            gap[m][ng[m]++] = best / opt - 1;
+            gmax[m] = fmax(gmax[m], best / opt - 1);
+        }
+    }
+    for (int m = 0; m < 2; m++) {
+        /* median by insertion sort (K is small) */
+        for (int i = 1; i < ng[m]; i++)
+            for (int j = i; j > 0 && gap[m][j - 1] > gap[m][j]; j--) {
+                double x = gap[m][j];
+                gap[m][j] = gap[m][j - 1];
+                gap[m][j - 1] = x;
+            }
+        printf("(%d,%d) %-7s vs MILP optimum at %d deadlines: largest gap %.4f%%, median %.4f%%\n", S, M,
+               m ? "lowtime" : "exact", ng[m], 100 * gmax[m], ng[m] ? 100 * gap[m][ng[m] / 2] : 0.0);
+    }
+    kr_solve_result_free(&f[0]);
+    kr_solve_result_free(&f[1]);
+    kr_dag_free(&d);
+    kr_options_free(&o);
+#else
+    (void)S, (void)M, (void)K, (void)frac_gap, (void)max_s;
+    skip();
+#endif
+}
+
+static void bound_below_milp_below_plans(void **state)
+{
+    (void)state;
+    /* (2,4): the proven optimum at 12 deadlines (about 0.5 s each). The larger cases take CBC
+     * minutes per deadline on this formulation; bench_solver measures them. */
+    check_vs_milp(2, 4, 12, 1e-9, 120.0);
+}
+
 static void frontier_energy_accounting(void **state)
 {
     (void)state;
@@ -687,6 +779,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lowtime_golden_0_1ms),
     cmocka_unit_test(exact_matches_brute_force),
     cmocka_unit_test(exact_not_worse_than_lowtime),
+    cmocka_unit_test(bound_below_milp_below_plans),
     cmocka_unit_test(frontier_energy_accounting),
     cmocka_unit_test(solver_bad_input),
     cmocka_unit_test(select_rules),
