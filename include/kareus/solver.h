@@ -52,7 +52,8 @@ typedef struct kr_solver_config {
                                  (default), 1 = always, −1 = never. */
     int max_steps;            /* Stop after this many steps (0: run to the end). */
     int bound_refine;         /* Lower bound: the relaxation runs on unit / bound_refine
-                                 (0: the default, 8); −1: no bound (bound_j = INFINITY). */
+                                 (0: the default, min(8, 2048 / instructions), at least 1);
+                                 −1: no bound (bound_j = INFINITY). */
 } kr_solver_config;
 
 /* Defaults: exact, 1 ms, 85 W, 1 GPU per stage, final pass on, no step limit. */
@@ -75,6 +76,10 @@ typedef struct kr_solver_step {
      * when no bound is known (a step limit stopped the lowtime mode's relaxation run). */
     double bound_j;
     double gap;            /* energy_j / bound_j − 1 (>= 0 up to rounding; NAN without a bound). */
+    int dominated;         /* 1 when another step is no slower (knob_time_s) and uses less energy
+                              (energy_j), or equal in both and earlier: the step is kept (its
+                              index is its identity) but flagged; selection rules pick from the
+                              Pareto front only. */
 } kr_solver_step;
 
 /* The frontier and the plan of every step. */
@@ -123,7 +128,8 @@ double kr_solve_result_bound(const kr_solve_result *f, double time_s);
 int kr_solve_result_option(const kr_solve_result *f, int step, int node);
 
 /* Writes the frontier as CSV (atomic): step,quant_time,time_s,cost_change_j,model_cost_j,
- * model_energy_j,knob_time_s,energy_j,eff_energy_j,bound_j,gap (bound_j empty when unknown). */
+ * model_energy_j,knob_time_s,energy_j,eff_energy_j,bound_j,gap,dominated (bound_j and gap
+ * empty when unknown; dominated 0/1). */
 int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err);
 
 /* ---- plans and selection ------------------------------------------------------------- */

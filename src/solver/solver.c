@@ -53,7 +53,7 @@
 #define FLOW_BIG (INT64_MAX / 8)
 #define KR__WINDOW_OPS 6       /* Window search: ops per window (see window_pass). */
 #define KR__WINDOW_NODES 1000  /* Window search: branch-and-bound nodes per window. */
-#define KR__BOUND_REFINE 8     /* Lower bound: relaxation grid = unit / 8 by default. */
+#define KR__BOUND_REFINE 8     /* Lower bound: relaxation grid = unit / min(8, 2048 / ops), >= 1. */
 
 const char *kr_cost_model_name(kr_cost_model m)
 {
@@ -1319,14 +1319,16 @@ static void record(solver *sv, kr_solver_step *st, long T)
 static int push_step(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap, double change, long T, kr_error *err)
 {
     if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
-        kr__grow((void **)&f->assign, acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int)))
+        (!sv->relax_only &&
+         kr__grow((void **)&f->assign, acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int))))
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
     kr_solver_step *st = &f->steps[f->nsteps];
     memset(st, 0, sizeof *st);
     st->step = f->nsteps;
     st->cost_change_j = change;
     record(sv, st, T);
-    memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv->knob + 2, sizeof(int) * (size_t)f->nops);
+    if (!sv->relax_only)
+        memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv->knob + 2, sizeof(int) * (size_t)f->nops);
     f->nsteps++;
     return KR_OK;
 }
@@ -1418,8 +1420,10 @@ static int tail_steps(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap
         for (int v = 2; v < n; v++)
             if (sv->crit[v] && sv->mark[LNODE(v)] && !sv->mark[RNODE(v)])
                 sv->knob[v] = pareto_step(sv, v, sv->knob[v], -1);
+        /* A step is recorded once the makespan has dropped by a quarter unit (the rounding
+         * passes are what costs; each recorded step gets them). */
         double ns = knob_cpm(sv);
-        if (!(ns < last - 1e-12 * (1 + last)))
+        if (!(ns < last - 0.25 * sv->cfg.unit_time_s))
             continue;
         if (sv->cfg.final_pass)
             ns = improve(sv, ns);
@@ -1676,13 +1680,49 @@ double kr_solve_result_bound(const kr_solve_result *f, double time_s)
 static int solve_impl(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *out,
                       int relax_only, kr_error *err);
 
+typedef struct dom_key {
+    double time_s, energy_j;
+    int step;
+} dom_key;
+
+static int dom_cmp(const void *a, const void *b)
+{
+    const dom_key *x = a, *y = b;
+    if (x->time_s != y->time_s)
+        return x->time_s < y->time_s ? -1 : 1;
+    if (x->energy_j != y->energy_j)
+        return x->energy_j < y->energy_j ? -1 : 1;
+    return x->step - y->step;
+}
+
+/* Flags the dominated steps (solver.h): in order of time, then energy, then step, a step is
+ * dominated unless its energy is below every one before it. */
+static int mark_dominated(kr_solve_result *f, kr_error *err)
+{
+    dom_key *ord = malloc(sizeof(dom_key) * (size_t)(f->nsteps > 0 ? f->nsteps : 1));
+    if (ord == NULL)
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    for (int k = 0; k < f->nsteps; k++)
+        ord[k] = (dom_key){f->steps[k].knob_time_s, f->steps[k].energy_j, k};
+    qsort(ord, (size_t)f->nsteps, sizeof ord[0], dom_cmp);
+    double best = INFINITY;
+    for (int i = 0; i < f->nsteps; i++) {
+        kr_solver_step *st = &f->steps[ord[i].step];
+        st->dominated = !(st->energy_j < best);
+        if (!st->dominated)
+            best = st->energy_j;
+    }
+    free(ord);
+    return KR_OK;
+}
+
 int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *out, kr_error *err)
 {
     return solve_impl(dag, opts, cfg, out, 0, err);
 }
 
-/* relax_only: exact mode without the fast end, the appended fastest plan and a bound table
- * (the lowtime mode's relaxation run). */
+/* relax_only: exact mode without the fast end, the appended fastest plan, knobs and a bound
+ * table (the relaxation run behind the bound). */
 static int solve_impl(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *out,
                       int relax_only, kr_error *err)
 {
@@ -1772,7 +1812,8 @@ static int solve_impl(const kr_dag *dag, const kr_options *opts, const kr_solver
          * to the grid loses up to one grid unit per op on a path, which is what separates
          * the bound from the optimum (docs/solver.md). */
         kr_solver_config rc_cfg = *cfg;
-        int r = cfg->bound_refine > 0 ? cfg->bound_refine : KR__BOUND_REFINE;
+        int nops = dag->n - 2;
+        int r = cfg->bound_refine > 0 ? cfg->bound_refine : KR_MAX(1, KR_MIN(KR__BOUND_REFINE, 2048 / KR_MAX(nops, 1)));
         rc_cfg.cost_model = KR_COST_EXACT;
         rc_cfg.final_pass = 0;
         rc_cfg.exchange = -1;
@@ -1788,6 +1829,8 @@ static int solve_impl(const kr_dag *dag, const kr_options *opts, const kr_solver
         if (rc)
             goto done;
     }
+    if (!relax_only && (rc = mark_dominated(out, err)))
+        goto done;
     out->solve_s = kr__now_s() - t1;
 done:
     solver_free(&sv);
@@ -1817,7 +1860,7 @@ int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_err
 {
     kr__sb sb = {0};
     kr__sb_puts(&sb, "step,quant_time,time_s,cost_change_j,model_cost_j,model_energy_j,knob_time_s,energy_j,eff_energy_j,"
-                     "bound_j,gap\n");
+                     "bound_j,gap,dominated\n");
     for (int i = 0; i < f->nsteps; i++) {
         const kr_solver_step *s = &f->steps[i];
         double v[7] = {s->time_s, s->cost_change_j, s->model_cost_j, s->model_energy_j, s->knob_time_s, s->energy_j,
@@ -1837,7 +1880,7 @@ int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_err
         } else {
             kr__sb_puts(&sb, ",,");
         }
-        kr__sb_puts(&sb, "\n");
+        kr__sb_printf(&sb, ",%d\n", s->dominated);
     }
     return kr__sb_write_atomic(&sb, path, err);
 }
