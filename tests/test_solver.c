@@ -172,7 +172,7 @@ typedef struct rnd_case {
 
 /* family 0: 2-4 arbitrary options (slower = cheaper); family 1: GPU-like, 6 clocks with a
  * convex time-energy curve and 1% noise (as profiled options look). */
-static void make_case(kr__rng *r, int nodes, int family, rnd_case *c)
+static void make_case(kr__rng *r, int nodes, int family, double lag_s, rnd_case *c)
 {
     kr_error e = {0};
     c->nodes = nodes;
@@ -182,7 +182,7 @@ static void make_case(kr__rng *r, int nodes, int family, rnd_case *c)
     for (int i = 0; i < nodes; i++)
         for (int j = i + 1; j < nodes; j++)
             if (kr__rng_uniform(r) < 0.35)
-                assert_int_equal(kr_dag_add_edge(&c->dag, i + 2, j + 2, 0, &e), KR_OK);
+                assert_int_equal(kr_dag_add_edge(&c->dag, i + 2, j + 2, lag_s, &e), KR_OK);
     assert_int_equal(kr_dag_connect_terminals(&c->dag, &e), KR_OK);
     assert_int_equal(kr_dag_finalize(&c->dag, &e), KR_OK);
     assert_int_equal(kr_options_init(&c->opts, nodes, 1, &e), KR_OK);
@@ -258,12 +258,12 @@ static void exact_matches_brute_force(void **state)
     kr__rng r;
     kr__rng_seed(&r, 20261130);
     static double bt[1 << 19], be[1 << 19];
-    double worst[2] = {0, 0}, worst_dyn[2] = {0, 0};
+    double worst[2] = {0, 0}, worst_dyn[2] = {0, 0}, bound_gap = 0;
     int points = 0;
     for (int trial = 0; trial < 60; trial++) {
         rnd_case c;
         int fam = trial % 2;
-        make_case(&r, fam ? 5 + trial % 3 : 5 + trial % 4, fam, &c);
+        make_case(&r, fam ? 5 + trial % 3 : 5 + trial % 4, fam, 0.0, &c);
         for (int pass = 0; pass < 2; pass++) {
             double P = pass ? 20.0 : 0.0;
             int nb = brute(&c, P, bt, be, (int)KR_ARRAY_LEN(bt));
@@ -288,6 +288,15 @@ static void exact_matches_brute_force(void **state)
                 for (int j = 0; j < f.nsteps; j++)
                     if (f.steps[j].knob_time_s <= s->knob_time_s + 1e-12)
                         env = fmin(env, f.steps[j].energy_j + P * c.nodes * (s->knob_time_s - f.steps[j].knob_time_s));
+                /* The bound: below the cheapest plan no slower than this time, static power
+                 * charged for that plan's own makespan (the bound's accounting). */
+                double own = INFINITY;
+                for (int i = 0; i < nb; i++)
+                    if (bt[i] <= s->knob_time_s + 1e-9)
+                        own = fmin(own, be[i] + P * c.nodes * bt[i]);
+                assert_true(s->bound_j <= own * (1 + 1e-9));
+                KR_ASSERT_CLOSE(s->bound_j, kr_solve_result_bound(&f, s->knob_time_s), 1e-15);
+                bound_gap = fmax(bound_gap, own / s->bound_j - 1);
                 double gap = env / opt - 1;
                 if (pass)
                     worst[fam] = fmax(worst[fam], gap);
@@ -307,10 +316,52 @@ static void exact_matches_brute_force(void **state)
     printf("exact vs brute force: %d points; largest gap, GPU-like options: %.4f%% (20 W static), %.4f%% (no "
            "static); arbitrary 2-4 options: %.4f%%, %.4f%%\n",
            points, 100 * worst[1], 100 * worst_dyn[1], 100 * worst[0], 100 * worst_dyn[0]);
+    printf("bound below the brute-force optimum at every point, by at most %.3f%%\n", 100 * bound_gap);
     /* The target is 0.5 %. Measured (docs/solver.md): 0.014 % / 0.028 % on GPU-like options, 0 on
      * arbitrary 2-4 options (the window search, which re-chooses up to 6 ops at once). Guard
      * against regressions with a little margin. */
     assert_true(worst[1] <= 0.001 && worst_dyn[1] <= 0.001 && worst[0] <= 0.001 && worst_dyn[0] <= 0.001);
+}
+
+/* The bound with edge lags that are not whole units (rounded up by the solver, which the
+ * bound's slack must absorb) and a unit close to the op times: bound <= brute-force optimum
+ * (static power at the plan's own makespan) at every step and at times between steps. */
+static void bound_with_lags(void **state)
+{
+    (void)state;
+    kr__rng r;
+    kr__rng_seed(&r, 15);
+    static double bt[1 << 16], be[1 << 16];
+    for (int trial = 0; trial < 24; trial++) {
+        rnd_case c;
+        make_case(&r, 5 + trial % 2, trial % 2, 0.137, &c);
+        double P = trial % 3 ? 20.0 : 0.0;
+        int nb = brute(&c, P, bt, be, (int)KR_ARRAY_LEN(bt));
+        kr_solver_config cfg;
+        kr_solver_config_default(&cfg);
+        cfg.unit_time_s = 0.25;
+        cfg.static_power_w = P;
+        cfg.bound_refine = 1 + trial % 3;
+        kr_solve_result f;
+        kr_error e = {0};
+        assert_int_equal(kr_solve(&c.dag, &c.opts, &cfg, &f, &e), KR_OK);
+        double tmin = INFINITY, tmax = 0;
+        for (int i = 0; i < nb; i++) {
+            tmin = fmin(tmin, bt[i]);
+            tmax = fmax(tmax, bt[i]);
+        }
+        for (int k = 0; k <= 200; k++) {
+            double t = tmin + (tmax - tmin) * 1.1 * k / 200, own = INFINITY;
+            for (int i = 0; i < nb; i++)
+                if (bt[i] <= t)
+                    own = fmin(own, be[i] + P * c.nodes * bt[i]);
+            double b = kr_solve_result_bound(&f, t);
+            assert_true(b <= own * (1 + 1e-9) || (!isfinite(own) && !isfinite(b)));
+            assert_true(isfinite(b) || t < tmin + 1e-9);
+        }
+        kr_solve_result_free(&f);
+        free_case(&c);
+    }
 }
 
 /* Exact is never worse than lowtime in true energy at equal (or better) iteration time. */
@@ -780,6 +831,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(exact_matches_brute_force),
     cmocka_unit_test(exact_not_worse_than_lowtime),
     cmocka_unit_test(bound_below_milp_below_plans),
+    cmocka_unit_test(bound_with_lags),
     cmocka_unit_test(frontier_energy_accounting),
     cmocka_unit_test(solver_bad_input),
     cmocka_unit_test(select_rules),
