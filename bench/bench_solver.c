@@ -17,7 +17,8 @@
  *     (default 1); a deadline it cannot prove within 1e-6 is reported with CBC's interval.
  *
  * Arguments select sections: speed, bound, lowtime, milp (default: all). KR_BENCH_BIG=0 skips
- * the rows above (8,64); KR_BENCH_LOWTIME_BIG=1 also runs the lowtime model on them (long).
+ * the rows above (8,64), KR_BENCH_BIG=2 runs only those; KR_BENCH_LOWTIME_BIG=1 also runs the
+ * lowtime model on them (long).
  */
 #include <math.h>
 #include <stdio.h>
@@ -164,7 +165,7 @@ static void section_speed(int want_bound)
            "solve_min", "solve_med", "cpu_med", "maxrss_MB", "lt0.3.0_s", "speed-up", "gap_max%");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const row *r = &rows[i];
-        if (r->big && !big)
+        if ((r->big && !big) || (!r->big && big == 2))
             continue;
         kr_options o;
         kr_dag d;

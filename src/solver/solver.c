@@ -1819,13 +1819,20 @@ static int solve_impl(const kr_dag *dag, const kr_options *opts, const kr_solver
         rc_cfg.exchange = -1;
         rc_cfg.max_steps = 0;
         rc_cfg.unit_time_s = cfg->unit_time_s / r;
-        kr_solve_result rel;
-        rc = solve_impl(dag, opts, &rc_cfg, &rel, 1, err);
-        if (rc == KR_OK) {
-            out->bound_unit_s = rc_cfg.unit_time_s;
-            rc = bound_build(out, dag, opts, &rc_cfg, &rel, err);
+        if (r == 1 && cfg->cost_model == KR_COST_EXACT && out->stop_reason == 0) {
+            /* Same grid: the run just made is the relaxation (its fast-end and appended steps
+             * repeat the last quantized step's figures). */
+            out->bound_unit_s = cfg->unit_time_s;
+            rc = bound_build(out, dag, opts, &rc_cfg, out, err);
+        } else {
+            kr_solve_result rel;
+            rc = solve_impl(dag, opts, &rc_cfg, &rel, 1, err);
+            if (rc == KR_OK) {
+                out->bound_unit_s = rc_cfg.unit_time_s;
+                rc = bound_build(out, dag, opts, &rc_cfg, &rel, err);
+            }
+            kr_solve_result_free(&rel);
         }
-        kr_solve_result_free(&rel);
         if (rc)
             goto done;
     }
