@@ -84,6 +84,7 @@ typedef struct kr_opt_plan {
     double sim_time_s;     /* Pipeline simulation, settle and p2p included. */
     double sim_energy_j;
     char file[128];        /* Plan file relative to out_dir ("" when not written). */
+    double pred_bound_j;   /* Solver's lower bound for pred_time_s (0: none; solver.h). */
 } kr_opt_plan;
 
 typedef struct kr_method_result {

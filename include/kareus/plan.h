@@ -6,7 +6,7 @@
  *   {"schema": "kareus.plan", "version": 1, "method": "kareus", "variant": "kareus",
  *    "job": {"name", "fingerprint", "gpu", "model", "stages", "microbatches", "schedule",
  *            "virtual_stages"},
- *    "predicted": {"iteration_time_s", "energy_j", "effective_energy_j"},
+ *    "predicted": {"iteration_time_s", "energy_j", "effective_energy_j"[, "bound_j", "gap"]},
  *    "solver": {"cost_model", "unit_time_s", "step"},
  *    "stages": [{"stage": 0, "instructions": [
  *        {"kind": "forward", "microbatch": 0, "chunk": 0, "freq_mhz": 1410,
@@ -75,6 +75,9 @@ typedef struct kr_plan {
     double pred_energy_j;         /* Predicted energy of the whole cluster per iteration. */
     double pred_eff_energy_j;     /* Predicted effective energy (energy − static × GPU-time). */
     kr_plan_stage *stages;        /* num_stages entries (owned). */
+    double pred_bound_j;          /* Solver's proven lower bound on the energy of any plan no
+                                     slower than pred_time_s (0: none); JSON "predicted":
+                                     "bound_j" and "gap" (energy_j / bound_j − 1). */
 } kr_plan;
 
 /* Allocates stages (each with ninstr[s] zeroed instructions) and fills identity fields from
