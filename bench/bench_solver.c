@@ -1,25 +1,46 @@
 /*
- * bench_solver.c — solve time and steps of the frontier solver on the golden options files
- * (shared/golden/lowtime/opts_S{2,4,8}.csv), both cost models, and the speed-up against the
- * times lowtime 0.2.0 took on this kind of machine (golden README: 5.7 s for (2,8), 80 s for
- * (4,16), 1,827 s for (8,32) at 1 ms; (2,8) at 0.1 ms 67.7 s). Prints figures; never fails on
- * time. The machine is shared (2 cores): expect ±20 % noise, so every solve runs REPEATS times
- * and the table gives the fastest and the median wall time, and the median CPU time of the
- * solving thread (insensitive to other processes taking the core).
+ * bench_solver.c — the frontier solver's figures (issue 15). Prints; never fails on time.
+ *
+ *  1. Speed and memory: 1F1B (2,8) … (32,256) at 1 ms and (8,32) at 0.1 ms, both cost models,
+ *     interleaved 1F1B with 2–4 virtual stages at (16,128); solve time (fastest and median of
+ *     the repeats) and the peak resident memory of a child process that solves the row once
+ *     (ru_maxrss), beside lowtime 0.3.0's time where issue 15 measured it (PyPI, Rust cut: (2,8)
+ *     1.41 s, (4,16) 13.3 s, (8,32) 147 s, (8,64) 874 s, all at 1 ms). Options: the golden
+ *     files opts_S2/S4/S8 (tests/golden/lowtime); more than 8 stages reuse opts_S8's stages
+ *     cyclically (stage s runs like stage s mod 8), and chunk c of an interleaved stage takes
+ *     the stage's options with time and energy divided by the number of chunks.
+ *  2. The bound: the gap energy / bound − 1 over the undominated frontier points of each row.
+ *  3. exact vs the lowtime model's true energy at equal time on (4,16), (8,32), (8,64).
+ *  4. The MILP optimum (CBC, tests/milp_ref.h) at 10 deadlines of (2,4), (2,8), (3,6), (4,8):
+ *     the gap of exact and of the lowtime model to it (largest, median). CBC is given
+ *     KR_BENCH_MILP_S seconds per deadline (default 60) and KR_BENCH_JOBS parallel solves
+ *     (default 1); a deadline it cannot prove within 1e-6 is reported with CBC's interval.
+ *
+ * Arguments select sections: speed, bound, lowtime, milp (default: all). KR_BENCH_BIG=0 skips
+ * the rows above (8,64), KR_BENCH_BIG=2 runs only those; KR_BENCH_LOWTIME_BIG=1 also runs the
+ * lowtime model on them (long).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kareus/kareus.h"
-
-typedef struct bench_case {
-    int stages, microbatches;
-    double unit_s;
-    double lowtime_ref_s; /* lowtime 0.2.0 solve time here, 0 if not measured */
-} bench_case;
+#ifdef KR_HAVE_CBC
+#include "milp_ref.h"
+#endif
 
 #define REPEATS 3
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 static double thread_cpu_s(void)
 {
@@ -28,80 +49,358 @@ static double thread_cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
+static int env_int(const char *name, int def)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : def;
 }
 
-int main(void)
+/* Options for S stages and V chunks built from the golden files (see the header). */
+static int load_options(int S, int V, kr_options *o)
 {
-    static const bench_case cases[] = {
-        {2, 8, 0.001, 5.7},  {4, 16, 0.001, 80.0}, {8, 32, 0.001, 1827.0},
-        {8, 64, 0.001, 0.0}, {2, 8, 0.0001, 67.7}, {4, 16, 0.0001, 0.0},
-    };
-    printf("%-8s %-6s %-8s %8s %10s %10s %10s %10s %12s\n", "(S,M)", "unit", "model", "steps", "setup_s",
-           "solve_min", "solve_med", "cpu_med", "vs lowtime");
-    double target_s = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const bench_case *c = &cases[i];
-        char path[512];
-        snprintf(path, sizeof path, "%s/golden/lowtime/opts_S%d.csv", KR_TESTDATA_DIR, c->stages);
+    char path[512];
+    int base = S <= 2 ? 2 : S <= 4 ? 4 : 8;
+    snprintf(path, sizeof path, "%s/golden/lowtime/opts_S%d.csv", KR_TESTDATA_DIR, base);
+    kr_error e = {0};
+    kr_options src;
+    if (kr_options_read_csv(path, 0, 1, &src, &e)) {
+        printf("cannot read %s: %s\n", path, e.msg);
+        return -1;
+    }
+    int rc = kr_options_init(o, S, V, &e);
+    for (int s = 0; s < S && rc == 0; s++)
+        for (int c = 0; c < V && rc == 0; c++)
+            for (int k = 0; k < 2 && rc == 0; k++) {
+                const kr_option_set *set = kr_options_get(&src, s % src.num_stages, (kr_instr_kind)k, 0);
+                for (int i = 0; i < set->n && rc == 0; i++) {
+                    kr_option op = set->opt[i];
+                    op.time_s /= V;
+                    op.energy_j /= V;
+                    rc = kr_options_add(o, s, (kr_instr_kind)k, c, &op, NULL, 0, &e);
+                }
+            }
+    kr_options_free(&src);
+    if (rc)
+        printf("options: %s\n", e.msg);
+    return rc;
+}
+
+static int make_dag(int S, int M, int V, kr_dag *d)
+{
+    kr_error e = {0};
+    int rc = kr_dag_pipeline(V > 1 ? KR_SCHEDULE_INTERLEAVED_1F1B : KR_SCHEDULE_1F1B, S, M, V, NULL, d, &e);
+    if (rc)
+        printf("dag: %s\n", e.msg);
+    return rc;
+}
+
+/* Gap over the undominated points (sorted by time, strictly falling energy): max and median. */
+static void frontier_gaps(const kr_solve_result *f, double *gmax, double *gmed, int *nund)
+{
+    int n = f->nsteps, k = 0;
+    int *ord = malloc(sizeof(int) * (size_t)n);
+    double *g = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        ord[i] = i;
+    for (int i = 1; i < n; i++) /* insertion sort by time (the frontier is nearly sorted) */
+        for (int j = i; j > 0 && f->steps[ord[j - 1]].knob_time_s > f->steps[ord[j]].knob_time_s; j--) {
+            int x = ord[j];
+            ord[j] = ord[j - 1];
+            ord[j - 1] = x;
+        }
+    double best = INFINITY;
+    for (int i = 0; i < n; i++) {
+        const kr_solver_step *st = &f->steps[ord[i]];
+        if (best == INFINITY || st->energy_j < best - 1e-12 * best) {
+            best = st->energy_j;
+            if (isfinite(st->gap))
+                g[k++] = st->gap;
+        }
+    }
+    qsort(g, (size_t)k, sizeof g[0], cmp_double);
+    *gmax = k ? g[k - 1] : NAN;
+    *gmed = k ? g[k / 2] : NAN;
+    *nund = k;
+    free(ord);
+    free(g);
+}
+
+typedef struct row {
+    int S, M, V;
+    double unit_s;
+    double lowtime030_s; /* issue 15's lowtime 0.3.0 time, 0 if not measured */
+    int big;             /* above (8,64) */
+} row;
+
+/* Solves one row once in a child process; returns its peak RSS in KiB (ru_maxrss). */
+static long child_rss_kib(const kr_dag *d, const kr_options *o, const kr_solver_config *cfg)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        kr_solve_result f;
         kr_error e = {0};
+        int rc = kr_solve(d, o, cfg, &f, &e);
+        if (rc == 0)
+            kr_solve_result_free(&f);
+        _exit(rc ? 1 : 0);
+    }
+    int status;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &status, 0, &ru) < 0)
+        return -1;
+    return ru.ru_maxrss;
+}
+
+static void section_speed(int want_bound)
+{
+    static const row rows[] = {
+        {2, 8, 1, 0.001, 1.41, 0},  {4, 16, 1, 0.001, 13.3, 0}, {8, 32, 1, 0.001, 147.0, 0},
+        {8, 64, 1, 0.001, 874.0, 0}, {16, 128, 1, 0.001, 0, 1},  {32, 256, 1, 0.001, 0, 1},
+        {8, 32, 1, 0.0001, 0, 0},    {16, 128, 2, 0.001, 0, 1}, {16, 128, 3, 0.001, 0, 1},
+        {16, 128, 4, 0.001, 0, 1},
+    };
+    int big = env_int("KR_BENCH_BIG", 1), lt_big = env_int("KR_BENCH_LOWTIME_BIG", 0);
+    printf("%-12s %-5s %-8s %7s %9s %9s %9s %9s %9s %10s %9s %9s\n", "(S,M)xV", "unit", "model", "steps", "setup_s",
+           "solve_min", "solve_med", "cpu_med", "maxrss_MB", "lt0.3.0_s", "speed-up", "gap_max%");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const row *r = &rows[i];
+        if ((r->big && !big) || (!r->big && big == 2))
+            continue;
         kr_options o;
-        if (kr_options_read_csv(path, c->stages, 1, &o, &e)) {
-            printf("cannot read %s: %s\n", path, e.msg);
-            return 1;
-        }
         kr_dag d;
-        if (kr_dag_pipeline(KR_SCHEDULE_1F1B, c->stages, c->microbatches, 1, NULL, &d, &e)) {
-            printf("%s\n", e.msg);
-            return 1;
-        }
-        for (int m = 0; m < 3; m++) {
+        if (load_options(r->S, r->V, &o) || make_dag(r->S, r->M, r->V, &d))
+            return;
+        for (int m = 0; m < 2; m++) {
             kr_solver_config cfg;
             kr_solver_config_default(&cfg);
-            cfg.cost_model = m == 2 ? KR_COST_LOWTIME : KR_COST_EXACT;
-            cfg.exchange = m == 1 ? -1 : 0; /* row "exact-nx": without the exchange pass */
-            cfg.unit_time_s = c->unit_s;
-            kr_solve_result f;
-            double wall[REPEATS], cpu[REPEATS], setup = 0;
-            int nsteps = 0;
-            for (int r = 0; r < REPEATS; r++) {
+            cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+            cfg.unit_time_s = r->unit_s;
+            char sm[32];
+            snprintf(sm, sizeof sm, "(%d,%d)x%d", r->S, r->M, r->V);
+            if (m == 1 && (r->V > 1 || (r->big && !lt_big))) {
+                printf("%-12s %-5g %-8s %7s  (not run: KR_BENCH_LOWTIME_BIG=1%s)\n", sm, r->unit_s * 1000, "lowtime", "-",
+                       r->V > 1 ? "; interleaved" : "");
+                continue;
+            }
+            int reps = r->big ? 1 : REPEATS;
+            double wall[REPEATS], cpu[REPEATS], setup = 0, gmax = NAN, gmed = NAN;
+            int nsteps = 0, nund = 0;
+            for (int k = 0; k < reps; k++) {
+                kr_solve_result f;
+                kr_error e = {0};
                 double c0 = thread_cpu_s();
                 if (kr_solve(&d, &o, &cfg, &f, &e)) {
                     printf("solve failed: %s\n", e.msg);
-                    return 1;
+                    return;
                 }
-                cpu[r] = thread_cpu_s() - c0 - f.setup_s;
-                wall[r] = f.solve_s;
+                cpu[k] = thread_cpu_s() - c0 - f.setup_s;
+                wall[k] = f.solve_s;
                 setup = f.setup_s;
                 nsteps = f.nsteps;
-                if (r + 1 < REPEATS)
-                    kr_solve_result_free(&f);
+                if (k == 0 && want_bound)
+                    frontier_gaps(&f, &gmax, &gmed, &nund);
+                kr_solve_result_free(&f);
             }
-            qsort(wall, REPEATS, sizeof wall[0], cmp_double);
-            qsort(cpu, REPEATS, sizeof cpu[0], cmp_double);
-            double med = wall[REPEATS / 2];
-            if (c->stages == 8 && c->microbatches == 64 && c->unit_s == 0.001 && m == 0)
-                target_s = med;
-            char sm[16], ratio[32] = "-";
-            snprintf(sm, sizeof sm, "(%d,%d)", c->stages, c->microbatches);
-            if (c->lowtime_ref_s > 0)
-                snprintf(ratio, sizeof ratio, "%.0fx", c->lowtime_ref_s / (med + setup));
-            printf("%-8s %-6g %-8s %8d %10.3f %10.3f %10.3f %10.3f %12s\n", sm, c->unit_s * 1000,
-                   m == 1 ? "exact-nx" : kr_cost_model_name(cfg.cost_model), nsteps - 1, setup, wall[0], med,
-                   cpu[REPEATS / 2], ratio);
-            kr_solve_result_free(&f);
+            qsort(wall, (size_t)reps, sizeof wall[0], cmp_double);
+            qsort(cpu, (size_t)reps, sizeof cpu[0], cmp_double);
+            double med = wall[reps / 2], cmed = cpu[reps / 2];
+            long rss = child_rss_kib(&d, &o, &cfg);
+            char ref[24] = "-", ratio[24] = "-";
+            if (r->lowtime030_s > 0) {
+                snprintf(ref, sizeof ref, "%.2f", r->lowtime030_s);
+                snprintf(ratio, sizeof ratio, "%.0fx", r->lowtime030_s / (cmed + setup));
+            }
+            printf("%-12s %-5g %-8s %7d %9.3f %9.3f %9.3f %9.3f %9.1f %10s %9s %9.3f\n", sm, r->unit_s * 1000,
+                   kr_cost_model_name(cfg.cost_model), nsteps - 1, setup, wall[0], med, cmed, rss / 1024.0, ref, ratio,
+                   100 * gmax);
+            if (want_bound)
+                printf("%-12s       bound gap over %d undominated points: largest %.3f%%, median %.3f%%\n", "", nund,
+                       100 * gmax, 100 * gmed);
         }
         kr_dag_free(&d);
         kr_options_free(&o);
     }
-    printf("unit in ms; steps exclude step 0; %d runs each (wall: fastest, median; cpu: median thread CPU time)\n",
+    printf("unit in ms; steps exclude step 0; solve = wall time of kr_solve without setup, bound included\n"
+           "(fastest and median of %d runs; one run above (8,64)); maxrss = peak RSS of a child process\n"
+           "that solves the row once (includes the options and DAG); cpu_med = median CPU time of the\n"
+           "solving thread (robust on a loaded machine); speed-up = lowtime 0.3.0 / (setup + cpu_med); targets: (8,64) exact < 0.3 s, (32,256) < 30 s and < 2 GiB\n",
            REPEATS);
-    printf("'vs lowtime' = lowtime 0.2.0 solve time / ours (setup + median solve)\n");
-    printf("target: (8,64) at 1 ms, exact, under 1 s: median %.3f s (%.2fx the target)\n", target_s, target_s / 1.0);
-    printf("exact: default (exchange pass up to 256 instructions); exact-nx: --exchange off\n");
-    printf("(lowtime 0.2.0 on (8,64) at 1 ms had not finished after 4,006 s: 3.5-4 h projected)\n");
+}
+
+static void section_lowtime(void)
+{
+    static const int cases[][2] = {{4, 16}, {8, 32}, {8, 64}};
+    for (size_t c = 0; c < 3; c++) {
+        int S = cases[c][0], M = cases[c][1];
+        kr_options o;
+        kr_dag d;
+        if (load_options(S, 1, &o) || make_dag(S, M, 1, &d))
+            return;
+        kr_solve_result f[2];
+        kr_error e = {0};
+        for (int m = 0; m < 2; m++) {
+            kr_solver_config cfg;
+            kr_solver_config_default(&cfg);
+            cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+            if (kr_solve(&d, &o, &cfg, &f[m], &e)) {
+                printf("solve failed: %s\n", e.msg);
+                return;
+            }
+        }
+        double worst = -INFINITY, mean = 0;
+        int worse = 0;
+        for (int k = 0; k < f[1].nsteps; k++) {
+            double best = INFINITY;
+            for (int j = 0; j < f[0].nsteps; j++)
+                if (f[0].steps[j].knob_time_s <= f[1].steps[k].knob_time_s + 1e-12)
+                    best = fmin(best, f[0].steps[j].energy_j);
+            double rel = best / f[1].steps[k].energy_j - 1;
+            worst = fmax(worst, rel);
+            mean += rel / f[1].nsteps;
+            worse += rel > 1e-9;
+        }
+        printf("(%d,%d) 1 ms: exact's best plan no slower than each of lowtime's %d points: worse at %d, worst "
+               "%+.4f%%, mean %+.4f%%\n",
+               S, M, f[1].nsteps, worse, 100 * worst, 100 * mean);
+        kr_solve_result_free(&f[0]);
+        kr_solve_result_free(&f[1]);
+        kr_dag_free(&d);
+        kr_options_free(&o);
+    }
+}
+
+#ifdef KR_HAVE_CBC
+/* One deadline's MILP in a child (parallel solves); writes lo, hi, status to a pipe. */
+static void section_milp(void)
+{
+    static const int cases[][2] = {{2, 4}, {2, 8}, {3, 6}, {4, 8}};
+    double max_s = env_int("KR_BENCH_MILP_S", 60);
+    int jobs = env_int("KR_BENCH_JOBS", 1), K = 10;
+    for (size_t c = 0; c < 4; c++) {
+        int S = cases[c][0], M = cases[c][1];
+        kr_options o;
+        kr_dag d;
+        if (load_options(S, 1, &o) || make_dag(S, M, 1, &d))
+            return;
+        kr_solve_result f[2];
+        kr_error e = {0};
+        for (int m = 0; m < 2; m++) {
+            kr_solver_config cfg;
+            kr_solver_config_default(&cfg);
+            cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+            if (kr_solve(&d, &o, &cfg, &f[m], &e)) {
+                printf("solve failed: %s\n", e.msg);
+                return;
+            }
+        }
+        double tlo = INFINITY, tfr = 0, efr = INFINITY;
+        for (int k = 0; k < f[0].nsteps; k++) {
+            tlo = fmin(tlo, f[0].steps[k].knob_time_s);
+            if (f[0].steps[k].energy_j < efr) {
+                efr = f[0].steps[k].energy_j;
+                tfr = f[0].steps[k].knob_time_s;
+            }
+        }
+        double thi = tfr + 0.03 * (tfr - tlo), t[16], best[2][16], lo[16], hi[16];
+        int st[16];
+        int fds[16][2];
+        pid_t pids[16];
+        for (int i = 0; i < K; i++) {
+            t[i] = tlo + (thi - tlo) * i / (K - 1);
+            for (int m = 0; m < 2; m++) {
+                best[m][i] = INFINITY;
+                for (int k = 0; k < f[m].nsteps; k++)
+                    if (f[m].steps[k].knob_time_s <= t[i] + 1e-12)
+                        best[m][i] = fmin(best[m][i], f[m].steps[k].energy_j);
+            }
+        }
+        fflush(stdout);
+        for (int i0 = 0; i0 < K; i0 += jobs) {
+            for (int i = i0; i < K && i < i0 + jobs; i++) {
+                if (pipe(fds[i]))
+                    return;
+                pids[i] = fork();
+                if (pids[i] == 0) {
+                    double res[3];
+                    res[2] = kr_test_milp(&d, &o, 85.0, 1, t[i], best[0][i], max_s, 1e-6, &res[0], &res[1]);
+                    ssize_t wn = write(fds[i][1], res, sizeof res);
+                    _exit(wn == (ssize_t)sizeof res ? 0 : 1);
+                }
+                close(fds[i][1]);
+            }
+            for (int i = i0; i < K && i < i0 + jobs; i++) {
+                double res[3] = {NAN, NAN, -2};
+                if (read(fds[i][0], res, sizeof res) != (ssize_t)sizeof res)
+                    res[2] = -2;
+                close(fds[i][0]);
+                waitpid(pids[i], NULL, 0);
+                lo[i] = res[0];
+                hi[i] = res[1];
+                st[i] = (int)res[2];
+            }
+        }
+        double g[2][16], bmax = 0;
+        int proven = 0;
+        for (int i = 0; i < K; i++) {
+            proven += st[i] == 1;
+            double opt = st[i] == 1 ? hi[i] : NAN;
+            /* exact's gap against the optimum; unproven: against CBC's lower bound (an upper
+             * estimate of the gap). */
+            double ref = st[i] == 1 ? opt : lo[i];
+            for (int m = 0; m < 2; m++)
+                g[m][i] = isfinite(best[m][i]) ? best[m][i] / ref - 1 : NAN;
+            double b = kr_solve_result_bound(&f[0], t[i]);
+            bmax = fmax(bmax, ref / b - 1);
+            printf("  (%d,%d) deadline %.4f s: bound %.3f  MILP %s [%.3f, %.3f]  exact %.3f (%+.4f%%)  lowtime %.3f "
+                   "(%+.4f%%)\n",
+                   S, M, t[i], b, st[i] == 1 ? "optimum" : "unproven", lo[i], hi[i], best[0][i], 100 * g[0][i],
+                   best[1][i], 100 * g[1][i]);
+        }
+        for (int m = 0; m < 2; m++) {
+            double v[16];
+            int n = 0;
+            for (int i = 0; i < K; i++)
+                if (isfinite(g[m][i]))
+                    v[n++] = g[m][i];
+            qsort(v, (size_t)n, sizeof v[0], cmp_double);
+            printf("(%d,%d) %-7s gap to the MILP optimum at %d deadlines (%d proven): largest %.4f%%, median %.4f%%\n", S,
+                   M, m ? "lowtime" : "exact", n, proven, n ? 100 * v[n - 1] : NAN, n ? 100 * v[n / 2] : NAN);
+        }
+        printf("(%d,%d) bound below the MILP optimum by at most %.4f%%\n", S, M, 100 * bmax);
+        kr_solve_result_free(&f[0]);
+        kr_solve_result_free(&f[1]);
+        kr_dag_free(&d);
+        kr_options_free(&o);
+    }
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    int all = argc < 2;
+    for (int i = 0; i < argc || all; i++) {
+        const char *s = all ? NULL : argv[i];
+        if (i == 0 && !all)
+            continue;
+        if (all || strcmp(s, "speed") == 0 || strcmp(s, "bound") == 0) {
+            printf("== speed, memory and the bound's gap\n");
+            section_speed(1);
+        }
+        if (all || strcmp(s, "lowtime") == 0) {
+            printf("== exact vs the lowtime model\n");
+            section_lowtime();
+        }
+        if (all || strcmp(s, "milp") == 0) {
+            printf("== against the MILP optimum (CBC)\n");
+#ifdef KR_HAVE_CBC
+            section_milp();
+#else
+            printf("(CBC not found at build time: skipped)\n");
+#endif
+        }
+        if (all)
+            break;
+    }
     return 0;
 }

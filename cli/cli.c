@@ -124,7 +124,7 @@ int cli_parse_exchange(const char *cmd, const char *s, int *out)
 
 int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_options *o)
 {
-    long v;
+    long v = 0;
     int rc;
     switch (code) {
     case CLI_OPT_STRATEGY:
@@ -168,4 +168,22 @@ int cli_print_file(const char *path)
         fwrite(buf, 1, n, stdout);
     fclose(f);
     return 0;
+}
+
+void cli_json_string(const char *s)
+{
+    if (s == NULL) {
+        fputs("null", stdout);
+        return;
+    }
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
 }

@@ -52,6 +52,10 @@ void cli_progress_done(int quiet);
 /* Copies a file to stdout; returns 0, or 1 with a message if it cannot be read. */
 int cli_print_file(const char *path);
 
+/* Writes S to stdout as a JSON string (quoted, with ", \\ and control characters escaped); NULL
+ * is written as null. For the --json output of the commands. */
+void cli_json_string(const char *s);
+
 /* 1 if --help/-h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
 

@@ -10,12 +10,13 @@
 #include "cli.h"
 
 static const char usage_text[] =
-    "usage: kareus compose --frontiers DIR --out FILE.csv [--job FILE] [--variant NAME]\n"
+    "usage: kareus compose --frontiers DIR --out FILE.csv [--job FILE] [--variant NAME] [--json]\n"
     "                      [--allow-missing-clocks]\n\n"
     "  --frontiers DIR  partition frontiers: <key>.<variant>.json or .csv for every key of the job\n"
     "  --out FILE.csv   instruction options (stage,instruction,frequency,time,energy,KEY...)\n"
     "  --job FILE       job spec or built-in name (default: the built-in default job)\n"
     "  --variant NAME   kareus (default), sequential or default-overlap\n"
+    "  --json           the summary as JSON (out, options, stages, clocks, sums, variant)\n"
     "  --allow-missing-clocks  a frontier without a point at some of the job's planning clocks\n"
     "                   is an error (exit 2) naming the key and the clocks; with this flag a warning,\n"
     "                   and those clocks are left out of the composition\n\n"
@@ -101,9 +102,10 @@ int cmd_compose(int argc, char **argv)
     }
     static const struct option lopts[] = {{"frontiers", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'},
                                           {"job", required_argument, 0, 'j'},       {"variant", required_argument, 0, 'v'},
+                                          {"json", no_argument, 0, 'J'},
                                           {"allow-missing-clocks", no_argument, 0, 'A'}, {0, 0, 0, 0}};
     const char *dir = NULL, *out = NULL, *jobpath = NULL, *var = "kareus";
-    int c, allow = 0;
+    int c, json = 0, allow = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -112,6 +114,7 @@ int cmd_compose(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'j': jobpath = optarg; break;
         case 'v': var = optarg; break;
+        case 'J': json = 1; break;
         case 'A': allow = 1; break;
         default: return cli_usage_error("compose", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -139,8 +142,17 @@ int cmd_compose(int argc, char **argv)
         int total = 0;
         for (int i = 0; i < opts.nsets; i++)
             total += opts.sets[i].n;
-        printf("composed %d options for %d stages over %d clocks (%lld sums formed), %s\n", total, opts.num_stages,
-               st.clocks, st.candidates, out);
+        if (json) {
+            printf("{\"out\": ");
+            cli_json_string(out);
+            printf(", \"options\": %d, \"stages\": %d, \"clocks\": %d, \"sums\": %lld, \"variant\": ", total,
+                   opts.num_stages, st.clocks, st.candidates);
+            cli_json_string(var);
+            printf("}\n");
+        } else {
+            printf("composed %d options for %d stages over %d clocks (%lld sums formed), %s\n", total,
+                   opts.num_stages, st.clocks, st.candidates, out);
+        }
     }
     kr_options_free(&opts);
     return rc ? cli_report(rc, &err) : 0;

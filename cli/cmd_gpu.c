@@ -1,6 +1,8 @@
 /*
- * cmd_gpu.c — `kareus gpu info|reset`: what the GPUs of this machine offer (SM clocks, current
- * clock, power, energy counter) and putting their clocks back to the driver's default.
+ * cmd_gpu.c — `kareus gpu info|reset|restore`: what the GPUs of this machine offer (SM clocks,
+ * current clock, power, energy counter), putting their clocks back to the driver's default, and
+ * crash recovery: putting back the clocks a Kareus process recorded in its lock file before it
+ * died without restoring them (SIGKILL, a crash, no kareusd).
  *
  * Exit statuses: 0 ok; 1 a call failed (no permission, a locked GPU); 2 bad arguments, or no
  * NVIDIA driver/library/GPU on this machine (a missing device is treated like a wrong input:
@@ -15,13 +17,18 @@
 
 static const char usage_text[] =
     "usage: kareus gpu info [--device N] [--backend SPEC] [--json]\n"
-    "       kareus gpu reset [--device N|all] [--backend SPEC] [--lock-dir DIR] [--force]\n\n"
+    "       kareus gpu reset [--device N|all] [--backend SPEC] [--lock-dir DIR] [--force]\n"
+    "       kareus gpu restore [--device N|all] [--backend SPEC] [--lock-dir DIR]\n\n"
     "  info        devices, supported SM clocks, current clocks, power and energy counter\n"
     "  reset       remove the SM clock lock (the driver's default behaviour); refuses a GPU that a\n"
     "              running Kareus process controls unless --force (needs root or CAP_SYS_ADMIN)\n"
+    "  restore     after a Kareus process died without restoring (SIGKILL, crash): put back the\n"
+    "              clocks its lock file recorded (default: all devices); a live holder is left alone\n"
     "  --device N  one device (default: all for info, 0 for reset)\n"
-    "  --backend S nvml (default), or a fake/sim spec for tests (see docs/runtime.md)\n"
-    "  --lock-dir  directory of the per-GPU lock files (default /tmp)\n"
+    "  --backend S auto (default: kareusd when not root and it runs, else nvml), nvml,\n"
+    "              kareusd[:SOCKET], or a fake/sim spec for tests (see docs/runtime.md)\n"
+    "  --lock-dir  directory of the per-GPU lock files (default /run/kareus as root, else\n"
+    "              $XDG_RUNTIME_DIR/kareus)\n"
     "  --json      machine-readable output\n\n"
     "Exit status 2 when there is no NVIDIA driver, library or GPU here (the message says which).\n";
 
@@ -174,6 +181,32 @@ static int gpu_reset(kr_backend *b, int only, int all, const char *lock_dir, int
     return status;
 }
 
+static int gpu_restore(kr_backend *b, int only, const char *lock_dir)
+{
+    int n = 0;
+    if (kr_backend_device_count(b, &n))
+        return cli_report(KR_EBACKEND, &b->err);
+    if (only >= n) {
+        fprintf(stderr, "kareus gpu: --device: expected 0..%d or all (%d device%s), found %d\n", n - 1, n,
+                n == 1 ? "" : "s", only);
+        return CLI_EXIT_INPUT;
+    }
+    int status = 0;
+    for (int d = only < 0 ? 0 : only; d < (only < 0 ? n : only + 1); d++) {
+        kr_error err = {0};
+        int restored = 0;
+        int rc = kr_runtime_gpu_restore(b, d, lock_dir, &restored, &err);
+        if (rc) {
+            fprintf(stderr, "kareus gpu restore: device %d: %s\n", d, err.msg);
+            status = kr_status_is_input_error(rc) ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
+        } else if (restored)
+            printf("%s\n", err.msg);
+        else
+            printf("device %d: nothing to restore (no Kareus process died holding it)\n", d);
+    }
+    return status;
+}
+
 int cmd_gpu(int argc, char **argv)
 {
     int urc = cli_subcommand_usage(argc, argv, usage_text);
@@ -185,7 +218,7 @@ int cmd_gpu(int argc, char **argv)
         {"json", no_argument, 0, 'J'},         {"lock-dir", required_argument, 0, 'l'},
         {"force", no_argument, 0, 'f'},        {0, 0, 0, 0},
     };
-    const char *spec = "nvml", *lock_dir = NULL;
+    const char *spec = NULL, *lock_dir = NULL;
     int device = -1, all = 0, json = 0, force = 0, c;
     optind = 2;
     opterr = 0;
@@ -206,9 +239,12 @@ int cmd_gpu(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("gpu", "unexpected argument '%s'", argv[optind]);
-    int is_info = strcmp(sub, "info") == 0, is_reset = strcmp(sub, "reset") == 0;
-    if (!is_info && !is_reset)
-        return cli_usage_error("gpu", "unknown subcommand '%s' (expected info or reset)", sub);
+    int is_info = strcmp(sub, "info") == 0, is_reset = strcmp(sub, "reset") == 0,
+        is_restore = strcmp(sub, "restore") == 0;
+    if (!is_info && !is_reset && !is_restore)
+        return cli_usage_error("gpu", "unknown subcommand '%s' (expected info, reset or restore)", sub);
+    if (is_restore && (force || json))
+        return cli_usage_error("gpu", "restore: --force and --json belong to reset and info");
     if (is_info && (all || force || lock_dir))
         return cli_usage_error("gpu", "info: --device all, --force and --lock-dir belong to reset");
     if (is_reset && json)
@@ -217,7 +253,9 @@ int cmd_gpu(int argc, char **argv)
     int rc = open_backend(spec, &b);
     if (rc)
         return rc;
-    rc = is_info ? gpu_info(b, device, json) : gpu_reset(b, device < 0 ? 0 : device, all, lock_dir, force);
+    rc = is_info      ? gpu_info(b, device, json)
+         : is_restore ? gpu_restore(b, all ? -1 : device, lock_dir)
+                      : gpu_reset(b, device < 0 ? 0 : device, all, lock_dir, force);
     kr_backend_destroy(b);
     return rc;
 }

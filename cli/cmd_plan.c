@@ -11,10 +11,10 @@
 #include "cli.h"
 
 static const char usage_text[] =
-    "usage: kareus plan show FILE\n"
-    "       kareus plan validate FILE [--job FILE]\n"
-    "       kareus plan export-zeus FILE --out FILE.py [--job FILE]\n"
-    "       kareus plan export-artifact FILE --out DIR [--job FILE] [--index N]\n"
+    "usage: kareus plan show FILE [--json]\n"
+    "       kareus plan validate FILE [--job FILE] [--json]\n"
+    "       kareus plan export-zeus FILE --out FILE.py [--job FILE] [--json]\n"
+    "       kareus plan export-artifact FILE --out DIR [--job FILE] [--index N] [--json]\n"
     "       kareus plan import FREQS.py [SCHEDS.py] --out PLAN.json [--job FILE] [--method NAME]\n\n"
     "  show             print the plan's job, predicted figures and every stage's instructions\n"
     "  validate         read the plan (schema, types, ranges) and, with --job, check it fits the job:\n"
@@ -29,7 +29,9 @@ static const char usage_text[] =
     "  import           the artifact's freqs_pipeline_N.py (+ scheds_pipeline_N.py for Kareus) into\n"
     "                   a plan for the job; --method kareus|perseus|nanobatch+perseus (default:\n"
     "                   kareus with a scheds file, perseus without). The files are read as\n"
-    "                   literals, never evaluated.\n";
+    "                   literals, never evaluated.\n"
+    "  --json           show: the plan file itself once it reads correctly; validate and the\n"
+    "                   exports: the result as one JSON object\n";
 
 static void show(const kr_plan *p)
 {
@@ -88,10 +90,10 @@ int cmd_plan(int argc, char **argv)
     static const struct option opts[] = {
         {"job", required_argument, 0, 'j'},    {"out", required_argument, 0, 'o'},
         {"method", required_argument, 0, 'm'}, {"index", required_argument, 0, 'i'},
-        {0, 0, 0, 0}};
+        {"json", no_argument, 0, 'J'},         {0, 0, 0, 0}};
     const char *jobpath = NULL, *out = NULL, *method = NULL;
     int index = -1;
-    int c;
+    int c, json = 0;
     optind = 2;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -107,6 +109,7 @@ int cmd_plan(int argc, char **argv)
             index = (int)v;
             break;
         }
+        case 'J': json = 1; break;
         default: return cli_usage_error("plan", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -127,9 +130,15 @@ int cmd_plan(int argc, char **argv)
         return cli_report(rc, &err);
     int status = 0;
     if (strcmp(sub, "show") == 0) {
-        show(&p);
+        if (json)
+            status = cli_print_file(path);
+        else
+            show(&p);
     } else if (strcmp(sub, "validate") == 0) {
-        if (jobpath) {
+        /* The same schedule checks every runtime open makes (counts before allocation, order). */
+        if ((rc = kr_runtime_plan_check(path, -1, NULL, &err)))
+            status = cli_report(rc, &err);
+        if (status == 0 && jobpath) {
             kr_job job;
             if ((rc = cli_load_job(jobpath, &job))) {
                 kr_plan_free(&p);
@@ -140,7 +149,12 @@ int cmd_plan(int argc, char **argv)
                 status = cli_report(rc, &err);
             }
         }
-        if (status == 0)
+        if (status == 0 && json) {
+            printf("{\"plan\": ");
+            cli_json_string(path);
+            printf(", \"ok\": true, \"stages\": %d, \"microbatches\": %d, \"fits_job\": %s}\n", p.num_stages,
+                   p.num_microbatches, jobpath ? "true" : "null");
+        } else if (status == 0)
             printf("%s: ok (%d stages, %d microbatches%s)\n", path, p.num_stages, p.num_microbatches,
                    jobpath ? ", fits the job" : "; pass --job to check it against a job");
     } else {
@@ -155,11 +169,29 @@ int cmd_plan(int argc, char **argv)
         } else if (strcmp(sub, "export-zeus") == 0) {
             if ((rc = kr_plan_export_zeus(&p, kr_job_gpus_per_stage(&job), out, &err)))
                 status = cli_report(rc, &err);
+            else if (json) {
+                printf("{\"plan\": ");
+                cli_json_string(path);
+                printf(", \"out\": ");
+                cli_json_string(out);
+                printf("}\n");
+            }
         } else {
             char fpath[4200], spath[4200];
             if ((rc = kr_plan_export_artifact(&p, &job, out, index, fpath, sizeof fpath, spath, sizeof spath, &err))) {
                 kr_error_prefix(&err, "%s", path);
                 status = cli_report(rc, &err);
+            } else if (json) {
+                printf("{\"plan\": ");
+                cli_json_string(path);
+                printf(", \"freqs\": ");
+                cli_json_string(fpath);
+                printf(", \"scheds\": ");
+                if (spath[0])
+                    cli_json_string(spath);
+                else
+                    printf("null");
+                printf("}\n");
             } else {
                 printf("%s%s%s\n", fpath, spath[0] ? "\n" : "", spath);
             }

@@ -8,17 +8,28 @@
 int cmd_report(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
-        printf("usage: kareus report DIR\n\n"
+        printf("usage: kareus report DIR [--json]\n\n"
                "Builds DIR/report.html (one self-contained page with the pictures inlined) from the\n"
-               "summary.json that 'kareus optimize --out DIR' wrote.\n");
+               "summary.json that 'kareus optimize --out DIR' wrote. --json prints {\"report\": PATH}.\n");
         return 0;
     }
+    int json = argc == 3 && strcmp(argv[2], "--json") == 0;
+    if (json)
+        argc--;
     if (argc != 2)
         return cli_usage_error("report", "expected one output directory of 'kareus optimize', found %d arguments", argc - 1);
     kr_error err = {0};
     int rc = kr_report_html(argv[1], &err);
     if (rc)
         return cli_report(rc, &err);
-    printf("%s/report.html\n", argv[1]);
+    if (json) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/report.html", argv[1]);
+        fputs("{\"report\": ", stdout);
+        cli_json_string(path);
+        fputs("}\n", stdout);
+    } else {
+        printf("%s/report.html\n", argv[1]);
+    }
     return 0;
 }

@@ -34,22 +34,27 @@
 
 static const char usage_text[] =
     "usage: kareus run --plan FILE [--stage S] [--device N[,N…]|all] [--backend SPEC] [--job JOB]\n"
-    "                  [--lock-dir DIR] [--restore-lock MIN,MAX] [--force] -- CMD [ARGS…]\n\n"
+    "                  [--lock-dir DIR] [--restore-lock MIN,MAX] [--force] [--json] -- CMD [ARGS…]\n\n"
     "Runs CMD with the plan in its environment (KAREUS_PLAN, KAREUS_STAGE, KAREUS_DEVICE,\n"
     "KAREUS_BACKEND, KAREUS_JOB, KAREUS_LOCK_DIR, KAREUS_RUN_PID), forwards SIGINT, SIGTERM and\n"
     "SIGHUP sent to this wrapper, and restores the SM clocks of the devices when CMD ends —\n"
     "also after SIGKILL or a crash, which no in-process handler can catch.\n\n"
     "  --plan FILE          plan to expose (checked first: exit 2 if it does not fit)\n"
     "  --stage S            the stage of a single-rank job (multi-rank jobs pass their own)\n"
-    "  --device LIST        devices whose clocks are restored (default 0; 'all')\n"
-    "  --backend SPEC       nvml (default); sim needs no restore; fake:… for tests\n"
+    "  --device LIST        devices whose clocks are restored (default 0; 'all'); any other\n"
+    "                       device the command's runtimes left changed is restored too\n"
+    "  --backend SPEC       auto (default: kareusd when not root and it runs, else nvml),\n"
+    "                       kareusd[:SOCKET], nvml; sim needs no restore; fake:… for tests\n"
     "  --job JOB            also check the plan against this job spec or built-in name\n"
-    "  --lock-dir DIR       directory of the per-GPU lock files (default /tmp)\n"
+    "  --lock-dir DIR       per-GPU lock files (default /run/kareus as root, else\n"
+    "                       $XDG_RUNTIME_DIR/kareus)\n"
     "  --restore-lock A,B   restore this lock instead of resetting (NVML cannot report the one\n"
     "                       in place before the run)\n"
     "  --force              start even if another Kareus process controls a device\n"
     "  --tp N, --cp N       under torchrun/srun (no --device): parallel degrees for the rank's\n"
-    "                       stage and GPU (default: the --job's, else 1; order tp-cp-dp-pp)\n";
+    "                       stage and GPU (default: the --job's, else 1; order tp-cp-dp-pp)\n"
+    "  --json               after CMD ends, one JSON object on stdout: command, exit_status,\n"
+    "                       signal, devices restored, clocks_restored\n";
 
 #define MAX_DEVS 64
 
@@ -113,6 +118,23 @@ static int restore_device(kr_backend *b, const found *f, const char *lock_dir)
     return 0;
 }
 
+/* Restores every device whose lock record a dead holder left "held", with the clocks it found. */
+static int restore_stale(kr_backend *b, const char *lock_dir)
+{
+    int n = 0, failed = 0;
+    for (int d = 0; kr_backend_device_count(b, &n) == KR_OK && d < n; d++) {
+        kr_error err = {0};
+        int restored = 0;
+        int rc = kr_runtime_gpu_restore(b, d, lock_dir, &restored, &err);
+        if (rc != KR_OK && rc != KR_EBUSY) { /* busy: a live process (another rank) holds it */
+            fprintf(stderr, "kareus run: device %d: %s\n", d, err.msg);
+            failed = 1;
+        } else if (restored)
+            fprintf(stderr, "kareus run: %s\n", err.msg);
+    }
+    return failed;
+}
+
 /* Opens the backend and notes each device's identity and clocks; checks nobody controls them. */
 static int survey(const char *spec, const int *dev, int ndev, int all, int rmin, int rmax, const char *lock_dir,
                   int force, kr_backend **b, found *fd, int *nfound)
@@ -136,7 +158,18 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
                     n == 1 ? "" : "s", f->dev);
             return CLI_EXIT_INPUT;
         }
-        int cur;
+        /* A job that died earlier without restoring: put its found clocks back first, so that
+         * they, not its plan's, are what this run notes and restores. A live holder: refuse. */
+        int cur, restored = 0, helper = kr_kareusd_backend_is(*b); /* kareusd restores by itself */
+        if (!helper && (rc = kr_runtime_gpu_restore(*b, f->dev, lock_dir, &restored, &err)) == KR_EBUSY && !force) {
+            fprintf(stderr, "kareus run: %s (--force starts anyway)\n", err.msg);
+            return CLI_EXIT_FAIL;
+        } else if (!helper && rc == KR_EBUSY)
+            fprintf(stderr, "kareus run: --force: %s\n", err.msg);
+        else if (!helper && rc)
+            return cli_report(rc, &err);
+        else if (restored)
+            fprintf(stderr, "kareus run: %s\n", err.msg);
         if ((rc = kr_gpuctl_device_info(*b, f->dev, &f->info, &err)) ||
             (rc = kr_backend_get_clock(*b, f->dev, &cur, &f->lmin, &f->lmax)))
             return cli_report(rc, err.msg[0] ? &err : &(*b)->err);
@@ -144,15 +177,6 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
             f->lmin = rmin;
             f->lmax = rmax;
         }
-        kr_gpu_lock lock = {.fd = -1};
-        if (f->info.uuid[0] && (rc = kr_runtime_gpu_lock(lock_dir, f->info.uuid, f->dev, f->info.name, &lock, &err))) {
-            if (!force) {
-                fprintf(stderr, "kareus run: %s (--force starts anyway)\n", err.msg);
-                return CLI_EXIT_FAIL;
-            }
-            fprintf(stderr, "kareus run: --force: %s\n", err.msg);
-        }
-        kr_runtime_gpu_unlock(&lock); /* the command's runtime takes it */
     }
     return 0;
 }
@@ -193,6 +217,45 @@ static int launch_rank(const char *plan_path, const char *job_spec, const char *
     return KR_OK;
 }
 
+/*
+ * The plan's clocks (stage's, or every stage's without --stage) must be supported SM clocks of
+ * each device the wrapper opened: a plan made for another GPU is refused (exit 2) before the
+ * command starts, with the plan location, the clock and the device's range.
+ */
+static int check_plan_clocks(kr_backend *b, const char *path, int stage, const found *fd, int nfound)
+{
+    kr_plan p;
+    kr_error err = {0};
+    int rc = kr_plan_read(path, &p, &err);
+    if (rc)
+        return cli_report(rc, &err);
+    int status = 0;
+    for (int d = 0; d < nfound && status == 0; d++) {
+        static int clocks[KR_GPU_MAX_CLOCKS];
+        int n = 0;
+        if ((rc = kr_backend_supported_clocks(b, fd[d].dev, clocks, KR_GPU_MAX_CLOCKS, &n))) {
+            fprintf(stderr, "kareus run: device %d: listing supported clocks: %s\n", fd[d].dev, kr_backend_errmsg(b));
+            status = CLI_EXIT_FAIL;
+            break;
+        }
+        for (int s = stage < 0 ? 0 : stage; s < (stage < 0 ? p.num_stages : stage + 1) && s < p.num_stages && !status; s++)
+            for (int i = 0; i < p.stages[s].ninstr && !status; i++) {
+                int f = p.stages[s].instr[i].freq_mhz, ok = 0;
+                for (int k = 0; k < n && !ok; k++)
+                    ok = clocks[k] == f;
+                if (!ok) {
+                    fprintf(stderr, "kareus: %s: stages[%d].instructions[%d].freq_mhz: expected a supported SM clock of "
+                                    "device %d (%s: %d clocks from %d to %d MHz), found %d MHz (plan made for %s)\n",
+                            path, s, i, fd[d].dev, fd[d].info.name, n, n ? clocks[n - 1] : 0, n ? clocks[0] : 0, f,
+                            p.gpu[0] ? p.gpu : "an unknown GPU");
+                    status = CLI_EXIT_INPUT;
+                }
+            }
+    }
+    kr_plan_free(&p);
+    return status;
+}
+
 int cmd_run(int argc, char **argv)
 {
     int urc = cli_subcommand_usage(argc, argv, usage_text);
@@ -204,10 +267,10 @@ int cmd_run(int argc, char **argv)
         {"job", required_argument, 0, 'j'},      {"lock-dir", required_argument, 0, 'l'},
         {"restore-lock", required_argument, 0, 'r'}, {"force", no_argument, 0, 'f'},
         {"tp", required_argument, 0, 'T'},       {"cp", required_argument, 0, 'C'},
-        {0, 0, 0, 0},
+        {"json", no_argument, 0, 'J'},           {0, 0, 0, 0},
     };
-    const char *plan = NULL, *spec = "nvml", *job = NULL, *lock_dir = NULL, *devs = NULL, *stage_s = NULL;
-    int stage = -1, rmin = 0, rmax = 0, force = 0, tp = 0, cp = 0, c;
+    const char *plan = NULL, *spec = "auto", *job = NULL, *lock_dir = NULL, *devs = NULL, *stage_s = NULL;
+    int stage = -1, rmin = 0, rmax = 0, force = 0, tp = 0, cp = 0, json = 0, c;
     optind = 1;
     opterr = 0;
     /* "+": stop at the first non-option, so CMD's own options are left alone. */
@@ -236,6 +299,7 @@ int cmd_run(int argc, char **argv)
             if (cli_parse_int("run", c == 'T' ? "--tp" : "--cp", optarg, 1, 1 << 16, c == 'T' ? &tp : &cp))
                 return CLI_EXIT_INPUT;
             break;
+        case 'J': json = 1; break;
         default: return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -265,7 +329,8 @@ int cmd_run(int argc, char **argv)
     kr_backend *b = NULL;
     static found fd[MAX_DEVS];
     int nfound = 0;
-    if (!is_sim && (rc = survey(spec, dev, ndev, all, rmin, rmax, lock_dir, force, &b, fd, &nfound))) {
+    if (!is_sim && ((rc = survey(spec, dev, ndev, all, rmin, rmax, lock_dir, force, &b, fd, &nfound)) ||
+                    (rc = check_plan_clocks(b, plan, stage, fd, nfound)))) {
         kr_backend_destroy(b);
         return rc;
     }
@@ -315,10 +380,27 @@ int cmd_run(int argc, char **argv)
                     strsignal(WTERMSIG(status)));
     }
     int restore_failed = 0;
-    for (int i = 0; i < nfound; i++)
+    if (b && kr_kareusd_backend_is(b))
+        fprintf(stderr, "kareus run: kareusd restored the devices %s changed when its connection closed\n", cmd[0]);
+    else if (b) /* every device whose lock the command's runtimes left "held" (any --device) */
+        restore_failed |= restore_stale(b, lock_dir);
+    for (int i = 0; i < nfound && b && !kr_kareusd_backend_is(b); i++)
         restore_failed |= restore_device(b, &fd[i], lock_dir) != 0;
     kr_backend_destroy(b);
     for (int i = 0; i < 3; i++)
         sigaction(sigs[i], &old[i], NULL);
+    if (json) {
+        printf("{\"command\": ");
+        cli_json_string(cmd[0]);
+        printf(", \"exit_status\": %d, \"signal\": ", code);
+        if (child > 0 && WIFSIGNALED(status))
+            printf("%d", WTERMSIG(status));
+        else
+            printf("null");
+        printf(", \"devices\": [");
+        for (int i = 0; i < nfound; i++)
+            printf("%s%d", i ? ", " : "", fd[i].dev);
+        printf("], \"clocks_restored\": %s}\n", restore_failed ? "false" : "true");
+    }
     return code == 0 && restore_failed ? CLI_EXIT_FAIL : code;
 }

@@ -254,6 +254,11 @@ int cmd_search(int argc, char **argv)
         sel->n = 1;
         sel->p[0] = *p;
     }
+    /* A wrong --log must leave every file as it was: check it before creating --out. */
+    if (logpath && strcmp(logpath, "none") != 0 && (rc = kr_search_log_check(logpath, &job, &err))) {
+        rc = cli_report(rc, &err);
+        goto done;
+    }
     if ((rc = check_out_dir(out)))
         goto done;
     char defaultlog[4200];

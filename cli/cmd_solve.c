@@ -5,17 +5,88 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
 
+/*
+ * Reads the options for a pipeline of `stages` stages. A file with more stages is solved on its
+ * first `stages` stages (the others are read, checked and dropped); fewer is an error naming
+ * the file (exit 2).
+ */
+static int read_first_stages(const char *path, int stages, int virt, kr_options *out, kr_error *err)
+{
+    kr_options all;
+    int rc = kr_options_read_csv(path, 0, virt, &all, err);
+    if (rc)
+        return rc;
+    if (all.num_stages == stages) {
+        *out = all;
+        return KR_OK;
+    }
+    if (all.num_stages < stages) {
+        int found = all.num_stages;
+        kr_options_free(&all);
+        return kr_error_set(err, KR_ERANGE, "%s: expected options for %d stages, found %d", path, stages, found);
+    }
+    rc = kr_options_init(out, stages, virt, err);
+    for (int i = 0; i < all.nsets && rc == KR_OK; i++) {
+        const kr_option_set *set = &all.sets[i];
+        if (set->stage >= stages)
+            continue;
+        for (int k = 0; k < set->n && rc == KR_OK; k++) {
+            const kr_option *o = &set->opt[k];
+            rc = kr_options_add(out, set->stage, set->kind, set->chunk, o, o->ncomm ? &all.comm[o->comm_first] : NULL,
+                                o->ncomm, err);
+        }
+    }
+    kr_options_free(&all);
+    if (rc)
+        kr_options_free(out);
+    return rc;
+}
+
+/* The summary: for the slowest, fastest and most frugal steps, the real iteration time of the
+ * plan's clocks (its critical path) with the energy of that same plan, and the bound. */
+static void print_summary(const kr_solve_result *f, const kr_solver_config *cfg, const char *frontier)
+{
+    printf("%s frontier: %d steps in %.3f s (setup %.3f s)%s%s\n", kr_cost_model_name(cfg->cost_model), f->nsteps - 1,
+           f->solve_s, f->setup_s, frontier ? ", " : "", frontier ? frontier : "");
+    int fast = 0, frugal = 0, ndom = 0;
+    for (int k = 0; k < f->nsteps; k++) {
+        const kr_solver_step *st = &f->steps[k];
+        if (st->knob_time_s < f->steps[fast].knob_time_s ||
+            (st->knob_time_s == f->steps[fast].knob_time_s && st->energy_j < f->steps[fast].energy_j))
+            fast = k;
+        if (st->energy_j < f->steps[frugal].energy_j)
+            frugal = k;
+        ndom += st->dominated;
+    }
+    const int pick[3] = {0, fast, frugal};
+    const char *name[3] = {"slowest", "fastest", "frugal"};
+    for (int i = 0; i < 3; i++) {
+        const kr_solver_step *st = &f->steps[pick[i]];
+        printf("  %-8s step %d: %.6f s, %.3f J", name[i], st->step, st->knob_time_s, st->energy_j);
+        if (isfinite(st->bound_j))
+            printf(", bound %.3f J (gap %.3f%%)", st->bound_j, 100 * st->gap);
+        if (cfg->cost_model == KR_COST_LOWTIME)
+            printf(" [quantized %.6f s]", st->time_s);
+        printf("\n");
+    }
+    printf("  times are the real critical path of each plan's clocks, energies that plan's (whole cluster, %d GPU(s)\n"
+           "  per stage); %d dominated step(s) (another is no slower and cheaper) flagged in the CSV\n",
+           cfg->gpus_per_stage, ndom);
+}
+
 static const char usage_text[] =
     "usage: kareus solve --options FILE.csv (--stages S --microbatches M | --job FILE)\n"
-    "                    --frontier-out FILE.csv [options]\n"
-    "       kareus solve --frontiers DIR [--job FILE] [--variant NAME] --frontier-out FILE.csv [options]\n\n"
-    "  --options FILE       instruction options: stage,instruction,frequency,time,energy[,chunk][,KEY...]\n"
+    "                    [--frontier-out FILE.csv] [options]\n"
+    "       kareus solve --frontiers DIR [--job FILE] [--variant NAME] [--frontier-out FILE.csv] [options]\n\n"
+    "  --options FILE       instruction options: stage,instruction,frequency,time,energy[,chunk][,KEY...];\n"
+    "                       a file with more stages than the pipeline is solved on its first S stages\n"
     "  --frontiers DIR      compose the options from partition frontiers instead (as 'kareus compose';\n"
     "                       the job is the built-in default without --job)\n"
     "  --variant NAME       with --frontiers: kareus (default), sequential or default-overlap\n"
@@ -31,13 +102,15 @@ static const char usage_text[] =
     "  --gpus-per-stage G   GPUs per stage for whole-cluster energy (default: the job's, else 1)\n"
     "  --p2p-lag SEC        fixed time of each inter-stage transfer (exact model only; default 0)\n"
     "  --max-steps N        stop after N steps\n"
-    "  --exchange MODE      exact model: knob exchanges and window search after each step: auto\n"
-    "                       (default: up to 256 instructions), on or off (better plans, slower)\n"
-    "  --frontier-out FILE  the frontier, one row per step\n"
+    "  --exchange MODE      exact model: knob exchanges and window search after each step:\n"
+    "                       off (default, as in optimize and compare), on, or auto (on up to\n"
+    "                       256 instructions); on gives better plans, slower\n"
+    "  --frontier-out FILE  the frontier, one row per step, with each step's lower bound and gap\n"
     "  --plans DIR          write plan_<step>.json (and Zeus freqs_pipeline_<step>.py) per selected step\n"
     "  --select LIST        fastest, frugal, all, artifact10, N, deadline=S, budget=J (comma-separated;\n"
     "                       default fastest,frugal)\n"
-    "  --quiet              no summary on stdout\n";
+    "  --quiet              no summary on stdout\n"
+    "  --json               the summary as JSON (frontier, steps, slowest, fastest, plans written)\n";
 
 /* mkdir -p for the plans directory (the CLI uses public headers only). */
 static int make_dirs(const char *path)
@@ -74,13 +147,15 @@ int cmd_solve(int argc, char **argv)
         {"p2p-lag", required_argument, 0, 'l'},      {"max-steps", required_argument, 0, 'x'},
         {"frontier-out", required_argument, 0, 'f'}, {"plans", required_argument, 0, 'P'},
         {"select", required_argument, 0, 'L'},       {"quiet", no_argument, 0, 'q'},
+        {"json", no_argument, 0, 'J'},
         {"frontiers", required_argument, 0, 'F'},    {"variant", required_argument, 0, 'A'},
         {"exchange", required_argument, 0, 'X'},
         {0, 0, 0, 0},
     };
     const char *optpath = NULL, *jobpath = NULL, *frontier = NULL, *plans = NULL, *select = NULL;
-    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus", *exch = "auto";
-    int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, c, rc;
+    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus", *exch = "off";
+    int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, json = 0, c, rc;
+    int *sel = NULL, nsel = 0; /* the selected steps whose plans were written, for --json */
     double unit = 0.001, power = -1, lag = 0;
     optind = 1;
     opterr = 0;
@@ -102,6 +177,7 @@ int cmd_solve(int argc, char **argv)
         case 'P': plans = optarg; break;
         case 'L': select = optarg; break;
         case 'q': quiet = 1; break;
+        case 'J': json = 1; break;
         case 'F': fdir = optarg; break;
         case 'A': var = optarg; break;
         case 'X': exch = optarg; break;
@@ -115,8 +191,6 @@ int cmd_solve(int argc, char **argv)
     kr_variant variant;
     if (kr_variant_parse(var, &variant))
         return cli_usage_error("solve", "--variant: expected kareus, sequential or default-overlap, found '%s'", var);
-    if (frontier == NULL)
-        return cli_usage_error("solve", "--frontier-out FILE.csv is required");
     if (select && !plans)
         return cli_usage_error("solve", "--select needs --plans DIR");
     kr_solver_config cfg;
@@ -161,7 +235,7 @@ int cmd_solve(int argc, char **argv)
     if (fdir) {
         if ((rc = cli_compose_options(&job, variant, fdir, &opts, NULL)))
             return rc;
-    } else if ((rc = kr_options_read_csv(optpath, stages, virt, &opts, &err))) {
+    } else if ((rc = read_first_stages(optpath, stages, virt, &opts, &err))) {
         return cli_report(rc, &err);
     }
     double *lags = NULL;
@@ -180,7 +254,7 @@ int cmd_solve(int argc, char **argv)
     memset(&f, 0, sizeof f);
     int status = 0;
     if ((rc = kr_dag_pipeline(sch, stages, mbs, virt, lags, &dag, &err)) || (rc = kr_solve(&dag, &opts, &cfg, &f, &err)) ||
-        (rc = kr_solve_result_write_csv(&f, frontier, &err))) {
+        (frontier && (rc = kr_solve_result_write_csv(&f, frontier, &err)))) {
         status = cli_report(rc, &err);
         goto done;
     }
@@ -214,18 +288,32 @@ int cmd_solve(int argc, char **argv)
             if (rc)
                 status = cli_report(rc, &err);
         }
-        if (!quiet && status == 0)
+        if (!quiet && !json && status == 0)
             printf("plans: %d written to %s\n", n, plans);
-        free(steps);
+        sel = steps;
+        nsel = n;
     }
-    if (!quiet && status == 0) {
+    if (json && status == 0) {
         const kr_solver_step *a = &f.steps[0], *b = &f.steps[f.nsteps - 1];
-        printf("%s frontier: %d steps in %.3f s (setup %.3f s), %s\n", kr_cost_model_name(cfg.cost_model), f.nsteps - 1,
-               f.solve_s, f.setup_s, frontier);
-        printf("  slowest: %.6f s, %.3f J   fastest: %.6f s, %.3f J (whole cluster, %d GPU(s) per stage)\n",
+        printf("{\"cost_model\": \"%s\", \"steps\": %d, \"solve_s\": %.6g, \"setup_s\": %.6g, \"frontier\": ",
+               kr_cost_model_name(cfg.cost_model), f.nsteps - 1, f.solve_s, f.setup_s);
+        cli_json_string(frontier);
+        printf(",\n \"slowest\": {\"time_s\": %.17g, \"energy_j\": %.17g}, \"fastest\": {\"time_s\": %.17g, "
+               "\"energy_j\": %.17g},\n \"gpus_per_stage\": %d, \"plans\": [",
                a->time_s, a->energy_j, b->time_s, b->energy_j, cfg.gpus_per_stage);
+        for (int i = 0; i < nsel; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/plan_%05d.json", plans, sel[i]);
+            printf("%s{\"step\": %d, \"plan\": ", i ? ", " : "", sel[i]);
+            cli_json_string(path);
+            printf("}");
+        }
+        printf("]}\n");
+    } else if (!quiet && status == 0) {
+        print_summary(&f, &cfg, frontier);
     }
 done:
+    free(sel);
     kr_solve_result_free(&f);
     kr_dag_free(&dag);
     kr_options_free(&opts);

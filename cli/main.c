@@ -37,13 +37,27 @@ static void usage(FILE *f)
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'kareus <command> --help' describes a command. 'kareus optimize' with no\n"
+    fprintf(f, "\n'kareus <command> --help' (or 'kareus help <command>') describes a command.\n"
+               "'kareus optimize' with no\n"
                "arguments runs the whole flow on the built-in default job.\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_INPUT;
+    }
+    if (strcmp(argv[1], "help") == 0 && argc >= 3) {
+        /* 'kareus help CMD [SUB]' is 'kareus CMD [SUB] --help'. */
+        static char help_opt[] = "--help";
+        char *args[4] = {argv[2], argc >= 4 ? argv[3] : NULL, NULL, NULL};
+        int n = argc >= 4 ? 2 : 1;
+        args[n++] = help_opt;
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (strcmp(argv[2], commands[i].name) == 0)
+                return commands[i].fn(n, args);
+        fprintf(stderr, "kareus help: unknown command '%s'\n\n", argv[2]);
         usage(stderr);
         return CLI_EXIT_INPUT;
     }
@@ -56,8 +70,17 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            /* An empty argument (--out '', --methods '', a file named '') is never meaningful:
+             * refuse it before a subcommand creates directories or files. Arguments after "--"
+             * belong to the command `kareus run` starts and are left alone. */
+            for (int a = 2; a < argc && strcmp(argv[a], "--") != 0; a++)
+                if (argv[a][0] == '\0' || (strncmp(argv[a], "--", 2) == 0 && argv[a][strlen(argv[a]) - 1] == '='))
+                    return cli_usage_error(argv[1], "%s: expected a value, found an empty string",
+                                           argv[a][0] ? argv[a] : a > 2 && argv[a - 1][0] == '-' ? argv[a - 1]
+                                                                                              : "argument");
             return commands[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "kareus: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return CLI_EXIT_INPUT;

@@ -207,23 +207,29 @@ def main():
         rt.sync(timeout_s=2.0)  # the last clock applied, the last step's energy final
         status, energy = rt.status(), rt.energy()
         rt.close()              # restores the clocks found at open
-        log = rt.clock_log()
+        try:
+            log = rt.clock_log()
+        except kareus.KareusError:  # kareusd, nvml: the backend keeps no log (kareusd's own may)
+            log = None
         want_order = [tuple(x) for x in plan.order(s)] * args.steps
         want_clocks = dedupe([(f, f) for f in plan.clocks(s) * args.steps])
-        applied, restore = log[:-1], log[-1:]
         if st.ran != want_order:
             failures.append("stage %d: ran %s, plan says %s" % (s, st.ran[:6], want_order[:6]))
         if status["mismatched_steps"] or status["mode"] != "control":
             failures.append("stage %d: status %s (%s)" % (s, status["mode"], status["reason"]))
-        if args.verify and applied != want_clocks:
-            failures.append("stage %d: applied clocks %s, plan %s" % (s, applied, want_clocks))
-        if not is_subsequence(applied, want_clocks) or not applied or applied[-1] != want_clocks[-1]:
-            failures.append("stage %d: applied clocks %s are not the plan's %s in order" % (s, applied, want_clocks))
-        if restore != [(0, 0)]:
-            failures.append("stage %d: expected the lock removed at close, log ends with %s" % (s, restore))
+        if log is not None:
+            applied, restore = log[:-1], log[-1:]
+            if args.verify and applied != want_clocks:
+                failures.append("stage %d: applied clocks %s, plan %s" % (s, applied, want_clocks))
+            if not is_subsequence(applied, want_clocks) or not applied or applied[-1] != want_clocks[-1]:
+                failures.append("stage %d: applied clocks %s are not the plan's %s in order" % (s, applied, want_clocks))
+            if restore != [(0, 0)]:
+                failures.append("stage %d: expected the lock removed at close, log ends with %s" % (s, restore))
         print("\nstage %d on %s (%s): %d steps, %d clock requests, %d coalesced, %d applied, then %s at close"
               % (s, status["backend"], status["device_name"], status["steps"], status["clock_requests"],
-                 status["clock_coalesced"], status["clock_sets"], "lock removed" if restore == [(0, 0)] else restore))
+                 status["clock_coalesced"], status["clock_sets"],
+                 "clocks restored (this backend keeps no clock log)" if log is None
+                 else "lock removed" if restore == [(0, 0)] else restore))
         print("  comm configs seen: %s" % {"%s/%s" % k: v for k, v in st.comm_seen.items()})
         if energy["available"]:
             print("  energy: last step %.4f J over %.4f s; %d steps %.4f J over %.4f s"
@@ -247,6 +253,10 @@ def main():
     if failures:
         print("\nCHECKS FAILED:\n  " + "\n  ".join(failures))
         return 1
+    if any(r["clock_log"] is None for r in report["stages"]):
+        print("checks passed: instruction order matches the plan; the %s backend keeps no clock log, so the "
+              "applied clocks are for its side to check" % status["backend"])
+        return 0
     print("checks passed: instruction order and applied clocks match the plan%s; clocks restored at close"
           % (" exactly" if args.verify else " (as a subsequence: the latest request wins)"))
     return 0

@@ -6,14 +6,17 @@
 #                               Python example, CBC for exact-MILP reference tests)
 #
 # Runs apt-get through sudo when not root. Safe to run again: it only installs what is missing
-# and rebuilds incrementally. Set KAREUS_SKIP_APT=1 to skip the package step.
+# and rebuilds incrementally. Set KAREUS_SKIP_APT=1 to skip the package step, KAREUS_WERROR=ON
+# to make warnings errors (as CI and developer builds do; off by default so that a newer
+# compiler's new warning never stops a user's build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(build-essential cmake ninja-build pkg-config libjansson-dev libcmocka-dev liblapacke-dev
-      coinor-libcbc-dev python3)
+pkgs=(build-essential cmake ninja-build pkg-config libjansson-dev libcmocka-dev liblapacke-dev libcminpack-dev
+      coinor-libcbc-dev python3 help2man)
 if [ "${1:-}" = "--tests" ]; then
   pkgs+=(python3-torch python3-numpy valgrind)
+  pkgs+=(clang) # libFuzzer harnesses in fuzz/ (issue 14; ci-steps-i14a.sh)
 fi
 
 if [ "${KAREUS_SKIP_APT:-0}" != "1" ]; then
@@ -30,5 +33,5 @@ if [ "${KAREUS_SKIP_APT:-0}" != "1" ]; then
   fi
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAREUS_WERROR="${KAREUS_WERROR:-OFF}" >/dev/null
 cmake --build build

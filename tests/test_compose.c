@@ -198,6 +198,10 @@ static void compose_then_solve(void **state)
     kr_solver_config_default(&cfg);
     cfg.static_power_w = job.static_power_w;
     cfg.gpus_per_stage = kr_job_gpus_per_stage(&job);
+    /* The round trip is what is tested here: a coarse unit and no exchange passes keep the solve
+     * short (seconds under the sanitizers, not minutes). */
+    cfg.unit_time_s = 0.005;
+    cfg.exchange = -1;
     kr_solve_result f;
     assert_int_equal(kr_solve(&d, &o2, &cfg, &f, &e), KR_OK);
     assert_true(f.nsteps > 1);

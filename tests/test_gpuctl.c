@@ -4,6 +4,8 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kareus/gpuctl.h"
@@ -367,7 +369,7 @@ static void spec_strings(void **state)
     KR_ASSERT_ERR(kr_gpuctl_open("fake:locked=1200-900", NULL, &b, &e), KR_EINVAL, e, "MIN-MAX");
     KR_ASSERT_ERR(kr_gpuctl_open("fake:fail_ops=set_clock+nap", NULL, &b, &e), KR_EINVAL, e, "operations joined by '+'");
     KR_ASSERT_ERR(kr_gpuctl_open("fake:devices", NULL, &b, &e), KR_EINVAL, e, "expected KEY=VALUE, found 'devices'");
-    KR_ASSERT_ERR(kr_gpuctl_open("gpu0", NULL, &b, &e), KR_EINVAL, e, "kind: expected nvml, sim or fake, found 'gpu0'");
+    KR_ASSERT_ERR(kr_gpuctl_open("gpu0", NULL, &b, &e), KR_EINVAL, e, "kind: expected nvml, sim or fake (or kareusd, auto), found 'gpu0'");
     /* The simulator: the job from the spec, else the caller's default, else "default". */
     assert_int_equal(kr_gpuctl_open("sim:devices=2,activity=0.5", NULL, &b, &e), KR_OK);
     assert_true(kr_sim_backend_is(b));
@@ -406,6 +408,45 @@ static void device_info_of_other_backends(void **state)
 
 int main(int argc, char **argv);
 
+/* nvml:lib= in a privileged process: only bare names or root-owned, non-writable paths. */
+static void privileged_nvml_lib_is_restricted(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        KR_SKIP("needs root (CI runs as root): the restriction applies to privileged processes");
+    const char *dir = kr_test_tmpdir("gpuctl_lib");
+    char wdir[1100], lib[1200], spec[1300];
+    snprintf(wdir, sizeof wdir, "%s/writable", dir);
+    assert_int_equal(mkdir(wdir, 0777), 0);
+    assert_int_equal(chmod(wdir, 0777), 0); /* anyone could have put a library here */
+    snprintf(lib, sizeof lib, "%s/libnvidia-ml.so.1", wdir);
+    kr_test_write(lib, "not a library\n");
+    snprintf(spec, sizeof spec, "nvml:lib=%s", lib);
+    kr_backend *b = NULL;
+    kr_error e = {0};
+    KR_ASSERT_ERR(kr_gpuctl_open(spec, NULL, &b, &e), KR_EPERM, e, "writable by group or others");
+    assert_null(b);
+    /* A bare name goes through the loader's own search of the system directories: allowed. */
+    KR_ASSERT_ERR(kr_gpuctl_open("nvml:lib=libkareus-missing-nvml.so.1", NULL, &b, &e), KR_ENOLIB, e,
+                  "libkareus-missing-nvml.so.1");
+    /* An unprivileged process may load what it likes (it only harms itself). */
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(90);
+        kr_error ce = {0};
+        kr_backend *cb = NULL;
+        int rc = kr_gpuctl_open(spec, NULL, &cb, &ce);
+        _exit(rc == KR_EPERM ? 1 : 0); /* ENOLIB (not a library) is expected, never EPERM */
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(nvml_missing_library_is_enolib),
     cmocka_unit_test(nvml_library_without_symbols),
@@ -423,6 +464,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(fake_rejects_bad_options),
     cmocka_unit_test(spec_strings),
     cmocka_unit_test(device_info_of_other_backends),
+    cmocka_unit_test(privileged_nvml_lib_is_restricted),
 };
 
 KR_TEST_MAIN(tests)

@@ -7,7 +7,10 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kareus/job.h"
@@ -964,6 +967,245 @@ static void energy_counter_failure_warns_once(void **state)
 
 int main(int argc, char **argv);
 
+/* ---- more signals, crash records and hostile lock files -------------------------------------------- */
+
+static void more_signals_restore_clocks(void **state)
+{
+    (void)state;
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); /* SIGQUIT, SIGABRT and SIGSEGV would dump core */
+    const int sigs[] = {SIGHUP, SIGQUIT, SIGPIPE, SIGABRT, SIGSEGV};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], SIG_DFL); /* cmocka catches the faults in this process; the children must not */
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        char name[64], log[1200];
+        snprintf(name, sizeof name, "rt_signal_%d", sigs[i]);
+        const char *dir = kr_test_tmpdir(name);
+        snprintf(log, sizeof log, "%s/calls.log", dir);
+        int ready;
+        pid_t pid = fork_child(log, dir, 0, &ready);
+        wait_ready(ready);
+        assert_int_equal(kill(pid, sigs[i]), 0);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(WTERMSIG(status), sigs[i]); /* the process still dies of it… */
+        assert_log_restored(log, NULL);             /* …after the clocks were put back */
+    }
+    /* A job that ignores SIGHUP keeps ignoring it: no restore, the process lives on. */
+    const char *dir = kr_test_tmpdir("rt_signal_ignored");
+    char log[1200];
+    snprintf(log, sizeof log, "%s/calls.log", dir);
+    signal(SIGHUP, SIG_IGN);
+    int ready;
+    pid_t pid = fork_child(log, dir, 0, &ready);
+    signal(SIGHUP, SIG_DFL);
+    wait_ready(ready);
+    assert_int_equal(kill(pid, SIGHUP), 0);
+    struct timespec ms50 = {0, 50000000};
+    nanosleep(&ms50, NULL);
+    int status;
+    assert_int_equal(waitpid(pid, &status, WNOHANG), 0);
+    char *text;
+    kr_error e = {0};
+    assert_int_equal(kr__read_file(log, &text, NULL, &e), KR_OK);
+    assert_null(strstr(text, " set_clock 0 1005 1200 0\n"));
+    free(text);
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_log_restored(log, NULL);
+}
+
+/* A child that runs the plan's first clock on a fake whose state lives in a file, then waits. */
+static pid_t fork_state_child(const char *statef, const char *dir)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        kr_plan plan;
+        make_plan(&plan, 2, 4, freq_varied);
+        kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
+        kr_backend *fake;
+        kr_error e = {0};
+        kr_runtime *rt;
+        if (kr_fake_backend_create(&fo, &fake, &e))
+            _exit(90);
+        kr_runtime_options o = {.backend_ptr = fake, .flags = KR_RUNTIME_OWN_BACKEND, .energy_poll_s = -1,
+                                .lock_dir = dir};
+        if (kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e) ||
+            kr_runtime_instruction_begin(rt, KR_INSTR_FORWARD, 0, 0, &e) || kr_runtime_sync(rt, 0, &e))
+            _exit(91);
+        if (write(p[1], "r", 1) != 1)
+            _exit(93);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    wait_ready(p[0]);
+    return pid;
+}
+
+static void sigkill_leaves_a_record_that_restores(void **state)
+{
+    (void)state;
+    const char *d = kr_test_tmpdir("rt_sigkill_record");
+    char dir[1100], statef[1200], lockf[1200];
+    snprintf(dir, sizeof dir, "%s", d);
+    snprintf(statef, sizeof statef, "%s/gpu.state", dir);
+    snprintf(lockf, sizeof lockf, "%s/kareus-gpu-GPU-fake-0.lock", dir);
+    kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
+    for (int how = 0; how < 2; how++) {
+        pid_t pid = fork_state_child(statef, dir);
+        char *text;
+        kr_error e = {0};
+        assert_int_equal(kr__read_file(lockf, &text, NULL, &e), KR_OK);
+        assert_non_null(strstr(text, "kareus-gpu-lock 1\n"));
+        assert_non_null(strstr(text, "state held\n"));
+        assert_non_null(strstr(text, "found_lock 1005 1200\n")); /* the clocks found, not the plan's */
+        free(text);
+        struct stat st;
+        assert_int_equal(stat(lockf, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0644); /* never world-writable */
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        int status;
+        waitpid(pid, &status, 0);
+        kr_backend *fake = new_fake(&fo);
+        int lmin, lmax, cur;
+        assert_int_equal(kr_fake_state(fake, 0, &lmin, &lmax, &cur), KR_OK);
+        assert_int_equal(lmax, 1410); /* the dead job's plan clock is still locked */
+        if (how == 0) {
+            /* Crash recovery without a helper (`kareus gpu restore`). */
+            int restored = 0;
+            assert_int_equal(kr_runtime_gpu_restore(fake, 0, dir, &restored, &e), KR_OK);
+            assert_int_equal(restored, 1);
+            assert_non_null(strstr(e.msg, "restored the lock [1005, 1200] MHz"));
+            assert_int_equal(kr_runtime_gpu_restore(fake, 0, dir, &restored, &e), KR_OK);
+            assert_int_equal(restored, 0); /* the record now says free */
+        } else {
+            /* The next runtime on that GPU inherits the record: it restores the found clocks. */
+            warnings w = {0};
+            kr_runtime_options o = test_options(fake, &w, dir);
+            kr_plan plan;
+            make_plan(&plan, 2, 4, freq_varied);
+            kr_runtime *rt;
+            assert_int_equal(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_OK);
+            kr_runtime_status rs;
+            kr_runtime_status_get(rt, &rs);
+            assert_int_equal(rs.restore_min_mhz, 1005);
+            assert_int_equal(rs.restore_max_mhz, 1200);
+            assert_int_equal(kr_runtime_close(rt, &e), KR_OK);
+            kr_plan_free(&plan);
+        }
+        assert_int_equal(kr_fake_state(fake, 0, &lmin, &lmax, &cur), KR_OK);
+        assert_int_equal(lmin, 1005);
+        assert_int_equal(lmax, 1200);
+        kr_backend_destroy(fake);
+    }
+}
+
+/* Reads a whole small file into buf. */
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static void hostile_lock_files_are_left_alone(void **state)
+{
+    (void)state;
+    const char *d = kr_test_tmpdir("rt_hostile_locks");
+    char dir[1100], target[1200], lockf[1200], buf[256];
+    snprintf(dir, sizeof dir, "%s", d);
+    snprintf(target, sizeof target, "%s/root-only", dir);
+    snprintf(lockf, sizeof lockf, "%s/kareus-gpu-GPU-x.lock", dir);
+    kr_test_write(target, "secret\n");
+    assert_int_equal(chmod(target, 0600), 0);
+    kr_gpu_lock l;
+    kr_error e = {0};
+    /* A planted symbolic link: refused, its target untouched (content and mode). */
+    assert_int_equal(symlink(target, lockf), 0);
+    KR_ASSERT_ERR(kr_runtime_gpu_lock(dir, "GPU-x", 0, "gpu", &l, &e), KR_EPERM, e, "is a symbolic link");
+    assert_int_equal(l.fd, -1);
+    slurp(target, buf, sizeof buf);
+    assert_string_equal(buf, "secret\n");
+    struct stat st;
+    assert_int_equal(stat(target, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* …also through the runtime and `kareus gpu reset` / `restore`. */
+    kr_fake_options fo = {.uuid = "GPU-x"};
+    kr_backend *fake = new_fake(&fo);
+    kr_gpu_device_info info;
+    assert_int_equal(kr_gpuctl_device_info(fake, 0, &info, &e), KR_OK);
+    snprintf(lockf, sizeof lockf, "%s/kareus-gpu-%s.lock", dir, info.uuid);
+    assert_int_equal(symlink(target, lockf), 0);
+    kr_plan plan;
+    make_plan(&plan, 2, 4, freq_varied);
+    warnings w = {0};
+    kr_runtime_options o = test_options(fake, &w, dir);
+    kr_runtime *rt;
+    KR_ASSERT_ERR(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_EPERM, e, "symbolic link");
+    char cmd[4000];
+    snprintf(cmd, sizeof cmd, "'%s' gpu reset --backend fake:uuid=GPU-x --lock-dir '%s' >/dev/null 2>&1", KR_CLI, dir);
+    int rc = system(cmd);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) != 0);
+    snprintf(cmd, sizeof cmd, "'%s' gpu restore --backend fake:uuid=GPU-x --lock-dir '%s' >/dev/null 2>&1", KR_CLI,
+             dir);
+    rc = system(cmd);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) != 0);
+    slurp(target, buf, sizeof buf);
+    assert_string_equal(buf, "secret\n");
+    assert_int_equal(stat(target, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* A file that is not a Kareus lock: refused, byte-identical. */
+    unlink(lockf);
+    kr_test_write(lockf, "my notes, not a lock\n");
+    assert_int_equal(chmod(lockf, 0640), 0);
+    KR_ASSERT_ERR(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_EPERM, e, "not a Kareus lock file");
+    slurp(lockf, buf, sizeof buf);
+    assert_string_equal(buf, "my notes, not a lock\n");
+    assert_int_equal(stat(lockf, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0640);
+    /* A hard link to another file: refused. */
+    unlink(lockf);
+    assert_int_equal(link(target, lockf), 0);
+    KR_ASSERT_ERR(kr_runtime_gpu_lock(dir, info.uuid, 0, "gpu", &l, &e), KR_EPERM, e, "one link");
+    slurp(target, buf, sizeof buf);
+    assert_string_equal(buf, "secret\n");
+    /* An earlier version's lock (a pid, mode 0666) is recognised and tightened to 0644. */
+    unlink(lockf);
+    kr_test_write(lockf, "12345\n");
+    assert_int_equal(chmod(lockf, 0666), 0);
+    assert_int_equal(kr_runtime_gpu_lock(dir, info.uuid, 0, "gpu", &l, &e), KR_OK);
+    assert_int_equal(l.prev_pid, 12345);
+    assert_int_equal(stat(lockf, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    kr_runtime_gpu_unlock(&l);
+    kr_plan_free(&plan);
+    kr_backend_destroy(fake);
+}
+
+static void default_lock_dir_is_private(void **state)
+{
+    (void)state;
+    char dir[512];
+    kr_error e = {0};
+    assert_int_equal(kr_runtime_lock_dir(dir, sizeof dir, &e), KR_OK);
+    struct stat st;
+    assert_int_equal(lstat(dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_uid, geteuid());
+    assert_int_equal(st.st_mode & 0022, 0); /* nobody else can plant a file there */
+    if (geteuid() == 0)
+        assert_string_equal(dir, "/run/kareus");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(applies_plan_in_order),
     cmocka_unit_test(comm_configs),
@@ -981,6 +1223,10 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(forked_child_leaves_parent_clocks_alone),
     cmocka_unit_test(energy_windows_on_a_manual_clock),
     cmocka_unit_test(energy_counter_failure_warns_once),
+    cmocka_unit_test(more_signals_restore_clocks),
+    cmocka_unit_test(sigkill_leaves_a_record_that_restores),
+    cmocka_unit_test(hostile_lock_files_are_left_alone),
+    cmocka_unit_test(default_lock_dir_is_private),
 };
 
 KR_TEST_MAIN(tests)

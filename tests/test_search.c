@@ -142,7 +142,7 @@ static void exhaustive_measures_every_config_once(void **state)
     kr_partition_set set;
     kr_job_default(&job);
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
-    fake_impl *fi;
+    fake_impl *fi = NULL;
     kr_backend *b = fake_backend(&job, 0, &fi);
     kr_search_options o;
     kr_search_options_default(&o);
@@ -180,6 +180,7 @@ static void exhaustive_measures_every_config_once(void **state)
     kr_backend_destroy(b);
 }
 
+/* Measurement lines of a log: its lines less the header line. */
 static long count_lines(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -189,7 +190,7 @@ static long count_lines(const char *path)
     while ((c = fgetc(f)) != EOF)
         n += c == '\n';
     fclose(f);
-    return n;
+    return n - 1;
 }
 
 /* Runs a search of key with a fresh log handle on path; returns its status. */
@@ -226,14 +227,14 @@ static void resume_after_crash_loses_and_duplicates_nothing(void **state)
     assert_int_equal(kr_search_partition(&job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
     kr_backend_destroy(b);
     /* Crash on call 200, in the middle of clock 11's configurations. */
-    fake_impl *fi;
+    fake_impl *fi = NULL;
     b = fake_backend(&job, 200, &fi);
     kr_backend *crashed = b;
     KR_ASSERT_ERR(search_with_log(&job, p, b, path, &o, &f, NULL, &e), KR_EBACKEND, e, "injected failure on call 200");
     assert_int_equal(count_lines(path), 199);
     assert_int_equal(fi->ncfg, 199);
     /* Rerun: the 199 come from the log, the rest are measured, nothing twice. */
-    fake_impl *fi2;
+    fake_impl *fi2 = NULL;
     b = fake_backend(&job, 0, &fi2);
     kr_search_stats st;
     assert_int_equal(search_with_log(&job, p, b, path, &o, &f, &st, &e), KR_OK);
@@ -254,7 +255,7 @@ static void resume_after_crash_loses_and_duplicates_nothing(void **state)
     assert_int_equal(kr_search_log_count(log), 540);
     kr_search_log_close(log);
     /* A third run measures nothing. */
-    fake_impl *fi3;
+    fake_impl *fi3 = NULL;
     kr_backend *b3 = fake_backend(&job, 0, &fi3);
     assert_int_equal(search_with_log(&job, p, b3, path, &o, &f, &st, &e), KR_OK);
     assert_int_equal(fi3->calls, 0);
@@ -292,7 +293,7 @@ static void torn_last_line_is_dropped(void **state)
     fclose(fp);
     kr_search_log *log;
     assert_int_equal(kr_search_log_open(path, &job, &log, &e), KR_OK);
-    assert_non_null(strstr(kr_search_log_warning(log), "log.jsonl:11: dropped a torn last line"));
+    assert_non_null(strstr(kr_search_log_warning(log), "log.jsonl:12: dropped a torn last line"));
     assert_int_equal(kr_search_log_count(log), 10);
     o.max_evals = 20;
     kr_search_stats st;
@@ -337,7 +338,9 @@ static void expect_log_error(const kr_job *job, const char *path, const char *li
         snprintf(line2, sizeof line2, "%.*s%s%s", (int)(at - line), line, fp, at + 4);
     else
         snprintf(line2, sizeof line2, "%s", line);
-    snprintf(text, sizeof text, "%s%s\n%s", good, line2, good);
+    char header[200];
+    snprintf(header, sizeof header, "{\"schema\":\"kareus.mlog\",\"version\":1,\"job\":\"%s\"}\n", fp);
+    snprintf(text, sizeof text, "%s%s\n%s", header, line2, good);
     kr_test_write(path, text);
     kr_search_log *log = NULL;
     kr_error e = {0};

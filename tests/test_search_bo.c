@@ -306,7 +306,7 @@ static void crash_and_resume_prior(kr_strategy strategy, long fail_on, const kr_
     o.strategy = strategy;
     o.seed = 11;
     o.prior = prior;
-    fake_impl *fr;
+    fake_impl *fr = NULL;
     kr_backend *b = fake_backend(&fx.job, 0, &fr);
     kr_partition_frontier ref, f;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
@@ -315,7 +315,7 @@ static void crash_and_resume_prior(kr_strategy strategy, long fail_on, const kr_
     const char *dir = kr_test_tmpdir(prior ? "resume_bo_prior" : strategy == KR_STRATEGY_BO ? "resume_bo" : "resume_artifact");
     char path[1200];
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
-    fake_impl *f1, *f2;
+    fake_impl *f1 = NULL, *f2 = NULL;
     kr_backend *b1 = fake_backend(&fx.job, fail_on, &f1);
     kr_search_log *log;
     assert_int_equal(kr_search_log_open(path, &fx.job, &log, &e), KR_OK);

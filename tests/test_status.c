@@ -1,6 +1,12 @@
 /* test_status.c — status codes, error messages and the shared utilities (JSON, CSV, files). */
 #include "testutil.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "kareus/status.h"
 #include "util/util.h"
 
@@ -85,6 +91,120 @@ static void atomic_write_leaves_no_partial_file(void **state)
     KR_ASSERT_ERR(kr__write_file_atomic(bad, "x", 1, &e), KR_EIO, e, "cannot write");
 }
 
+/* Counts directory entries whose name starts with prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static void atomic_write_never_follows_a_planted_symlink(void **state)
+{
+    (void)state;
+    const char *dir = kr_test_tmpdir("atomic_symlink");
+    assert_non_null(dir);
+    char victim[1200], path[1200], tmpl[1300];
+    snprintf(victim, sizeof victim, "%s/victim.txt", dir);
+    snprintf(path, sizeof path, "%s/out.json", dir);
+    kr_test_write(victim, "root-only secret\n");
+    assert_int_equal(chmod(victim, 0600), 0);
+    unlink(path);
+    assert_int_equal(symlink(victim, path), 0);
+    /* The old temp name scheme: a symlink planted there must not matter either. */
+    snprintf(tmpl, sizeof tmpl, "%s.tmp.%ld", path, (long)getpid());
+    unlink(tmpl);
+    assert_int_equal(symlink(victim, tmpl), 0);
+    kr_error e = {0};
+    assert_int_equal(kr__write_file_atomic(path, "new", 3, &e), KR_OK);
+    /* The symlink itself was replaced; its target is untouched, mode included. */
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    char *text;
+    assert_int_equal(kr__read_file(victim, &text, NULL, &e), KR_OK);
+    assert_string_equal(text, "root-only secret\n");
+    free(text);
+    assert_int_equal(stat(victim, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
+    assert_string_equal(text, "new");
+    free(text);
+    /* A new file gets 0666 & ~umask, never the temp file's 0600. */
+    char fresh[1200];
+    snprintf(fresh, sizeof fresh, "%s/fresh.txt", dir);
+    unlink(fresh);
+    mode_t old = umask(022);
+    assert_int_equal(kr__write_file_atomic(fresh, "x", 1, &e), KR_OK);
+    umask(old);
+    assert_int_equal(stat(fresh, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    /* Aborts and failures leave no temp file behind. */
+    kr__afile af;
+    assert_int_equal(kr__afile_open(&af, fresh, &e), KR_OK);
+    fputs("partial", af.f);
+    kr__afile_abort(&af);
+    assert_int_equal(count_prefixed(dir, "fresh.txt.tmp."), 0);
+    /* Stale temp files of a killed writer (regular, 10+ minutes old) are removed on the next
+     * commit; fresh ones and symlinks are left alone. */
+    char stale[1300], young[1300];
+    snprintf(stale, sizeof stale, "%s.tmp.99999", fresh);
+    snprintf(young, sizeof young, "%s.tmp.abcdef", fresh);
+    kr_test_write(stale, "old");
+    kr_test_write(young, "new");
+    struct timespec times[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+    assert_int_equal(utimensat(AT_FDCWD, stale, times, 0), 0);
+    assert_int_equal(kr__write_file_atomic(fresh, "y", 1, &e), KR_OK);
+    assert_int_equal(access(stale, F_OK), -1);
+    assert_int_equal(access(young, F_OK), 0);
+    assert_int_equal(lstat(tmpl, &st), 0); /* the planted symlink is not ours to remove */
+    unlink(young);
+    /* A directory is not a file to write. */
+    KR_ASSERT_ERR(kr__write_file_atomic(dir, "x", 1, &e), KR_EINVAL, e, "is a directory");
+    KR_ASSERT_ERR(kr__write_file_atomic("", "x", 1, &e), KR_EINVAL, e, "empty output file name");
+    unlink(tmpl);
+}
+
+static void text_checks_name_file_and_place(void **state)
+{
+    (void)state;
+    kr_error e = {0};
+    KR_ASSERT_ERR(kr__text_check("\xef\xbb\xbf{}", 5, "a.json", 0, &e), KR_EPARSE, e, "a.json:1:1: expected text, found a UTF-8 byte-order mark");
+    KR_ASSERT_ERR(kr__text_check("{}\n{\0}", 6, "b.json", 0, &e), KR_EPARSE, e, "b.json:2:2: expected text, found a NUL byte");
+    KR_ASSERT_ERR(kr__text_check("a\r\nb", 4, "c.csv", KR__TEXT_NO_CR, &e), KR_EPARSE, e, "c.csv:1:2: expected LF line endings");
+    assert_int_equal(kr__text_check("a\r\nb", 4, "c.csv", 0, &e), KR_OK);
+    const char *dir = kr_test_tmpdir("text_checks");
+    char *text;
+    KR_ASSERT_ERR(kr__read_text(dir, &text, NULL, 0, &e), KR_EINVAL, e, "is a directory, expected a file");
+    /* Checked arithmetic and narrowing. */
+    int i;
+    size_t z;
+    assert_int_equal(kr__mul_int(1 << 20, 1 << 11, &i), 1);
+    assert_int_equal(kr__mul_int(1 << 20, 1 << 10, &i), 0);
+    assert_int_equal(kr__mul_size(SIZE_MAX / 2 + 1, 2, &z), 1);
+    assert_int_equal(kr__double_to_int(1e15, 0, 100000, &i), 1);
+    assert_int_equal(kr__double_to_int(1e18, 0, 100000, &i), 1);
+    assert_int_equal(kr__double_to_int(0.0 / 0.0, 0, 100000, &i), 1);
+    assert_int_equal(kr__double_to_int(1410.5, 0, 100000, &i), 1);
+    assert_int_equal(kr__double_to_int(1410, 0, 100000, &i), 0);
+    assert_int_equal(i, 1410);
+    assert_int_equal(kr__ll_to_int(4294967299LL, 1, 100000, &i), 1);
+    assert_int_equal(kr__safe_filename("a100-custom"), 1);
+    assert_int_equal(kr__safe_filename("../../escaped"), 0);
+    assert_int_equal(kr__safe_filename(".hidden"), 0);
+    assert_int_equal(kr__safe_filename("a/b"), 0);
+    assert_int_equal(kr__safe_filename(""), 0);
+    kr__sb sb = {0};
+    kr__sb_pystr(&sb, "x'\nimport os\\");
+    assert_string_equal(kr__sb_str(&sb), "'x\\'\\x0aimport os\\\\'");
+    kr__sb_free(&sb);
+}
+
 static void rng_is_deterministic(void **state)
 {
     (void)state;
@@ -122,6 +242,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(json_paths_in_messages),
     cmocka_unit_test(csv_reader_and_errors),
     cmocka_unit_test(atomic_write_leaves_no_partial_file),
+    cmocka_unit_test(atomic_write_never_follows_a_planted_symlink),
+    cmocka_unit_test(text_checks_name_file_and_place),
     cmocka_unit_test(rng_is_deterministic),
     cmocka_unit_test(fmt_double_round_trips),
 };

@@ -67,11 +67,16 @@
         }                                                                                         \
     } while (0)
 
-/* A fresh scratch directory under the build tree for one test (created, emptied). */
+/* A fresh scratch directory under the build tree for one test (created, emptied); under
+ * $KR_TEST_TMPDIR instead when set (tests run as another user, e.g. nobody in CI). */
 static inline const char *kr_test_tmpdir(const char *name)
 {
     static char buf[1024];
-    snprintf(buf, sizeof buf, "%s/test-tmp/%s", KR_BINARY_DIR, name);
+    const char *base = getenv("KR_TEST_TMPDIR");
+    if (base && *base)
+        snprintf(buf, sizeof buf, "%s/%s", base, name);
+    else
+        snprintf(buf, sizeof buf, "%s/test-tmp/%s", KR_BINARY_DIR, name);
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", buf, buf);
     if (system(cmd) != 0)

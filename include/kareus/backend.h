@@ -16,9 +16,8 @@
 #include "kareus/partition.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* One point of a partition's search space. */
 typedef struct kr_config {
@@ -91,7 +90,5 @@ int kr_backend_read_power(kr_backend *b, int dev, double *power_w);
  */
 int kr_config_validate(const kr_job *job, const kr_partition *p, const kr_config *c, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -12,9 +12,8 @@
 
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_NAME_MAX 48
 #define KR_SOURCE_MAX 200
@@ -150,7 +149,5 @@ int kr_gpu_supported_clocks(const kr_gpu *gpu, int *mhz, int cap, int *needed);
 /* 1 if mhz is a supported clock of the GPU. */
 int kr_gpu_clock_supported(const kr_gpu *gpu, int mhz);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -23,9 +23,8 @@
 #include "kareus/options.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* What a composition did (for reports and tests). */
 typedef struct kr_compose_stats {
@@ -57,7 +56,5 @@ int kr_compose(const kr_job *job, kr_variant variant, const kr_partition_frontie
 int kr_compose_read_frontiers(const char *dir, const kr_job *job, kr_variant variant, kr_partition_frontier *fronts,
                               int cap, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -20,9 +20,8 @@
 #include "kareus/sched.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_DAG_SOURCE 0
 #define KR_DAG_SINK 1
@@ -96,7 +95,5 @@ const char *kr_dag_label(const kr_dag *d, int v, char *buf, size_t cap);
 int kr_dag_cpm(const kr_dag *d, const double *dur_s, double *es_s, double *lf_s, double *makespan_s,
                kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

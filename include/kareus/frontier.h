@@ -38,9 +38,8 @@
 #include "kareus/partition.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* ---- geometry ----------------------------------------------------------------------- */
 
@@ -213,7 +212,5 @@ int kr_frontier_write_csv(const char *path, const kr_partition_frontier *f, kr_e
  */
 int kr_frontier_read(const char *path, kr_partition_frontier *f, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -29,9 +29,8 @@
 #include "kareus/backend.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_GPU_NAME_MAX 96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
 #define KR_GPU_UUID_MAX 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
@@ -133,6 +132,11 @@ typedef struct kr_fake_options {
     void *now_ud;
     const char *log_path;   /* If set, every call is appended to this file as one line
                                "SEQ OP DEV A B RC" (O_APPEND, one write per line). */
+    const char *state_path; /* If set, the devices' clocks live in this file, as a real GPU's
+                               outlive the process: read (under flock) by every clock call,
+                               rewritten by set/reset, created from the options when missing.
+                               One line per device: "DEV LOCKED_MIN LOCKED_MAX CUR". Lets tests
+                               check clocks across processes (kareusd, `kareus run`). */
 } kr_fake_options;
 
 /* One recorded call. */
@@ -165,15 +169,44 @@ int kr_fake_add_energy(kr_backend *b, int dev, double energy_j);
  * counter restarts at 0). */
 int kr_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail_code, unsigned fail_ops);
 
+/* ---- kareusd, the scoped clock helper ------------------------------------------------------ */
+
+#define KR_KAREUSD_SOCKET "/run/kareus/kareusd.sock" /* the daemon's default socket */
+#define KR_KAREUSD_LINE_MAX 8192                      /* longest request or reply line */
+
+/*
+ * Connects to kareusd (daemon/kareusd.c) at socket_path (NULL or "": kr_kareusd_default_socket)
+ * and returns a backend named "kareusd" whose clock, energy and power calls are requests to the
+ * daemon (measure is not offered). The daemon authorises the caller by its peer credentials and
+ * restores the clocks of every device this backend changed as soon as the connection closes —
+ * kr_backend_destroy, exit, SIGKILL or a crash alike. Returns KR_ENODEV (no daemon at that
+ * socket), KR_EPERM (the daemon refused this user; the message gives its reason), KR_EIO,
+ * KR_EBACKEND (protocol error) or KR_ENOMEM.
+ */
+int kr_kareusd_backend_create(const char *socket_path, kr_backend **out, kr_error *err);
+
+/* 1 if b is a kareusd backend. */
+int kr_kareusd_backend_is(const kr_backend *b);
+
+/* $KAREUSD_SOCKET if set, else KR_KAREUSD_SOCKET. */
+const char *kr_kareusd_default_socket(void);
+
 /* ---- backends by name ------------------------------------------------------------------- */
 
 /*
  * Opens a backend from a spec "KIND[:KEY=VALUE[,KEY=VALUE…]]":
- *   nvml[:lib=PATH]
+ *   auto          (also NULL or ""): kareusd when this process is not root and the kareusd
+ *                 socket (kr_kareusd_default_socket) exists, else nvml
+ *   kareusd[:SOCKET]  clocks through the scoped helper (kr_kareusd_backend_create)
+ *   nvml[:lib=PATH]   lib= is refused (KR_EPERM) in a privileged process (effective uid 0, or
+ *                 real and effective ids differ) unless PATH is absolute and the file and every
+ *                 directory above it are owned by root and writable by no one else — so that
+ *                 `sudo kareus --backend nvml:lib=…` (or KAREUS_BACKEND) cannot load a library
+ *                 an unprivileged user could have written
  *   fake[:devices=N,max_mhz=,min_mhz=,step_mhz=,cur_mhz=,locked=MIN-MAX,name=,uuid=,
  *         fail_call=N,fail_repeat=0|1,fail_code=perm|backend|nodev,fail_ops=OP+OP,
  *         perm_ops=OP+OP|writes,sleep_s=S,sleep_ops=OP+OP,power_w=W,period_s=S,
- *         no_energy=1,log=PATH]
+ *         no_energy=1,log=PATH,state=PATH]
  *   sim[:job=PATH|NAME,devices=N,activity=A]   the simulator backend (sim.h) of a job: job= if
  *         given, else default_job (the runtime passes the plan's job), else "default"
  * default_job may be NULL. Unknown kinds or
@@ -182,7 +215,5 @@ int kr_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail
  */
 int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

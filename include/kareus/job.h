@@ -12,9 +12,8 @@
 #include "kareus/catalog.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_MAX_STAGES 64   /* Pipeline stages a job may have. */
 #define KR_MAX_SMLIST 64   /* Entries in a comm-SM list. */
@@ -109,7 +108,5 @@ void kr_job_fingerprint(const kr_job *job, char *buf);
 /* One-line summary, e.g. "llama3.2-3b TP8 CP1 PP2 MBS8 S4096 M8 on 16x a100-sxm4-40gb". */
 void kr_job_summary(const kr_job *job, char *buf, size_t cap);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

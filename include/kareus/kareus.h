@@ -22,6 +22,8 @@
 #ifndef KAREUS_KAREUS_H
 #define KAREUS_KAREUS_H
 
+#include "kareus/export.h"
+#include "kareus/version.h"
 #include "kareus/status.h"
 #include "kareus/catalog.h"
 #include "kareus/job.h"
@@ -45,7 +47,9 @@
 #include "kareus/search.h"
 #include "kareus/launch.h"
 
-/* Version string of the library, e.g. "0.1.0". */
+KR_BEGIN_DECLS
+/* Version string of the library, "MAJOR.MINOR.PATCH" of kareus/version.h, e.g. "0.1.0". */
 const char *kr_version(void);
+KR_END_DECLS
 
 #endif

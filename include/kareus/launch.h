@@ -39,9 +39,8 @@
 #include "kareus/gpuctl.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef enum kr_launcher {
     KR_LAUNCHER_NONE = 0,     /* no launcher variables: a single process */
@@ -107,7 +106,5 @@ int kr_launch_device(const kr_launch *l, kr_backend *b, int *device, kr_gpu_devi
  * binding checks its layouts with it); 0 if unknown. */
 size_t kr_launch_abi_size(const char *type_name);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

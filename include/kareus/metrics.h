@@ -19,9 +19,8 @@
 
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* A frontier (or any set of plans) as parallel arrays. */
 typedef struct kr_tradeoff {
@@ -59,7 +58,5 @@ double kr_metric_energy_at(const kr_tradeoff *x, double t);
  */
 int kr_select_artifact10(int n, int *out, int cap);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -26,9 +26,8 @@
 #include "kareus/search.h"
 #include "kareus/solver.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef enum kr_method {
     KR_METHOD_MEGATRON = 0,
@@ -85,6 +84,7 @@ typedef struct kr_opt_plan {
     double sim_time_s;     /* Pipeline simulation, settle and p2p included. */
     double sim_energy_j;
     char file[128];        /* Plan file relative to out_dir ("" when not written). */
+    double pred_bound_j;   /* Solver's lower bound for pred_time_s (0: none; solver.h). */
 } kr_opt_plan;
 
 typedef struct kr_method_result {
@@ -128,7 +128,5 @@ typedef struct kr_optimize_result {
 int kr_optimize(const kr_job *job, const kr_optimize_options *o, kr_optimize_result *out, kr_error *err);
 void kr_optimize_result_free(kr_optimize_result *r);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -29,9 +29,8 @@
 #include "kareus/sched.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* One way to run an instruction. */
 typedef struct kr_option {
@@ -109,7 +108,5 @@ void kr_comm_setting_format(const kr_comm_setting *c, char *buf, size_t cap);
  * Returns KR_OK or KR_EPARSE with what was expected in err (no file context). */
 int kr_comm_setting_parse(const char *s, kr_comm_setting *out, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

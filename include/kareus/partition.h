@@ -21,9 +21,8 @@
 
 #include "kareus/job.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_KEY_MAX 24
 #define KR_SLOT_NAME_MAX 16
@@ -154,7 +153,5 @@ const char *kr_partition_slot_name(const kr_partition *p, int index);
 double kr_partition_flops(const kr_partition *p);
 double kr_partition_bytes(const kr_partition *p);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -24,9 +24,8 @@
 #include "kareus/plan.h"
 #include "kareus/sched.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* Cost of one instruction, as the simulation consumes it. */
 typedef struct kr_pipe_instr {
@@ -117,7 +116,5 @@ int kr_pipesim_instruction_cost(const kr_job *job, kr_variant variant, int stage
  * across nodes); stage pp−1 means the interleaved wrap-around to stage 0. 0 with one stage. */
 double kr_pipesim_p2p_time(const kr_job *job, int stage);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -6,7 +6,7 @@
  *   {"schema": "kareus.plan", "version": 1, "method": "kareus", "variant": "kareus",
  *    "job": {"name", "fingerprint", "gpu", "model", "stages", "microbatches", "schedule",
  *            "virtual_stages"},
- *    "predicted": {"iteration_time_s", "energy_j", "effective_energy_j"},
+ *    "predicted": {"iteration_time_s", "energy_j", "effective_energy_j"[, "bound_j", "gap"]},
  *    "solver": {"cost_model", "unit_time_s", "step"},
  *    "stages": [{"stage": 0, "instructions": [
  *        {"kind": "forward", "microbatch": 0, "chunk": 0, "freq_mhz": 1410,
@@ -26,9 +26,8 @@
 #include "kareus/sched.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 #define KR_PLAN_VERSION 1
 #define KR_PLAN_MAX_COMM 16
@@ -76,6 +75,9 @@ typedef struct kr_plan {
     double pred_energy_j;         /* Predicted energy of the whole cluster per iteration. */
     double pred_eff_energy_j;     /* Predicted effective energy (energy − static × GPU-time). */
     kr_plan_stage *stages;        /* num_stages entries (owned). */
+    double pred_bound_j;          /* Solver's proven lower bound on the energy of any plan no
+                                     slower than pred_time_s (0: none); JSON "predicted":
+                                     "bound_j" and "gap" (energy_j / bound_j − 1). */
 } kr_plan;
 
 /* Allocates stages (each with ninstr[s] zeroed instructions) and fills identity fields from
@@ -150,7 +152,5 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
 int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *dir, int index, char *freqs_path,
                             size_t freqs_cap, char *scheds_path, size_t scheds_cap, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

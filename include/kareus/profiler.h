@@ -29,9 +29,8 @@
 #include "kareus/partition.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* ---- kernel plan ------------------------------------------------------------------------ */
 
@@ -515,7 +514,5 @@ int kr_profiler_calib_entry(const kr_gpu *base, kr_profiler_calib *c, kr_error *
 /* Writes every raw point of c as JSON (atomically). */
 int kr_profiler_calib_write_raw(const char *path, const kr_profiler_calib *c, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

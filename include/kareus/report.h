@@ -14,9 +14,8 @@
 #include "kareus/sim.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* One series of a frontier chart. */
 typedef struct kr_chart_series {
@@ -60,7 +59,5 @@ int kr_svg_partition(const char *path, const char *title, const kr_sim_timeline 
  */
 int kr_report_html(const char *dir, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

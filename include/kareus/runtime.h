@@ -27,13 +27,16 @@
  * A hook called out of the plan's order returns KR_EMISMATCH, restores the found clocks for the
  * rest of that step (counted in mismatched_steps) and resumes the plan at the next step.
  *
- * Safety. The clocks found at open are restored at close, at exit (atexit) and on SIGINT and
- * SIGTERM: the handler asks the worker to restore (waiting at most 2 s), then chains to the
+ * Safety. The clocks found at open are restored at close, at exit (atexit), on SIGINT and
+ * SIGTERM, and on SIGHUP, SIGQUIT, SIGPIPE, SIGABRT and the faults while their default action is
+ * in place: the handler asks the worker to restore (waiting at most 2 s), then chains to the
  * handler that was installed before, or re-raises the signal with its default action. A process
  * forked from the one that opened the runtime never touches its clocks. A second process opening
- * the same GPU (flock on LOCK_DIR/kareus-gpu-UUID.lock) is refused with KR_EBUSY, or opened
- * read-only with KR_RUNTIME_SHARE_READONLY. SIGKILL and crashes cannot be handled in-process:
- * `kareus run` restores clocks after its child exits, however it exits.
+ * the same GPU (flock on LOCK_DIR/kareus-gpu-UUID.lock, which also records the clocks found) is
+ * refused with KR_EBUSY, or opened read-only with KR_RUNTIME_SHARE_READONLY. SIGKILL and crashes
+ * cannot be handled in-process: the lock record lets `kareus run`, `kareus gpu restore` or the
+ * next runtime put the found clocks back, and through kareusd (backend "kareusd") the daemon
+ * restores them as soon as the process's connection drops.
  *
  * Energy. The GPU's cumulative counter (NVML: mJ, updated about every 100 ms) is polled by the
  * worker; the times at which it changes are kept, and energy over a window is the difference of
@@ -52,9 +55,8 @@
 #include "kareus/sched.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef struct kr_runtime kr_runtime;
 
@@ -88,7 +90,7 @@ typedef struct kr_runtime_options {
                                    comm configs carry slot indices. NULL: no job check. */
     const kr_allocator *allocator; /* For the runtime's own memory (NULL: malloc). */
     unsigned flags;             /* KR_RUNTIME_… */
-    const char *lock_dir;       /* Directory of the advisory lock files (NULL: "/tmp"). */
+    const char *lock_dir;       /* Directory of the advisory lock files (NULL: kr_runtime_lock_dir). */
     int restore_lock_min_mhz;   /* The lock to restore at close when the backend cannot report */
     int restore_lock_max_mhz;   /*   the one in place (NVML cannot); 0, 0: what get_clock reports
                                      at open, and without a lock there, reset the lock. */
@@ -241,18 +243,51 @@ int kr_runtime_close(kr_runtime *rt, kr_error *err);
 
 /*
  * The per-GPU advisory lock the runtime takes, for tools that change clocks outside a runtime
- * (`kareus gpu reset`, `kareus run`): flock on LOCK_DIR/kareus-gpu-UUID.lock (lock_dir NULL:
- * "/tmp"). Returns KR_OK (the lock is held until kr_runtime_gpu_unlock), KR_EBUSY (another
- * process holds it; the message names its pid) or KR_EIO. device and name only go into messages.
+ * (`kareus gpu reset|restore`, `kareus run`, kareusd): flock on LOCK_DIR/kareus-gpu-UUID.lock.
+ * lock_dir NULL or "": kr_runtime_lock_dir. The file is opened with O_NOFOLLOW (a symbolic link
+ * is refused, KR_EPERM, and its target untouched), must be a regular file with one link, is
+ * created 0644 (never world-writable), and is only rewritten when it is empty or recognised as a
+ * Kareus lock file (anything else: KR_EPERM, file left byte-identical). While held it records
+ * the holder's pid, "state held" and the clocks found before the holder changed anything
+ * (kr_runtime_gpu_lock_note); unlock records "state free". A record still "held" when the next
+ * process takes the lock means its holder died without restoring: stale = 1 and rec_* are the
+ * clocks to put back (kr_runtime_gpu_restore does it).
+ * Returns KR_OK (held until kr_runtime_gpu_unlock), KR_EBUSY (another process holds it; the
+ * message names its pid), KR_EPERM or KR_EIO. device and name only go into messages.
  */
 typedef struct kr_gpu_lock {
-    int fd;          /* -1 when not held */
+    int fd;                     /* -1 when not held */
     char path[512];
+    char uuid[KR_GPU_UUID_MAX];
+    int writable;               /* 1: our file, the record is kept up to date */
+    long prev_pid;              /* pid recorded in the file by the previous holder (0: none) */
+    int stale;                  /* 1: the previous holder died holding it (record "held") */
+    int rec_min_mhz, rec_max_mhz; /* its recorded found lock (0, 0: none, reset restores) */
+    int rec_cur_mhz;            /* its recorded found clock (information only) */
 } kr_gpu_lock;
 
 int kr_runtime_gpu_lock(const char *lock_dir, const char *uuid, int device, const char *name, kr_gpu_lock *out,
                         kr_error *err);
+/* Records the clocks found before the holder changes anything (what recovery restores). */
+void kr_runtime_gpu_lock_note(kr_gpu_lock *lock, int lmin_mhz, int lmax_mhz, int cur_mhz);
 void kr_runtime_gpu_unlock(kr_gpu_lock *lock);
+
+/*
+ * The default lock directory, created if missing: /run/kareus (0755) when running as root,
+ * else $XDG_RUNTIME_DIR/kareus (0700), else /tmp/kareus-UID (0700). An existing directory must
+ * be a real directory owned by the effective user and writable by no one else (KR_EPERM
+ * otherwise, naming owner and mode). Writes the path into buf.
+ */
+int kr_runtime_lock_dir(char *buf, size_t cap, kr_error *err);
+
+/*
+ * Crash recovery for device dev of b: takes its lock (KR_EBUSY while a live process holds it)
+ * and, if the previous holder died without restoring (stale record), puts back the clocks it
+ * recorded — set_clock to the recorded lock, or reset_clock when none was recorded — and marks
+ * the record free. *restored = 1 if it restored something; err->msg then says what (status
+ * KR_OK). Devices without a UUID have no lock file: KR_OK, nothing done.
+ */
+int kr_runtime_gpu_restore(kr_backend *b, int dev, const char *lock_dir, int *restored, kr_error *err);
 
 /* sizeof the named public struct ("kr_runtime_status", "kr_runtime_energy", …, "kr_plan",
  * "kr_partition_frontier"), 0 if unknown: lets the ctypes binding check its struct layouts. */
@@ -265,7 +300,5 @@ size_t kr_runtime_abi_size(const char *type_name);
  */
 int kr_runtime_plan_check(const char *plan_path, int stage, const char *job, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -16,9 +16,8 @@
 #include "kareus/job.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef enum kr_instr_kind { KR_INSTR_FORWARD = 0, KR_INSTR_BACKWARD = 1 } kr_instr_kind;
 
@@ -32,11 +31,16 @@ typedef struct kr_sched_item {
     int chunk;          /* Model chunk (virtual stage) on this stage, 0-based. */
 } kr_sched_item;
 
-/* Checks stages ≥ 1, microbatches ≥ 1, virtual ≥ 1 (= 1 unless interleaved), and for
- * interleaved: virtual ≥ 2 and microbatches a multiple of stages. */
+/* Most instructions one stage's schedule may have (2 × microbatches × virtual_stages). */
+#define KR_SCHED_MAX_LENGTH (1 << 22)
+
+/* Checks stages ≥ 1, microbatches ≥ 1, virtual ≥ 1 (= 1 unless interleaved), for
+ * interleaved: virtual ≥ 2 and microbatches a multiple of stages, and that a stage's
+ * length 2 × microbatches × virtual_stages is at most KR_SCHED_MAX_LENGTH (KR_ERANGE). */
 int kr_sched_check(kr_schedule sch, int stages, int microbatches, int virtual_stages, kr_error *err);
 
-/* Instructions per stage: 2 × microbatches × virtual_stages. */
+/* Instructions per stage: 2 × microbatches × virtual_stages, or -1 when an argument is < 1 or
+ * the length would exceed KR_SCHED_MAX_LENGTH (never an overflowed int). */
 int kr_sched_length(int microbatches, int virtual_stages);
 
 /* Writes stage's execution order into out (cap ≥ kr_sched_length). Returns the count or a
@@ -44,7 +48,5 @@ int kr_sched_length(int microbatches, int virtual_stages);
 int kr_sched_order(kr_schedule sch, int stages, int microbatches, int virtual_stages, int stage,
                    kr_sched_item *out, int cap, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -32,9 +32,8 @@
 #include "kareus/partition.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* ---- search space ------------------------------------------------------------------------ */
 
@@ -93,6 +92,14 @@ typedef struct kr_search_log kr_search_log;
  * Returns KR_OK, the codes above, KR_EIO (cannot open or truncate) or KR_ENOMEM.
  */
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err);
+
+/*
+ * Checks, without writing or creating anything, that path can be opened as job's measurement
+ * log: missing, empty, or a log with our header line whose lines all parse (a torn last line is
+ * allowed). The CLI calls it before creating output directories, so a wrong --log leaves every
+ * file as it was. Returns KR_OK or the errors of kr_search_log_open.
+ */
+int kr_search_log_check(const char *path, const kr_job *job, kr_error *err);
 
 /* When appended lines are fsync'd (each is always written and flushed at once). */
 typedef enum kr_log_sync {
@@ -293,7 +300,5 @@ void kr_search_results_free(kr_search_result *r, int n);
  */
 int kr_search_write_frontier(const char *dir, const kr_partition_frontier *f, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

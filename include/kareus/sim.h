@@ -29,9 +29,8 @@
 #include "kareus/partition.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* ---- raw helpers ------------------------------------------------------------------------ */
 
@@ -339,7 +338,6 @@ void kr_sim_calib_free(kr_sim_calib *cs);
 /* Predicts row i of cs on gpu (NULL: the set's job GPU). */
 int kr_sim_calib_predict(const kr_sim_calib *cs, const kr_gpu *gpu, int i, kr_sim_result *out, kr_error *err);
 
-/* Prediction errors per clock, ratios between clocks and rank agreement, on the rows of fold. */
 /* The result as a JSON object (time, energy, effective energy at static_power_w, streams, the
  * floor and work energy, dispatch/sync/skew time, the comm kernel, its SMs and HBM bytes).
  * NULL when out of memory; the caller owns the reference. */
@@ -349,6 +347,7 @@ json_t *kr_sim_result_json(const kr_sim_result *r, double static_power_w);
  * as CSV (atomic). KR_EIO, KR_ENOMEM, or a prediction's error. */
 int kr_sim_calib_write_rows(const kr_sim_calib *cs, const kr_gpu *gpu, const char *path, kr_error *err);
 
+/* Prediction errors per clock, ratios between clocks and rank agreement, on the rows of fold. */
 int kr_sim_calib_check(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, kr_sim_calib_report *rep,
                        kr_error *err);
 
@@ -363,7 +362,5 @@ const int *kr_sim_calib_fitted(int *n);
 /* Spearman rank correlation of a and b (ties get average ranks); NaN for n < 2. */
 double kr_sim_spearman(const double *a, const double *b, int n);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -32,9 +32,8 @@
 #include "kareus/plan.h"
 #include "kareus/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 typedef enum kr_cost_model { KR_COST_EXACT = 0, KR_COST_LOWTIME = 1 } kr_cost_model;
 
@@ -51,6 +50,9 @@ typedef struct kr_solver_config {
                                  window search after it; 0 = only up to 256 instructions
                                  (default), 1 = always, −1 = never. */
     int max_steps;            /* Stop after this many steps (0: run to the end). */
+    int bound_refine;         /* Lower bound: the relaxation runs on unit / bound_refine
+                                 (0: the default, min(8, 2048 / instructions), at least 1);
+                                 −1: no bound (bound_j = INFINITY). */
 } kr_solver_config;
 
 /* Defaults: exact, 1 ms, 85 W, 1 GPU per stage, final pass on, no step limit. */
@@ -67,6 +69,16 @@ typedef struct kr_solver_step {
     double knob_time_s;    /* Critical path of the assigned knobs at their real times. */
     double energy_j;       /* True whole-cluster energy of the knobs at knob_time_s. */
     double eff_energy_j;   /* True whole-cluster effective energy of the knobs. */
+    /* Proven lower bound on the whole-cluster energy of every plan of these options (one per
+     * instruction, static power charged for its own makespan) whose real makespan is at most
+     * knob_time_s: the convex-hull relaxation (docs/solver.md, "Lower bound"). INFINITY
+     * when no bound is known (a step limit stopped the lowtime mode's relaxation run). */
+    double bound_j;
+    double gap;            /* energy_j / bound_j − 1 (>= 0 up to rounding; NAN without a bound). */
+    int dominated;         /* 1 when another step is no slower (knob_time_s) and uses less energy
+                              (energy_j), or equal in both and earlier: the step is kept (its
+                              index is its identity) but flagged; selection rules pick from the
+                              Pareto front only. */
 } kr_solver_step;
 
 /* The frontier and the plan of every step. */
@@ -81,6 +93,16 @@ typedef struct kr_solve_result {
     double solve_s;         /* Wall time of the solve (setup excluded: fits and DAG). */
     double setup_s;         /* Wall time of the setup (lowtime fits, hulls). */
     int stop_reason;        /* 0 exhausted, 1 step limit, 2 infeasible flow (lowtime). */
+    /* Lower-bound table (kr_solve_result_bound): for quantized deadlines D in
+     * [bound_dlo, bound_dlo + nbound), bound_min[D − bound_dlo] = the least whole-cluster
+     * energy the relaxation allows with a quantized makespan <= D; the real makespan T maps
+     * to D = floor(T / unit + bound_slack); no plan is faster than bound_tfast_s. */
+    long bound_dlo;
+    int nbound;
+    double *bound_min;      /* nbound entries (owned); NULL: no bound. */
+    double bound_unit_s;    /* The relaxation's time unit. */
+    double bound_slack, bound_tfast_s;
+    int bound_complete;     /* 1: the table reaches the least quantized makespan. */
 } kr_solve_result;
 
 /*
@@ -94,11 +116,19 @@ int kr_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *
              kr_error *err);
 void kr_solve_result_free(kr_solve_result *f);
 
+/*
+ * The lower bound (as kr_solver_step.bound_j) for a real makespan of at most time_s, from a
+ * solved frontier: INFINITY when no plan can be that fast, 0 when f carries no bound table
+ * (an empty result).
+ */
+double kr_solve_result_bound(const kr_solve_result *f, double time_s);
+
 /* The option index assigned to instruction node v (>= 2) at step k. */
 int kr_solve_result_option(const kr_solve_result *f, int step, int node);
 
 /* Writes the frontier as CSV (atomic): step,quant_time,time_s,cost_change_j,model_cost_j,
- * model_energy_j,knob_time_s,energy_j,eff_energy_j. */
+ * model_energy_j,knob_time_s,energy_j,eff_energy_j,bound_j,gap,dominated (bound_j and gap
+ * empty when unknown; dominated 0/1). */
 int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err);
 
 /* ---- plans and selection ------------------------------------------------------------- */
@@ -134,7 +164,5 @@ int kr_solve_select(const kr_solve_result *f, const char *rules, int *steps, int
 int kr_solve_plan(const kr_solve_result *f, const kr_dag *dag, const kr_options *opts, int step,
                   const kr_job *job, kr_plan *out, kr_error *err);
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

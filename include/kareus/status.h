@@ -14,9 +14,8 @@
 
 #include <stddef.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "kareus/export.h"
+KR_BEGIN_DECLS
 
 /* X(name, value, message). One list; kr_strerror and kr_status_name are generated. */
 #define KR_STATUS_LIST(X)                                                              \
@@ -88,7 +87,5 @@ typedef struct kr_allocator {
     void *ud;                                           /* Passed to each call. */
 } kr_allocator;
 
-#ifdef __cplusplus
-}
-#endif
+KR_END_DECLS
 #endif

@@ -10,6 +10,7 @@
  */
 #include "kareus/frontier.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -539,7 +540,11 @@ static int read_csv_header(const char *path, const char *text, kr_partition_fron
         }
         case 6: bad = kr__strlcpy(f->strategy, val, sizeof f->strategy); break;
         case 7: bad = kr__strlcpy(f->backend, val, sizeof f->backend); break;
-        case 8: f->seed = strtoull(val, &end, 10); bad = *end || !*val; break;
+        case 8: /* strtoull would wrap "-1" to 2^64-1: a seed is digits only */
+            errno = 0;
+            f->seed = strtoull(val, &end, 10);
+            bad = *end || !(*val >= '0' && *val <= '9') || errno == ERANGE || f->seed > INT64_MAX;
+            break;
         default: f->space_size = strtol(val, &end, 10); bad = *end || !*val || f->space_size < 0; break;
         }
         if (bad)
@@ -613,7 +618,7 @@ int kr_frontier_read(const char *path, kr_partition_frontier *f, kr_error *err)
 {
     memset(f, 0, sizeof *f);
     char *text;
-    int rc = kr__read_file(path, &text, NULL, err);
+    int rc = kr__read_text(path, &text, NULL, KR__TEXT_NO_CR, err);
     if (rc)
         return rc;
     const char *s = text;

@@ -16,6 +16,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,7 +62,58 @@ typedef struct fake_impl {
     kr_fake_call *calls;
     size_t ncalls, cap;
     int log_fd;         /* -1 without a log file */
+    int state_fd;       /* -1 without a state file */
 } fake_impl;
+
+/* ---- the optional state file (clocks that outlive the process) ---------------------------- */
+
+/* Reads the devices' clocks from the state file (caller holds mu and the file's flock). */
+static void state_load(fake_impl *m)
+{
+    char text[8192];
+    ssize_t n = pread(m->state_fd, text, sizeof text - 1, 0);
+    if (n <= 0)
+        return;
+    text[n] = '\0';
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        int d, a, b, c;
+        if (sscanf(line, "%d %d %d %d", &d, &a, &b, &c) == 4 && d >= 0 && d < m->o.devices)
+            m->dev[d] = (fake_dev){a, b, c, m->dev[d].extra_j};
+    }
+}
+
+/* Writes the devices' clocks to the state file (caller holds mu and the file's flock). */
+static void state_store(fake_impl *m)
+{
+    char text[8192];
+    size_t len = 0;
+    for (int d = 0; d < m->o.devices && len + 64 < sizeof text; d++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d %d %d %d\n", d, m->dev[d].locked_min,
+                                m->dev[d].locked_max, m->dev[d].cur);
+    if (pwrite(m->state_fd, text, len, 0) != (ssize_t)len || ftruncate(m->state_fd, (off_t)len) != 0) {
+        /* A test that cannot write its state file sees the wrong clocks and fails. */
+    }
+}
+
+/* Brackets a clock call: takes the file's lock and loads the clocks (no-op without a file). */
+static void state_begin(fake_impl *m)
+{
+    if (m->state_fd >= 0) {
+        while (flock(m->state_fd, LOCK_EX) != 0 && errno == EINTR)
+            ;
+        state_load(m);
+    }
+}
+
+static void state_end(fake_impl *m, int store)
+{
+    if (m->state_fd >= 0) {
+        if (store)
+            state_store(m);
+        flock(m->state_fd, LOCK_UN);
+    }
+}
 
 static double fake_now(const fake_impl *m)
 {
@@ -216,9 +269,11 @@ static int fake_get_clock(kr_backend *b, int dev, int *cur, int *lmin, int *lmax
         return rc;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
+    state_begin(m);
     *cur = m->dev[dev].cur;
     *lmin = m->dev[dev].locked_min;
     *lmax = m->dev[dev].locked_max;
+    state_end(m, 0);
     record(m, seq, KR_FAKE_GET_CLOCK, dev, *cur, 0, KR_OK);
     pthread_mutex_unlock(&m->mu);
     return KR_OK;
@@ -236,9 +291,11 @@ static int fake_set_clock(kr_backend *b, int dev, int min_mhz, int max_mhz)
         rc = kr_error_set(&b->err, KR_EINVAL, "fake GPU: set_clock: expected supported clocks min <= max, found [%d, %d]",
                           min_mhz, max_mhz);
     else {
+        state_begin(m);
         m->dev[dev].locked_min = min_mhz;
         m->dev[dev].locked_max = max_mhz;
         m->dev[dev].cur = max_mhz;
+        state_end(m, 1);
     }
     record(m, seq, KR_FAKE_SET_CLOCK, dev, min_mhz, max_mhz, rc);
     pthread_mutex_unlock(&m->mu);
@@ -253,8 +310,10 @@ static int fake_reset_clock(kr_backend *b, int dev)
         return rc;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
+    state_begin(m);
     m->dev[dev].locked_min = m->dev[dev].locked_max = 0;
     m->dev[dev].cur = m->o.cur_mhz;
+    state_end(m, 1);
     record(m, seq, KR_FAKE_RESET_CLOCK, dev, 0, 0, KR_OK);
     pthread_mutex_unlock(&m->mu);
     return KR_OK;
@@ -302,6 +361,8 @@ static void fake_destroy(kr_backend *b)
         return;
     if (m->log_fd >= 0)
         close(m->log_fd);
+    if (m->state_fd >= 0)
+        close(m->state_fd);
     pthread_mutex_destroy(&m->mu);
     free(m->calls);
     free(m->dev);
@@ -382,7 +443,7 @@ int kr_fake_backend_create(const kr_fake_options *opt, kr_backend **out, kr_erro
     fake_impl *m = calloc(1, sizeof *m);
     if (m == NULL)
         return kr_error_set(err, KR_ENOMEM, "fake GPU: out of memory");
-    m->log_fd = -1;
+    m->log_fd = m->state_fd = -1;
     m->dev = calloc((size_t)o.devices, sizeof *m->dev);
     if (m->dev == NULL) {
         free(m);
@@ -404,7 +465,27 @@ int kr_fake_backend_create(const kr_fake_options *opt, kr_backend **out, kr_erro
             return kr_error_set(err, KR_EIO, "fake GPU: log %s: %s", o.log_path, strerror(e));
         }
     }
+    if (o.state_path) {
+        m->state_fd = open(o.state_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (m->state_fd < 0) {
+            int e = errno;
+            if (m->log_fd >= 0)
+                close(m->log_fd);
+            free(m->dev);
+            free(m);
+            return kr_error_set(err, KR_EIO, "fake GPU: state %s: %s", o.state_path, strerror(e));
+        }
+        m->o.devices = o.devices; /* state_load needs the device count */
+        flock(m->state_fd, LOCK_EX);
+        struct stat st;
+        if (fstat(m->state_fd, &st) == 0 && st.st_size > 0)
+            state_load(m);
+        else
+            state_store(m);
+        flock(m->state_fd, LOCK_UN);
+    }
     o.log_path = NULL; /* not kept: the caller's string may not outlive the backend */
+    o.state_path = NULL;
     m->o = o;
     m->t0 = fake_now(m);
     pthread_mutex_init(&m->mu, NULL);
@@ -435,9 +516,11 @@ int kr_fake_state(kr_backend *b, int dev, int *lmin, int *lmax, int *cur)
         return KR_EINVAL;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
+    state_begin(m);
     *lmin = m->dev[dev].locked_min;
     *lmax = m->dev[dev].locked_max;
     *cur = m->dev[dev].cur;
+    state_end(m, 0);
     pthread_mutex_unlock(&m->mu);
     return KR_OK;
 }

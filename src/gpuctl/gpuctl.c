@@ -7,9 +7,12 @@
 #include "kareus/gpuctl.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpuctl/gpuctl_internal.h"
 #include "kareus/job.h"
@@ -24,6 +27,8 @@ int kr_gpuctl_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_er
         return kr__nvml_device_info(b, dev, out, err);
     if (kr_fake_backend_is(b))
         return kr__fake_device_info(b, dev, out, err);
+    if (kr_kareusd_backend_is(b))
+        return kr__kareusd_device_info(b, dev, out, err);
     int n = 0;
     int rc = kr_backend_device_count(b, &n);
     if (rc == KR_OK && (dev < 0 || dev >= n))
@@ -162,6 +167,10 @@ static int fake_key(const spec_kv *kv, kr_fake_options *o, kr_error *err)
         o->log_path = kv->val;
         return KR_OK;
     }
+    if (strcmp(k, "state") == 0) {
+        o->state_path = kv->val;
+        return KR_OK;
+    }
     if (strcmp(k, "fail_call") == 0)
         return parse_long(kv, 0, 1L << 40, &o->fail_call, err);
     if (strcmp(k, "fail_repeat") == 0)
@@ -184,14 +193,54 @@ static int fake_key(const spec_kv *kv, kr_fake_options *o, kr_error *err)
         return parse_int(kv, 0, 1, &o->no_energy, err);
     return kr_error_set(err, KR_EINVAL,
                         "backend spec '%s': unknown key '%s' for fake (known: devices, max_mhz, min_mhz, step_mhz, cur_mhz, "
-                        "locked, name, uuid, log, fail_call, fail_repeat, fail_code, fail_ops, perm_ops, sleep_ops, "
+                        "locked, name, uuid, log, state, fail_call, fail_repeat, fail_code, fail_ops, perm_ops, sleep_ops, "
                         "sleep_s, power_w, period_s, no_energy)",
                         kv->spec, k);
+}
+
+/* 1 when this process runs with privileges its caller may not have (root, setuid, setgid). */
+static int privileged(void)
+{
+    return geteuid() == 0 || getuid() != geteuid() || getgid() != getegid();
+}
+
+/* A library a privileged process may load: a bare name (found by the dynamic loader's own search
+ * in the system's library directories, as the default names are), or a path whose file and every
+ * directory above it (after resolving links) belong to root and are writable by no one else. */
+static int trusted_library(const spec_kv *kv, kr_error *err)
+{
+    if (strchr(kv->val, '/') == NULL)
+        return KR_OK;
+    char real[PATH_MAX];
+    if (realpath(kv->val, real) == NULL) {
+        int e = errno;
+        return kr_error_set(err, e == ENOENT ? KR_ENOLIB : KR_EPERM, "backend spec '%s': lib: cannot load %s: %s",
+                            kv->spec, kv->val, strerror(e));
+    }
+    for (char *end = real + strlen(real);; ) {
+        struct stat st;
+        if (stat(real[0] ? real : "/", &st) != 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+            return kr_error_set(err, KR_EPERM,
+                                "backend spec '%s': lib: refusing to load '%s' as root: %s is not owned by root or is "
+                                "writable by group or others (anyone who can write it would run code as root)",
+                                kv->spec, kv->val, real[0] ? real : "/");
+        char *slash = strrchr(real, '/');
+        if (slash == NULL || end == real)
+            break;
+        *slash = '\0';
+        end = slash;
+    }
+    return KR_OK;
 }
 
 static int nvml_key(const spec_kv *kv, kr_nvml_options *o, kr_error *err)
 {
     if (strcmp(kv->key, "lib") == 0) {
+        if (privileged()) {
+            int rc = trusted_library(kv, err);
+            if (rc)
+                return rc;
+        }
         o->library = kv->val;
         return KR_OK;
     }
@@ -237,8 +286,14 @@ static int open_sim(const char *spec, sim_spec *ss, const char *default_job, kr_
 int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, kr_error *err)
 {
     *out = NULL;
-    if (spec == NULL || *spec == '\0')
+    if (spec == NULL || *spec == '\0' || strcmp(spec, "auto") == 0) {
+        /* Unprivileged with a helper running: go through it (no root needed for clocks). */
+        if (geteuid() != 0 && access(kr_kareusd_default_socket(), F_OK) == 0)
+            return kr_kareusd_backend_create(NULL, out, err);
         spec = "nvml";
+    }
+    if (strncmp(spec, "kareusd", 7) == 0 && (spec[7] == '\0' || spec[7] == ':'))
+        return kr_kareusd_backend_create(spec[7] ? spec + 8 : NULL, out, err);
     char buf[1024];
     if (kr__strlcpy(buf, spec, sizeof buf))
         return kr_error_set(err, KR_EINVAL, "backend spec: expected at most %zu characters, found %zu", sizeof buf - 1,
@@ -249,7 +304,7 @@ int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, 
     const char *kind = buf;
     int is_fake = strcmp(kind, "fake") == 0, is_nvml = strcmp(kind, "nvml") == 0, is_sim = strcmp(kind, "sim") == 0;
     if (!is_fake && !is_nvml && !is_sim)
-        return kr_error_set(err, KR_EINVAL, "backend spec '%s': kind: expected nvml, sim or fake, found '%s'", spec,
+        return kr_error_set(err, KR_EINVAL, "backend spec '%s': kind: expected nvml, sim or fake (or kareusd, auto), found '%s'", spec,
                             kind);
     kr_fake_options fo = {0};
     kr_nvml_options no = {0};

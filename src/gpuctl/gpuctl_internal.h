@@ -9,5 +9,6 @@
 
 int kr__nvml_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err);
 int kr__fake_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err);
+int kr__kareusd_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err);
 
 #endif

@@ -377,6 +377,7 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
     p->step = step;
     p->pred_time_s = plan.pred_time_s;
     p->pred_energy_j = plan.pred_energy_j;
+    p->pred_bound_j = plan.pred_bound_j;
     double t0 = kr__now_s();
     kr_pipe_result sim;
     rc = kr_pipesim_plan(r->job, &plan, r->b, NULL, &sim, r->err);
@@ -756,6 +757,14 @@ static int write_summary(run *r)
         kr__jset_real(g, "time_s", pg->sim_time_s);
         kr__jset_real(g, "energy_j", pg->sim_energy_j);
         json_object_set_new(g, "file", json_string(pg->file));
+        /* The solver's bound on the predicted energy and the predicted plan's gap to it. */
+        for (int k = 0; k < 2; k++) {
+            const kr_opt_plan *pk = k ? pg : pf;
+            if (pk->pred_bound_j > 0) {
+                kr__jset_real(k ? g : f, "bound_j", pk->pred_bound_j);
+                kr__jset_real(k ? g : f, "gap", pk->pred_energy_j / pk->pred_bound_j - 1);
+            }
+        }
         json_object_set_new(x, "fastest", f);
         json_object_set_new(x, "frugal", g);
         json_t *tenp = json_array();

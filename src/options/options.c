@@ -345,6 +345,11 @@ static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_
             const char *cell = kr__csv_cell(t, r, keys[k].col);
             if (cell[0] == '\0' || strcmp(cell, "nan") == 0 || strcmp(cell, "NaN") == 0)
                 continue; /* pandas writes empty or NaN cells for keys that do not apply */
+            /* A row may fill at most KR_PLAN_MAX_COMM of the (up to 2x as many) key columns. */
+            if (ncomm >= KR_PLAN_MAX_COMM)
+                return kr_error_set(err, KR_ERANGE,
+                                    "%s:%d: column '%s': expected at most %d partition settings in one row, found more",
+                                    t->file, line, t->header[keys[k].col], KR_PLAN_MAX_COMM);
             kr_comm_setting *c = &comm[ncomm];
             memset(c, 0, sizeof *c);
             kr_error e = {0};
@@ -404,7 +409,7 @@ int kr_options_read_csv(const char *path, int num_stages, int virtual_stages, kr
 {
     char *text;
     memset(out, 0, sizeof *out);
-    int rc = kr__read_file(path, &text, NULL, err);
+    int rc = kr__read_text(path, &text, NULL, 0, err);
     if (rc)
         return rc;
     rc = kr_options_parse_csv(text, path, num_stages, virtual_stages, out, err);

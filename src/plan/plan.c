@@ -118,6 +118,10 @@ static json_t *plan_to_json(const kr_plan *p)
     kr__jset_real(pred, "iteration_time_s", p->pred_time_s);
     kr__jset_real(pred, "energy_j", p->pred_energy_j);
     kr__jset_real(pred, "effective_energy_j", p->pred_eff_energy_j);
+    if (p->pred_bound_j > 0 && isfinite(p->pred_bound_j)) {
+        kr__jset_real(pred, "bound_j", p->pred_bound_j);
+        kr__jset_real(pred, "gap", p->pred_energy_j / p->pred_bound_j - 1);
+    }
     json_object_set_new(root, "predicted", pred);
     json_t *solver = json_object();
     json_object_set_new(solver, "cost_model", json_string(p->cost_model));
@@ -234,11 +238,14 @@ static int plan_from_json(kr__jctx *c, const json_t *root, kr_plan *p)
     const json_t *pred = json_object_get(root, "predicted");
     if (pred) {
         m = kr__jpush_key(c, "predicted");
-        static const char *const pf[] = {"iteration_time_s", "energy_j", "effective_energy_j", NULL};
+        static const char *const pf[] = {"iteration_time_s", "energy_j", "effective_energy_j", "bound_j", "gap", NULL};
+        double gap_unused = 0;
         if ((rc = kr__jobject(c, pred, pf)) ||
             (rc = kr__jnum(c, pred, "iteration_time_s", 0, 0, 1e12, 0, &p->pred_time_s)) ||
             (rc = kr__jnum(c, pred, "energy_j", 0, 0, 1e18, 0, &p->pred_energy_j)) ||
-            (rc = kr__jnum(c, pred, "effective_energy_j", 0, -1e18, 1e18, 0, &p->pred_eff_energy_j)))
+            (rc = kr__jnum(c, pred, "effective_energy_j", 0, -1e18, 1e18, 0, &p->pred_eff_energy_j)) ||
+            (rc = kr__jnum(c, pred, "bound_j", 0, 0, 1e18, 0, &p->pred_bound_j)) ||
+            (rc = kr__jnum(c, pred, "gap", 0, -1e18, 1e18, 0, &gap_unused))) /* derived: not stored */
             return rc;
         kr__jpop(c, m);
     }
@@ -344,7 +351,7 @@ int kr_plan_read(const char *path, kr_plan *out, kr_error *err)
 {
     char *text;
     memset(out, 0, sizeof *out);
-    int rc = kr__read_file(path, &text, NULL, err);
+    int rc = kr__read_text(path, &text, NULL, 0, err);
     if (rc)
         return rc;
     rc = kr_plan_read_text(text, path, out, err);
@@ -410,8 +417,11 @@ int kr_plan_validate(const kr_plan *plan, const kr_job *job, kr_error *err)
     if (kr_variant_parse(plan->variant, &var))
         return kr_error_set(err, KR_EPARSE, "plan: variant: expected kareus, sequential or default-overlap, found '%s'",
                             plan->variant);
-    kr_partition_set *parts = malloc(sizeof *parts);
     int len = kr_sched_length(job->num_microbatches, job->virtual_stages);
+    if (len < 0)
+        return kr_error_set(err, KR_ERANGE, "plan: job: expected 2 x microbatches x virtual stages <= %d, found 2 x %d x %d",
+                            KR_SCHED_MAX_LENGTH, job->num_microbatches, job->virtual_stages);
+    kr_partition_set *parts = malloc(sizeof *parts);
     kr_sched_item *order = malloc(sizeof *order * (size_t)len);
     int rc = KR_OK;
     if (parts == NULL || order == NULL) {
@@ -469,7 +479,7 @@ int kr_plan_equal(const kr_plan *a, const kr_plan *b)
         a->virtual_stages != b->virtual_stages || strcmp(a->schedule, b->schedule) ||
         strcmp(a->cost_model, b->cost_model) || a->unit_time_s != b->unit_time_s || a->step != b->step ||
         a->pred_time_s != b->pred_time_s || a->pred_energy_j != b->pred_energy_j ||
-        a->pred_eff_energy_j != b->pred_eff_energy_j)
+        a->pred_eff_energy_j != b->pred_eff_energy_j || a->pred_bound_j != b->pred_bound_j)
         return 0;
     for (int s = 0; s < a->num_stages; s++) {
         if (a->stages[s].ninstr != b->stages[s].ninstr)

@@ -60,7 +60,7 @@ int kr_profiler_details_append(const char *path, const kr_job *job, const kr_par
     if (line == NULL)
         return kr_error_set(err, KR_ENOMEM, "out of memory");
     int rc = KR_OK;
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
         rc = kr_error_set(err, KR_EIO, "%s: cannot open for appending: %s", path, strerror(errno));
     } else {

@@ -46,16 +46,51 @@ static void pct_cell(kr__sb *sb, double v)
     kr__sb_printf(sb, "<td class=\"%s\">%.1f%%</td>", v > 0.0005 ? "good" : v < -0.0005 ? "bad" : "", 100.0 * v);
 }
 
-static void inline_svg(kr__sb *sb, const char *dir, const char *file, const char *caption)
+/*
+ * Inlines the SVG picture file (named by summary.json at JSON path where) from dir. The name
+ * comes from input: it must be a relative path without "..", resolve (after symlinks) to a
+ * file inside dir, end in ".svg" and hold an SVG document — anything else is an error, so a
+ * summary can never pull /etc/shadow or a script into the page. A missing file is a note.
+ */
+static int inline_svg(kr__sb *sb, const char *dir, const char *file, const char *caption, const char *summary,
+                      const char *where, kr_error *err)
 {
+    size_t n = strlen(file);
+    int bad = n == 0 || file[0] == '/' || n < 5 || strcmp(file + n - 4, ".svg") != 0 || strcmp(file, "..") == 0 ||
+              strncmp(file, "../", 3) == 0 || strstr(file, "/../") != NULL ||
+              (n >= 3 && strcmp(file + n - 3, "/..") == 0);
+    if (bad)
+        return kr_error_set(err, KR_EINVAL, "%s: %s: expected a relative .svg file name inside the output directory, "
+                            "found '%s'", summary, where, file);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, file);
+    char *rdir = realpath(dir, NULL), *rfile = realpath(path, NULL);
+    if (rfile == NULL) {
+        free(rdir);
+        kr__sb_puts(sb, "<p class=\"bad\">missing picture ");
+        kr__sb_xml(sb, file);
+        kr__sb_puts(sb, "</p>\n");
+        return KR_OK;
+    }
+    size_t dl = rdir ? strlen(rdir) : 0;
+    int inside = rdir && strncmp(rfile, rdir, dl) == 0 && (rfile[dl] == '/' || (dl == 1 && rdir[0] == '/'));
+    free(rdir);
+    free(rfile);
+    if (!inside)
+        return kr_error_set(err, KR_EINVAL, "%s: %s: expected a picture inside the output directory %s, found '%s' "
+                            "(resolves outside it)", summary, where, dir, file);
     char *text;
     size_t len;
-    kr_error e = {0};
-    if (kr__read_file(path, &text, &len, &e) != KR_OK) {
-        kr__sb_printf(sb, "<p class=\"bad\">missing picture %s</p>\n", file);
-        return;
+    int rc = kr__read_text(path, &text, &len, 0, err);
+    if (rc)
+        return rc;
+    const char *t = text;
+    while (*t == ' ' || *t == '\n' || *t == '\t' || *t == '\r')
+        t++;
+    if (strncmp(t, "<svg", 4) != 0 && strncmp(t, "<?xml", 5) != 0) {
+        rc = kr_error_set(err, KR_EPARSE, "%s: %s: %s: expected an SVG document, found '%.20s'", summary, where, path, t);
+        free(text);
+        return rc;
     }
     kr__sb_puts(sb, "<figure>");
     kr__sb_puts(sb, text);
@@ -65,6 +100,7 @@ static void inline_svg(kr__sb *sb, const char *dir, const char *file, const char
     kr__sb_xml(sb, file);
     kr__sb_puts(sb, "\">SVG file</a>)</figcaption></figure>\n");
     free(text);
+    return KR_OK;
 }
 
 static void card(kr__sb *sb, const char *label, double v, const char *suffix)
@@ -110,8 +146,13 @@ int kr_report_html(const char *dir, kr_error *err)
     kr__sb_xml(&sb, str(job, "name"));
     kr__sb_puts(&sb, "</h1>\n<p class=\"sub\">");
     kr__sb_xml(&sb, str(job, "summary"));
-    kr__sb_printf(&sb, "<br>search %s, solver cost model %s, unit time %g ms, backend %s</p>\n", str(settings, "strategy"),
-                  str(settings, "cost_model"), 1e3 * num(settings, "unit_time_s"), str(settings, "backend"));
+    kr__sb_puts(&sb, "<br>search ");
+    kr__sb_xml(&sb, str(settings, "strategy"));
+    kr__sb_puts(&sb, ", solver cost model ");
+    kr__sb_xml(&sb, str(settings, "cost_model"));
+    kr__sb_printf(&sb, ", unit time %g ms, backend ", 1e3 * num(settings, "unit_time_s"));
+    kr__sb_xml(&sb, str(settings, "backend"));
+    kr__sb_puts(&sb, "</p>\n");
 
     /* Headline: Kareus against the reference and the baseline. */
     const json_t *rows = json_object_get(metrics, "rows");
@@ -134,9 +175,11 @@ int kr_report_html(const char *dir, kr_error *err)
     const json_t *pics = json_object_get(root, "pictures");
     if (json_is_string(json_object_get(pics, "frontiers"))) {
         kr__sb_puts(&sb, "<h2>Frontiers</h2>\n");
-        inline_svg(&sb, dir, str(pics, "frontiers"),
-                   "Iteration time against whole-cluster energy for every method; dashed: Perseus's fastest plan "
-                   "(iso-time) and most frugal plan (iso-energy).");
+        if ((rc = inline_svg(&sb, dir, str(pics, "frontiers"),
+                             "Iteration time against whole-cluster energy for every method; dashed: Perseus's fastest "
+                             "plan (iso-time) and most frugal plan (iso-energy).",
+                             path, "$.pictures.frontiers", err)))
+            goto fail;
     }
 
     if (json_is_array(methods)) {
@@ -208,14 +251,24 @@ int kr_report_html(const char *dir, kr_error *err)
     const json_t *tl = json_object_get(pics, "timelines");
     if (json_is_array(tl) && json_array_size(tl) > 0) {
         kr__sb_puts(&sb, "<h2>Pipeline timelines</h2>\n");
-        for (size_t i = 0; i < json_array_size(tl); i++)
-            inline_svg(&sb, dir, str(json_array_get(tl, i), "file"), str(json_array_get(tl, i), "title"));
+        for (size_t i = 0; i < json_array_size(tl); i++) {
+            char where[64];
+            snprintf(where, sizeof where, "$.pictures.timelines[%zu].file", i);
+            if ((rc = inline_svg(&sb, dir, str(json_array_get(tl, i), "file"), str(json_array_get(tl, i), "title"), path,
+                                 where, err)))
+                goto fail;
+        }
     }
     const json_t *pp = json_object_get(pics, "partitions");
     if (json_is_array(pp) && json_array_size(pp) > 0) {
         kr__sb_puts(&sb, "<h2>Inside a partition</h2>\n");
-        for (size_t i = 0; i < json_array_size(pp); i++)
-            inline_svg(&sb, dir, str(json_array_get(pp, i), "file"), str(json_array_get(pp, i), "title"));
+        for (size_t i = 0; i < json_array_size(pp); i++) {
+            char where[64];
+            snprintf(where, sizeof where, "$.pictures.partitions[%zu].file", i);
+            if ((rc = inline_svg(&sb, dir, str(json_array_get(pp, i), "file"), str(json_array_get(pp, i), "title"), path,
+                                 where, err)))
+                goto fail;
+        }
     }
 
     const json_t *search = json_object_get(root, "search");
@@ -237,6 +290,9 @@ int kr_report_html(const char *dir, kr_error *err)
                      "the same directory.</p>\n</body></html>\n");
     snprintf(path, sizeof path, "%s/report.html", dir);
     rc = kr__sb_write_atomic(&sb, path, err);
+    goto done;
+fail:
+    kr__sb_free(&sb);
 done:
     json_decref(root);
     return rc;

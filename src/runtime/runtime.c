@@ -35,8 +35,16 @@ static int check_stage_order(const kr_plan *plan, int stage, const char *name, c
     if (kr_schedule_parse(plan->schedule, &sch))
         return kr_error_set(err, KR_EPARSE, "%s: job.schedule: expected 1f1b, gpipe or interleaved-1f1b, found '%s'", name,
                             plan->schedule);
+    /* Check the counts before allocating: a 200-byte plan may claim 2^31 instructions. */
+    kr_error ce = {0};
+    int rc0 = kr_sched_check(sch, plan->num_stages, plan->num_microbatches, plan->virtual_stages, &ce);
+    if (rc0)
+        return kr_error_set(err, rc0, "%s: job: %s", name, ce.msg);
     int len = kr_sched_length(plan->num_microbatches, plan->virtual_stages);
-    kr_sched_item *order = kr__calloc(a, (size_t)(len > 0 ? len : 1), sizeof *order);
+    if (plan->stages[stage].ninstr != len)
+        return kr_error_set(err, KR_EMISMATCH, "%s: stages[%d]: expected %d instructions (%s, %d microbatches), found %d",
+                            name, stage, len, plan->schedule, plan->num_microbatches, plan->stages[stage].ninstr);
+    kr_sched_item *order = kr__calloc(a, (size_t)len, sizeof *order);
     if (order == NULL)
         return kr_error_set(err, KR_ENOMEM, "%s: out of memory", name);
     kr_error e = {0};
@@ -348,7 +356,7 @@ static int open_named(const kr_plan *plan, const char *name, int stage, int devi
         snprintf(why_ro, sizeof why_ro, "opened read-only (measure only)");
     if (rc == KR_OK && !read_only && !(o->flags & KR_RUNTIME_NO_LOCK) && rt->info.uuid[0]) {
         kr_error le = {0};
-        rc = kr__rt_lock(rt, o->lock_dir, &le);
+        rc = kr__rt_lock(rt, o->lock_dir, o->restore_lock_max_mhz > 0, &le);
         if (rc == KR_EBUSY && (o->flags & KR_RUNTIME_SHARE_READONLY)) {
             read_only = 1;
             snprintf(why_ro, sizeof why_ro, "read-only: %s", le.msg);
@@ -417,8 +425,10 @@ int kr_runtime_close(kr_runtime *rt, kr_error *err)
     if (rt->dirty) {
         kr_error e = {0};
         rc = kr__rt_restore(rt, &e);
-        if (rc)
+        if (rc) {
             kr_error_set(err, rc, "runtime: restoring the clocks of device %d at close: %s", rt->device, e.msg);
+            rt->lock.writable = 0; /* the record stays "held": `kareus gpu restore` can still restore */
+        }
     }
     rt_free(rt);
     return rc;

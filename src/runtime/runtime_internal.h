@@ -97,8 +97,9 @@ struct kr_runtime {
     pthread_t worker;
     int worker_started;
     int registry_slot;        /* index in the safety registry, -1 if none */
-    int lock_fd;              /* advisory lock, -1 if none */
+    int lock_fd;              /* advisory lock, -1 if none (lock.fd) */
     char lock_path[512];
+    kr_gpu_lock lock;         /* the lock with its record */
 
     /* M: guarded by mu */
     pthread_mutex_t mu;
@@ -144,7 +145,9 @@ void kr__rt_lock_mu(kr_runtime *rt, sigset_t *saved);
 void kr__rt_unlock_mu(kr_runtime *rt, const sigset_t *saved);
 
 /* safety.c */
-int kr__rt_lock(kr_runtime *rt, const char *dir, kr_error *err);
+/* Takes the GPU's lock; a stale record (a holder that died) replaces the clocks to restore
+ * unless the caller named them (explicit_restore), and the clocks to restore are recorded. */
+int kr__rt_lock(kr_runtime *rt, const char *dir, int explicit_restore, kr_error *err);
 void kr__rt_unlock(kr_runtime *rt);
 int kr__rt_register(kr_runtime *rt, kr_error *err);
 void kr__rt_unregister(kr_runtime *rt);

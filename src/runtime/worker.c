@@ -16,8 +16,8 @@
  *   the hook pays for the worker's whole turn (bench_runtime: about 4 µs instead of well under 1).
  * - The worker never holds mu while calling the backend, and a restore requested by a signal
  *   handler is served before mu is taken, so a handler waiting for the restore cannot deadlock
- *   with a thread it interrupted (threads other than the worker hold mu only with SIGINT and
- *   SIGTERM blocked).
+ *   with a thread it interrupted (threads other than the worker hold mu only with SIGINT,
+ *   SIGTERM, SIGHUP, SIGQUIT and SIGPIPE blocked).
  * - Energy: the counter is read every poll_s; a reading that differs from the previous one is a
  *   change point (t_i, E_i). E(t) between change points is linear interpolation — the counter's
  *   increment is spread evenly over the interval it accumulated in, which is all a counter
@@ -52,6 +52,9 @@ void kr__rt_lock_mu(kr_runtime *rt, sigset_t *saved)
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGQUIT);
+    sigaddset(&block, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &block, saved);
     pthread_mutex_lock(&rt->mu);
 }

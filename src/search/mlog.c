@@ -18,12 +18,21 @@
  * A flushed line survives a crash of the process either way; fsync adds survival of a crash of
  * the machine. A crash can leave at most one torn line, the last, without its newline; opening
  * the log drops it (truncating the file) and says so in a warning.
+ *
+ * Header: the first line of every log we write is {"schema":"kareus.mlog","version":1,
+ * "job":FINGERPRINT,"job_name":NAME}. kr_search_log_open refuses an existing non-empty file
+ * whose first line is not such a header (or names another job) and leaves it byte-identical,
+ * so a mistyped --log can never truncate a user's file; torn-line recovery only ever happens in
+ * a recognised log and only drops bytes after its last newline. Readers of logs (replay) skip
+ * the header; the artifact's eval_results.jsonl has none and is read as before.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "search_internal.h"
@@ -214,6 +223,10 @@ static int parse_record(const kr__mparse *o, const char *where, const json_t *ob
                           "expected \"none\" (the comm window always ends with the partition), found \"%s\"", end);
     if (!(r->time_s > 0))
         return kr__jfailf(&c, KR_ERANGE, "time_s", "expected a time > 0, found %g", r->time_s);
+    /* Work on a powered GPU always costs energy: 0 J is a failed reading (an energy counter
+     * that did not advance), never a measurement to plan with. */
+    if (!(r->energy_j > 0))
+        return kr__jfailf(&c, KR_ERANGE, "energy_j", "expected an energy > 0 J, found %g", r->energy_j);
     const json_t *key = json_object_get(obj, "key");
     if (key == NULL) {
         /* The artifact's format: no key, variant or job; the caller says which key. */
@@ -268,6 +281,40 @@ static int parse_record(const kr__mparse *o, const char *where, const json_t *ob
     return KR_OK;
 }
 
+#define MLOG_SCHEMA "kareus.mlog"
+#define MLOG_VERSION 1
+
+/* Checks a parsed header line (an object with "schema"): format, version and, with a job, its
+ * fingerprint. where is "FILE:1". */
+static int check_header(const json_t *obj, const char *where, const kr_job *job, kr_error *err)
+{
+    kr__jctx c;
+    kr__jctx_init(&c, where, err);
+    static const char *const f[] = {"schema", "version", "job", "job_name", NULL};
+    char schema[32], fp[32], name[KR_NAME_MAX + 64];
+    long long version;
+    int rc;
+    if ((rc = kr__jobject(&c, obj, f)) || (rc = kr__jstr(&c, obj, "schema", 1, NULL, schema, sizeof schema)))
+        return rc;
+    if (strcmp(schema, MLOG_SCHEMA) != 0)
+        return kr__jfail(&c, KR_EPARSE, "schema", "\"" MLOG_SCHEMA "\" (a Kareus measurement log)",
+                         json_object_get(obj, "schema"));
+    if ((rc = kr__jint(&c, obj, "version", 1, MLOG_VERSION, MLOG_VERSION, 0, &version)) ||
+        (rc = kr__jstr(&c, obj, "job", 1, NULL, fp, sizeof fp)) ||
+        (rc = kr__jstr(&c, obj, "job_name", 0, "", name, sizeof name)))
+        return rc;
+    if (job) {
+        char want[17];
+        kr_job_fingerprint(job, want);
+        if (strcmp(fp, want) != 0)
+            return kr__jfailf(&c, KR_EMISMATCH, "job",
+                              "expected the fingerprint of job '%s' (%s), found \"%s\" (job '%s'): this log was "
+                              "measured for a different job (GPU, model, shapes or parallelism)",
+                              job->name, want, fp, name);
+    }
+    return KR_OK;
+}
+
 int kr__mlog_parse(const kr__mparse *o, const char *text, size_t len, kr__mrecs *out, size_t *valid_len, int *torn,
                    int *complete_last, kr_error *err)
 {
@@ -299,7 +346,22 @@ int kr__mlog_parse(const kr__mparse *o, const char *text, size_t len, kr__mrecs 
         char where[4200];
         snprintf(where, sizeof where, "%s:%d", o->path, lineno);
         json_error_t je;
-        json_t *obj = json_loads(line, JSON_REJECT_DUPLICATES, &je);
+        /* json_loads would stop at a NUL byte and ignore the rest: a NUL is torn or an error. */
+        int has_nul = memchr(line, '\0', n) != NULL;
+        json_t *obj = has_nul ? NULL : json_loads(line, JSON_REJECT_DUPLICATES, &je);
+        if (has_nul && nl != NULL) {
+            rc = kr_error_set(err, KR_EPARSE, "%s: expected a JSON line, found a NUL byte", where);
+            break;
+        }
+        if (obj != NULL && lineno == 1 && json_object_get(obj, "schema") != NULL) {
+            /* Our header line: check it and go on with the measurements. */
+            rc = check_header(obj, where, o->job, err);
+            json_decref(obj);
+            if (rc)
+                break;
+            start = next;
+            continue;
+        }
         if (obj == NULL) {
             if (nl == NULL) {
                 /* No newline after it: a write that a crash interrupted. */
@@ -343,6 +405,67 @@ struct kr_search_log {
     int pending;     /* lines written since the last fsync */
 };
 
+/*
+ * An existing non-empty --log file must start with our header line, complete with its newline;
+ * anything else (notes, a CSV, the artifact's eval_results.jsonl, a log of another job) is
+ * refused before anything is written, truncated or created.
+ */
+static int check_log_start(const char *path, const char *text, size_t len, const kr_job *job, kr_error *err)
+{
+    const char *nl = memchr(text, '\n', len);
+    size_t n = nl ? (size_t)(nl - text) : len;
+    json_error_t je;
+    json_t *obj = nl && memchr(text, '\0', n) == NULL ? json_loadb(text, n, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (obj == NULL || !json_is_object(obj) || json_object_get(obj, "schema") == NULL) {
+        json_decref(obj);
+        char shown[48];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k + 1 < sizeof shown; i++)
+            shown[k++] = (text[i] >= 0x20 && text[i] < 0x7f) ? text[i] : '?';
+        shown[k] = '\0';
+        return kr_error_set(err, KR_EPARSE,
+                            "%s:1: expected a Kareus measurement log (first line {\"schema\":\"" MLOG_SCHEMA
+                            "\",...}), found '%s': not used as a log and left unchanged (give a new file name)",
+                            path, shown);
+    }
+    char where[4200];
+    snprintf(where, sizeof where, "%s:1", path);
+    int rc = check_header(obj, where, job, err);
+    json_decref(obj);
+    return rc;
+}
+
+int kr_search_log_check(const char *path, const kr_job *job, kr_error *err)
+{
+    if (path[0] == '\0')
+        return kr_error_set(err, KR_EINVAL, "empty log file name");
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return KR_OK;
+    if (S_ISLNK(st.st_mode))
+        return kr_error_set(err, KR_EINVAL, "%s: is a symbolic link; give the log's real path", path);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = kr__read_file(path, &text, &len, err);
+    if (rc)
+        return rc;
+    kr__catalogs *cat = malloc(sizeof *cat);
+    kr__mrecs recs = {0};
+    if (cat == NULL)
+        rc = kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
+    else if (len > 0 && (rc = check_log_start(path, text, len, job, err)) == KR_OK &&
+             (rc = kr__catalogs_build(job, cat, err)) == KR_OK) {
+        kr__mparse o = {path, 0, job, cat, NULL, 1};
+        size_t valid;
+        int torn, complete_last;
+        rc = kr__mlog_parse(&o, text, len, &recs, &valid, &torn, &complete_last, err);
+    }
+    free(recs.r);
+    free(cat);
+    free(text);
+    return rc;
+}
+
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err)
 {
     *out = NULL;
@@ -361,7 +484,20 @@ int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out,
     kr_job_fingerprint(job, log->fp);
     if ((rc = kr__catalogs_build(job, &log->cat, err)))
         goto fail;
-    if (access(path, F_OK) == 0 && (rc = kr__read_file(path, &text, &len, err)))
+    if (path[0] == '\0') {
+        rc = kr_error_set(err, KR_EINVAL, "empty log file name");
+        goto fail;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            rc = kr_error_set(err, KR_EINVAL, "%s: is a symbolic link; give the log's real path", path);
+            goto fail;
+        }
+        if ((rc = kr__read_file(path, &text, &len, err)))
+            goto fail;
+    }
+    if (len > 0 && (rc = check_log_start(path, text, len, job, err)))
         goto fail;
     size_t valid = len;
     int torn = 0, complete_last = 0;
@@ -386,10 +522,26 @@ int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out,
         snprintf(log->warning + w, sizeof log->warning - w, "%s%s: %zu duplicate measurements (first kept), e.g. line %d",
                  w ? "; " : "", path, dups, first_dup);
     }
-    log->f = fopen(path, "a");
-    if (log->f == NULL) {
+    /* Never through a symlink; a new (or empty) log starts with its header line. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 || (log->f = fdopen(fd, "a")) == NULL) {
         rc = kr_error_set(err, KR_EIO, "%s: cannot open for appending: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         goto fail;
+    }
+    if (len == 0) {
+        json_t *h = json_pack("{s:s, s:i, s:s, s:s}", "schema", MLOG_SCHEMA, "version", MLOG_VERSION, "job", log->fp,
+                              "job_name", job->name);
+        char *ht = h ? json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(h);
+        int ok = ht && fputs(ht, log->f) != EOF && fputc('\n', log->f) != EOF && fflush(log->f) == 0 &&
+                 fsync(fileno(log->f)) == 0;
+        free(ht);
+        if (!ok) {
+            rc = kr_error_set(err, KR_EIO, "%s: cannot write the log header: %s", path, strerror(errno));
+            goto fail;
+        }
     }
     if (complete_last && !torn && (fputc('\n', log->f) == EOF || fflush(log->f) != 0)) {
         rc = kr_error_set(err, KR_EIO, "%s: write failed: %s", path, strerror(errno));

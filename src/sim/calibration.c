@@ -4,7 +4,7 @@
  * marked `input` compare a catalog constant with itself through the model (they show that the
  * model does not distort an input, e.g. the α term at 1 GiB); the others are predictions: a
  * figure the constants were not fitted to, or one derived from the same source by a different
- * path. Published figures and their sources are the ones of gpu-model-data.md.
+ * path. Each row names the public source of its published figure.
  */
 #include <math.h>
 #include <string.h>
@@ -131,7 +131,7 @@ static int power_rows(check_list *l, kr_error *err)
         (rc = find("h200", &h200, err)))
         return rc;
     add(l, "idle power (no kernel, idle clock)", a100.name, "W", kr_sim_idle_power_w(&a100), 52, 59.7, 1,
-        "M: 52-53 W at 22 C, 59.7 W at 46 C (A100-40 nvidia-smi dumps, gpu-model-data.md §1.3)");
+        "M: 52-53 W at 22 C, 59.7 W at 46 C (A100-40 nvidia-smi dump, brick-house.org)");
     add(l, "power blocked on communication (static)", a100.name, "W", kr_sim_wait_power_w(&a100), 85, 85, 1,
         "M: Kareus p2p_power_w = 85 W, measured blocked in recv (ml-energy/kareus:tests/data/profile_p2p.py)");
     add(l, "idle power (no kernel, idle clock)", h100.name, "W", kr_sim_idle_power_w(&h100), 75, 101, 1,

@@ -56,12 +56,7 @@ static double device_power(const sim_backend *s, const sim_dev *d)
         return floor_w;
     /* A large square GEMM at the locked clock: the reference "fully busy" mix. */
     kr_op op;
-    memset(&op, 0, sizeof op);
-    op.kind = KR_OP_GEMM;
-    op.m = op.n = op.k = 8192;
-    op.gemms = 1;
-    op.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
-    op.bytes = 2.0 * 3.0 * 8192.0 * 8192.0;
+    kr__sim_gemm_op(&op, 8192, 8192, 8192);
     kr__sim_mix mix = {&op, (int)g->sm_count, NULL, 0, 0};
     kr__sim_rates r;
     kr__sim_throttle(&s->sg, &mix, d->locked_max / 1000.0, &r);

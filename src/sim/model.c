@@ -410,6 +410,18 @@ static void kernel_alone(const kr_gpu *gpu, const kr_op *op, int sms, double fre
     out->throttled = f < freq_mhz / 1000.0;
 }
 
+void kr__sim_gemm_op(kr_op *op, double m, double n, double k)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = KR_OP_GEMM;
+    op->m = (long)m;
+    op->n = (long)n;
+    op->k = (long)k;
+    op->gemms = 1;
+    op->flops = 2.0 * m * n * k;
+    op->bytes = 2.0 * (m * k + k * n + m * n);
+}
+
 int kr_sim_gemm(const kr_gpu *gpu, double m, double n, double k, double freq_mhz, int sms,
                 kr_sim_kernel_result *out, kr_error *err)
 {
@@ -423,14 +435,7 @@ int kr_sim_gemm(const kr_gpu *gpu, double m, double n, double k, double freq_mhz
         return kr_error_set(err, KR_EINVAL, "gemm: SMs: expected 0 (all) or 1..%d, found %d", (int)gpu->sm_count,
                             sms);
     kr_op op;
-    memset(&op, 0, sizeof op);
-    op.kind = KR_OP_GEMM;
-    op.m = (long)m;
-    op.n = (long)n;
-    op.k = (long)k;
-    op.gemms = 1;
-    op.flops = 2.0 * m * n * k;
-    op.bytes = 2.0 * (m * k + k * n + m * n);
+    kr__sim_gemm_op(&op, m, n, k);
     kernel_alone(gpu, &op, sms ? sms : (int)gpu->sm_count, freq_mhz, out);
     return KR_OK;
 }
@@ -484,12 +489,7 @@ double kr_sim_derive_dyn_coeff(const kr_gpu *gpu, double tflops)
     kr__sim_gpu_init(&sg, &g);
     double f = tflops * 1e12 / (g.sm_count * g.flops_per_sm_clk * g.gemm_eff * 1e9);
     kr_op op;
-    memset(&op, 0, sizeof op);
-    op.kind = KR_OP_GEMM;
-    op.m = op.n = op.k = 8192;
-    op.gemms = 1;
-    op.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
-    op.bytes = 2.0 * 3.0 * 8192.0 * 8192.0;
+    kr__sim_gemm_op(&op, 8192, 8192, 8192);
     kr__sim_mix mix = {&op, (int)g.sm_count, NULL, 0, 0};
     kr__sim_rates r;
     kr__sim_eval(&sg, &mix, f, &r);

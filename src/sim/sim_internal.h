@@ -32,6 +32,9 @@ double kr__sim_volt(const kr__sim_gpu *sg, double f_ghz);
 /* Floor power at f (GHz): what the GPU draws with a kernel resident but no work. */
 double kr__sim_floor(const kr__sim_gpu *sg, double f_ghz);
 
+/* One forward bf16 GEMM op of shape m×n×k (2mnk FLOPs, 2(mk + kn + mn) HBM bytes). */
+void kr__sim_gemm_op(kr_op *op, double m, double n, double k);
+
 /* Expected maximum of n independent standard normal variables (skew at a collective). */
 double kr__sim_emax(int n);
 

@@ -233,5 +233,6 @@ int kr_solve_plan(const kr_solve_result *f, const kr_dag *dag, const kr_options 
     out->pred_time_s = f->steps[step].knob_time_s; /* the real time of the knobs it runs */
     out->pred_energy_j = f->steps[step].energy_j;
     out->pred_eff_energy_j = f->steps[step].eff_energy_j;
+    out->pred_bound_j = isfinite(f->steps[step].bound_j) ? f->steps[step].bound_j : 0;
     return KR_OK;
 }

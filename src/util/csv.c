@@ -135,7 +135,7 @@ int kr__csv_read(const char *path, kr__csv *t, kr_error *err)
 {
     char *text;
     memset(t, 0, sizeof *t);
-    int rc = kr__read_file(path, &text, NULL, err);
+    int rc = kr__read_text(path, &text, NULL, 0, err);
     if (rc)
         return rc;
     rc = kr__csv_parse(text, path, t, err);

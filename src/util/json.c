@@ -11,7 +11,7 @@
 int kr__json_load_file(const char *path, json_t **out, kr_error *err)
 {
     char *text = NULL;
-    int rc = kr__read_file(path, &text, NULL, err);
+    int rc = kr__read_text(path, &text, NULL, 0, err);
     if (rc)
         return rc;
     rc = kr__json_load_text(text, path, out, err);
@@ -190,7 +190,7 @@ int kr__jint(kr__jctx *c, const json_t *obj, const char *key, int required, long
 int kr__jint32(kr__jctx *c, const json_t *obj, const char *key, int required, int lo, int hi,
                int def, int *out)
 {
-    long long x;
+    long long x = 0;
     int rc = kr__jint(c, obj, key, required, lo, hi, def, &x);
     if (rc == KR_OK)
         *out = (int)x;

@@ -139,12 +139,58 @@ void kr__sb_xml(kr__sb *sb, const char *s)
         case '<': kr__sb_puts(sb, "&lt;"); break;
         case '>': kr__sb_puts(sb, "&gt;"); break;
         case '"': kr__sb_puts(sb, "&quot;"); break;
+        case '\'': kr__sb_puts(sb, "&#39;"); break;
         default: {
             char c[2] = {*s, '\0'};
             kr__sb_puts(sb, c);
         }
         }
     }
+}
+
+void kr__sb_pystr(kr__sb *sb, const char *s)
+{
+    kr__sb_puts(sb, "'");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\' || *p == '\'' || *p == '"')
+            kr__sb_printf(sb, "\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            kr__sb_printf(sb, "\\x%02x", *p);
+        else
+            kr__sb_printf(sb, "%c", *p);
+    }
+    kr__sb_puts(sb, "'");
+}
+
+int kr__safe_filename(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 255 || name[0] == '.' || name[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-' || c == '+'))
+            return 0;
+    }
+    return 1;
+}
+
+int kr__double_to_int(double x, int lo, int hi, int *out)
+{
+    /* The comparisons are false for NaN, so NaN is refused too. */
+    if (!(x >= (double)lo && x <= (double)hi) || x != (double)(long long)x)
+        return 1;
+    *out = (int)x;
+    return 0;
+}
+
+int kr__ll_to_int(long long x, int lo, int hi, int *out)
+{
+    if (x < lo || x > hi)
+        return 1;
+    *out = (int)x;
+    return 0;
 }
 
 const char *kr__sb_str(const kr__sb *sb)

@@ -28,6 +28,27 @@ int kr__strlcpy(char *dst, const char *src, size_t cap);
 /* Monotonic clock in seconds (CLOCK_MONOTONIC). */
 double kr__now_s(void);
 
+/* ---- checked arithmetic and narrowing ------------------------------------------------ */
+
+/*
+ * Sizes and products computed from input go through these: each returns 0 and stores the
+ * exact result, or returns 1 (overflow; *out unspecified). Callers turn 1 into a precise
+ * KR_ERANGE message naming the input, never into an allocation or a loop bound.
+ */
+static inline int kr__mul_size(size_t a, size_t b, size_t *out) { return __builtin_mul_overflow(a, b, out); }
+static inline int kr__add_size(size_t a, size_t b, size_t *out) { return __builtin_add_overflow(a, b, out); }
+static inline int kr__mul_int(int a, int b, int *out) { return __builtin_mul_overflow(a, b, out); }
+static inline int kr__add_int(int a, int b, int *out) { return __builtin_add_overflow(a, b, out); }
+static inline int kr__mul_ll(long long a, long long b, long long *out) { return __builtin_mul_overflow(a, b, out); }
+
+/*
+ * Narrowing conversions from input: 0 and *out = x when x is a whole number in [lo, hi]
+ * (NaN, infinities, fractions and values out of range give 1 and leave *out alone). Casting
+ * an out-of-range double to int is undefined behaviour; every such cast goes through here.
+ */
+int kr__double_to_int(double x, int lo, int hi, int *out);
+int kr__ll_to_int(long long x, int lo, int hi, int *out);
+
 /* ---- allocation -------------------------------------------------------------------- */
 
 void *kr__alloc(const kr_allocator *a, size_t size);
@@ -52,10 +73,21 @@ typedef struct kr__sb {
 } kr__sb;
 
 void kr__sb_printf(kr__sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kr__sb_vprintf(kr__sb *sb, const char *fmt, va_list ap);
+void kr__sb_vprintf(kr__sb *sb, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 void kr__sb_puts(kr__sb *sb, const char *s);
 /* Appends s with &, <, >, " escaped for XML/HTML. */
 void kr__sb_xml(kr__sb *sb, const char *s);
+/*
+ * Appends s as a Python string literal in single quotes: backslash, quotes and every control
+ * or non-ASCII byte escaped (\\xNN), so the text can never end the literal or the line.
+ */
+void kr__sb_pystr(kr__sb *sb, const char *s);
+
+/*
+ * Checks that name is safe as one path component written under a directory: 1..255 bytes of
+ * [A-Za-z0-9._+-], not starting with '.', so never "..", "/" or a hidden file. Returns 1 if safe.
+ */
+int kr__safe_filename(const char *name);
 const char *kr__sb_str(const kr__sb *sb); /* "" when empty. */
 /* Writes the buffer to path atomically (KR_ENOMEM if an append failed) and frees it. */
 int kr__sb_write_atomic(kr__sb *sb, const char *path, kr_error *err);
@@ -79,18 +111,44 @@ uint64_t kr__rng_below(kr__rng *r, uint64_t n); /* uniform in [0, n), n > 0, unb
 /* Creates directory path and its parents (mode 0777 & umask). Existing directories are fine. */
 int kr__mkdirs(const char *path, kr_error *err);
 
-/* Reads a whole file into a NUL-terminated heap buffer (*out, free with free()). */
-int kr__read_file(const char *path, char **out, size_t *len, kr_error *err);
+/* Largest file any reader accepts, and the longest line of a text file (bytes). */
+#define KR__FILE_MAX ((size_t)256 << 20)
+#define KR__LINE_MAX ((size_t)4 << 20)
 
 /*
- * Atomic output file: write to "<path>.tmp.<pid>", then kr__afile_commit flushes,
- * fsyncs, closes and renames it over path (and fsyncs the directory). On any error, or
+ * Reads a whole file into a NUL-terminated heap buffer (*out, free with free()). Refuses a
+ * directory ("FILE: is a directory, expected a file") and files over KR__FILE_MAX.
+ */
+int kr__read_file(const char *path, char **out, size_t *len, kr_error *err);
+
+/* Flags of kr__read_text / kr__text_check. */
+#define KR__TEXT_NO_CR 1 /* line-oriented formats: a carriage return is an error (CRLF file) */
+
+/*
+ * Reads a text file like kr__read_file, then kr__text_check: every parser of a text format
+ * reads through this, so bytes after a NUL are never silently ignored.
+ */
+int kr__read_text(const char *path, char **out, size_t *len, int flags, kr_error *err);
+
+/*
+ * Checks len bytes of text named name: no UTF-8 byte-order mark, no NUL byte, no line longer
+ * than KR__LINE_MAX, and with KR__TEXT_NO_CR no carriage return. Errors name NAME:LINE:COLUMN.
+ */
+int kr__text_check(const char *text, size_t len, const char *name, int flags, kr_error *err);
+
+/*
+ * Atomic output file: write to a fresh temp file "<path>.tmp.XXXXXX" created in the target's
+ * directory with O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600 (a planted file or symlink there is
+ * never opened), then kr__afile_commit flushes, fsyncs, gives the final mode (the existing
+ * file's, else 0666 & ~umask), and renames it over path (and fsyncs the directory). rename
+ * replaces a symlink at path itself, so a symlink's target is never written. On any error, or
  * with kr__afile_abort, the temp file is removed and path is left as it was.
  */
 typedef struct kr__afile {
     FILE *f;         /* Write here between open and commit. */
     char path[4096]; /* Final path. */
     char tmp[4160];  /* Temporary path. */
+    int mode;        /* Final permission bits. */
 } kr__afile;
 
 int kr__afile_open(kr__afile *af, const char *path, kr_error *err);

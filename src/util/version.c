@@ -1,11 +1,10 @@
-/* version.c — the library version (set by CMake from the project version). */
+/* version.c — the library version, "MAJOR.MINOR.PATCH" from include/kareus/version.h. */
 #include "kareus/kareus.h"
 
-#ifndef KR_VERSION
-#define KR_VERSION "0.0.0"
-#endif
+#define KR__STR(x) #x
+#define KR__XSTR(x) KR__STR(x)
 
 const char *kr_version(void)
 {
-    return KR_VERSION;
+    return KR__XSTR(KAREUS_VERSION_MAJOR) "." KR__XSTR(KAREUS_VERSION_MINOR) "." KR__XSTR(KAREUS_VERSION_PATCH);
 }

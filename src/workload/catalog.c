@@ -1,7 +1,7 @@
 /*
  * catalog.c — built-in GPUs and models, each constant with its published source.
  *
- * Evidence labels follow ../shared/reference/gpu-model-data.md: M = measured or stated in the
+ * Evidence labels (docs/calibration.md): M = measured or stated in the
  * cited source, D = derived by arithmetic from such data (arithmetic given), E = modelling
  * estimate where no published figure exists. docs/calibration.md mirrors this table (it is
  * checked against `kareus catalog --markdown` by a test) and compares predictions with
@@ -91,10 +91,10 @@ typedef struct gpu_entry {
 #define SRC_SMI_H100 "M: nvidia-smi -q dump thamada/nvidia-smi:gls/H100SXMx8_smi.py (max 1980, idle 345); 15 MHz step assumed like A100 (E)"
 #define SRC_SMI_H200 "M: nvidia-smi -q dump thamada/gls:gls/H200_smi.py (max 1980, idle 345); 15 MHz step assumed like A100 (E)"
 #define SRC_KAREUS_RANGE "M: Kareus GPU_CONFIGS['A100']['freq_range']=(900,1410,30), ml-energy/kareus:tests/bayesian/common/model_config.py"
-#define SRC_HOPPER_RANGE "E: gpu-model-data.md §6 'plan over ~1000-1980'; 30 MHz step as Kareus uses on A100"
+#define SRC_HOPPER_RANGE "E: plan over ~1000-1980 MHz (our choice, no published range); 30 MHz step as Kareus uses on A100"
 #define SRC_P2P_A100 "M: Kareus p2p_power_w=85 W (power while blocked in P2P recv), ml-energy/kareus:tests/bayesian/common/model_config.py"
 #define SRC_P2P_HOPPER "E: measured idle + 30 W, the margin of A100 (85 W blocked vs 55 W idle); no Hopper measurement published"
-#define SRC_VMIN_A100 "M: nvidia-smi 0.706-0.719 V at the 210 MHz idle clock (A100 40GB/80GB dumps, gpu-model-data.md §1.3)"
+#define SRC_VMIN_A100 "M: nvidia-smi 0.706-0.719 V at the 210 MHz idle clock (A100 40GB/80GB dumps: thamada/nvidia-smi:gls/A100SXMx4_smi.py, brick-house.org)"
 #define SRC_VFIT_A100 "D: floor of the V(f) fit through v_min and the M readings 0.725 V@930 MHz, 0.744 V@1155 MHz (A100-80GB dumps)"
 #define SRC_VEXP "E: convex rise (V/F tables are flat at low clocks, steepest at the top); 2 fits the three A100 readings exactly"
 #define SRC_VFLOOR_HOPPER "E: same relative floor as the A100 fit (485/1410 = 0.344 of f_max); no Hopper loaded-voltage data"
@@ -106,22 +106,22 @@ typedef struct gpu_entry {
 #define SRC_ATTN_EFF "D: FlashAttention-2 reaches 50-73% of theoretical max FLOP/s on A100 (Dao 2023, arXiv 2307.08691 abstract); 0.65 used"
 #define SRC_ATTN_HOPPER "E: FA2 ~35% and FA3 up to 75% of H100 BF16 peak (Shah et al. 2024, arXiv 2407.08608 abstract); 0.55 between"
 #define SRC_MEMEFF "E: streaming kernels reach ~85% of peak HBM bandwidth (STREAM-like); no single published figure used"
-#define SRC_KNEE "E: gpu-model-data.md §2.2 (memory-bound time flat above ~0.55 f_max; no published knee found)"
-#define SRC_ACT_MEM "E: gpu-model-data.md §2.3 u_sm = 0.15 for memory-bound kernels (here ~200 W for HBM streaming on A100 at 1410 MHz)"
+#define SRC_KNEE "E: memory-bound time flat above ~0.55 f_max (fixed HBM clock; no published knee found)"
+#define SRC_ACT_MEM "E: u_sm = 0.15 for memory-bound kernels (here ~200 W for HBM streaming on A100 at 1410 MHz)"
 #define SRC_LAUNCH "E: typical kernel launch + tail overhead of a few microseconds"
 #define SRC_AR_A100 "M: 8xA100 SXM all-reduce peak busbw ~230 GB/s (NVIDIA/nccl-tests issue #149, sjeaugey)"
-#define SRC_ALPHA_A100 "E: A100 alpha ~20-40 us for 1-64 MB fits by analogy with the H20 curve (gpu-model-data.md §3.1); 25 us used"
+#define SRC_ALPHA_A100 "E: A100 alpha ~20-40 us for 1-64 MB fits by analogy with the 8xH20 nccl-tests curve (kvcache-ai/Mooncake PR #3484); 25 us used"
 #define SRC_CTA_A100 "E: 24 NCCL channels must saturate 230 GB/s (>= 9.6 GB/s each; 8 P2P channels give 72 GB/s, nccl-tests #331); +25% headroom"
 #define SRC_CTA_HOPPER "E: 16 NVLS channels reach 480 GB/s (30 GB/s each, nccl-tests #212); +20% headroom"
-#define SRC_COMM_KNEE "E: gpu-model-data.md §3.3 (few CTAs: comm time ~1/f below ~0.8 f_max; no published curve)"
+#define SRC_COMM_KNEE "E: few CTAs: comm time ~1/f below ~0.8 f_max (SM-driven NVLink copies, NVIDIA/nccl-tests#149; no published curve)"
 #define SRC_NCCL_A100 "M: HGX A100 8-GPU ring uses 24 channels = 24 CTAs (NVIDIA/nccl-tests issue #100 log)"
-#define SRC_COMMACT "E: comm CTAs are load/store bound: 30% of a tensor CTA's dynamic power; NCCL alone then draws 121 W on A100 (E 120-180 W, §2.3)"
+#define SRC_COMMACT "E: comm CTAs are load/store bound: 30% of a tensor CTA's dynamic power; NCCL alone then draws 121 W on A100 (our estimate 120-180 W)"
 #define SRC_NVLINK_A100 "D: 12 NVLink3 links x ~20 GB/s effective with 128 B SM payloads = 240, ~230 GB/s observed (nccl-tests #149, sjeaugey)"
 #define SRC_NVLINK_HOPPER "D: 18 NVLink4 links x 25 GB/s x 0.8 (128 B payload) = 360 GB/s per direction (nccl-tests #149 rule; glennklockwood H100)"
-#define SRC_KAPPA "E: gpu-model-data.md §3.4 kappa_mem ~0.05 for GEMM (within 18.9% avg / 40% max overlap slowdown, arXiv 2507.03114)"
-#define SRC_SWITCH "E: gpu-model-data.md §4 simulator default 10-20 ms per clock change; 15 ms used"
-#define SRC_MEMPOW "E: HBM streaming at full bandwidth; gpu-model-data.md §2.3 (P_mem = 60 W); no direct measurement published"
-#define SRC_MEMPOW_HOPPER "E: HBM3 streaming ~80 W (H100 dumps show 44-70 W memory power at idle); gpu-model-data.md §2.3"
+#define SRC_KAPPA "E: kappa_mem ~0.05 for GEMM (within 18.9% avg / 40% max overlap slowdown, arXiv 2507.03114)"
+#define SRC_SWITCH "E: 10-20 ms per clock change (no published figure; switching latency varies, arXiv 2502.20075); 15 ms used"
+#define SRC_MEMPOW "E: HBM streaming at full bandwidth, P_mem = 60 W; no direct measurement published"
+#define SRC_MEMPOW_HOPPER "E: HBM3 streaming ~80 W (H100 dumps show 44-70 W memory power at idle: thamada/nvidia-smi:gls/H100SXMx8_smi.py)"
 
 /*
  * Constants fitted by `kareus calibrate` (src/sim/harness.c) to the measured A100 attention
@@ -149,7 +149,7 @@ typedef struct gpu_entry {
 #define SRC_SYNC "E: host cost of one partition call: Python, cudaEventRecord + cudaStreamWaitEvent, comm launch (~10-30 us)"
 #define SRC_HOST "E: eager PyTorch dispatch of one op (Python + framework + launch, ~10-50 us); hidden while the GPU is the bottleneck"
 #define SRC_SKEW "E: 2% rank-to-rank jitter of partition compute (clock/thermal variation); a collective waits E[max] of the group"
-#define SRC_NCCL_HBM "D: ring all-reduce stages each chunk through the FIFO: ~5.25 S HBM bytes per GPU vs 2 S for a read-based kernel (kareus-method sec. 11 item 12; NCCL ring Simple protocol)"
+#define SRC_NCCL_HBM "D: NCCL ring (Simple protocol) stages every chunk through an HBM FIFO: ~5.25 S HBM bytes per GPU per all-reduce vs 2 S for a read-based kernel"
 #define SRC_FLOOR "D: floor = idle_w at clock_min (M) and static_w at clock_max (M), f*V(f)^2 between (kr_sim_derive_floor)"
 #define SRC_FLOOR_HOPPER "D: as A100 from idle_w (M) and static_w (E) (kr_sim_derive_floor)"
 #define SRC_ATTN_ACT_HOPPER "E: the A100 fit (attention power relative to a GEMM is a property of the kernel, not measured on Hopper)"
@@ -170,7 +170,7 @@ static const gpu_entry gpu_entries[] = {
          {P(plan_step_mhz), 30, SRC_KAREUS_RANGE},
          {P(default_clock_mhz), 1095, "M: applications clock 1095 MHz (nvidia-smi dump; techpowerup a100-sxm4-40-gb base 1095)"},
          {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table)"},
-         {P(idle_w), 55, "M: 52-53 W at 22 C, 59.7 W at 46 C idle (A100-40 nvidia-smi dumps, gpu-model-data.md §1.3)"},
+         {P(idle_w), 55, "M: 52-53 W at 22 C, 59.7 W at 46 C idle (A100-40 nvidia-smi dump, brick-house.org)"},
          {P(static_w), 85, SRC_P2P_A100},
          {P(mem_power_w), 60, SRC_MEMPOW},
          {P(dyn_coeff_w), C_A100, SRC_C_A100},
@@ -242,7 +242,7 @@ static const gpu_entry gpu_entries[] = {
          {P(mem_power_w), 80, SRC_MEMPOW_HOPPER},
          {P(dyn_coeff_w), C_HOPPER, SRC_C_HOPPER},
          {P(v_min), 0.675, "M: 0.670-0.685 V at the 345 MHz idle clock (thamada/nvidia-smi:gls/H100SXMx8_smi.py)"},
-         {P(v_max), 0.85, "E: no loaded-voltage reading published (gpu-model-data.md §2.3)"},
+         {P(v_max), 0.85, "E: no loaded-voltage reading published"},
          {P(v_floor_mhz), 680, SRC_VFLOOR_HOPPER},
          {P(v_exp), 2, SRC_VEXP},
          {P(flops_per_sm_clk), 4096, "D: 989 TF dense BF16 = 132 SMs x 4096 FLOP/clk x 1.83 GHz (" SRC_STAS " clock note 12)"},
@@ -256,10 +256,10 @@ static const gpu_entry gpu_entries[] = {
          {P(launch_s), 4e-6, SRC_LAUNCH},
          {P(busbw_ar_Bps), 480e9, "M: 8xH100 NVLS all-reduce peak busbw ~480 GB/s (NVIDIA/nccl-tests issue #212)"},
          {P(busbw_ag_Bps), 370e9, "M: 8xH100 ring / non-all-reduce effective NVLink ~370 GB/s (NVIDIA/nccl-tests issue #212, sjeaugey)"},
-         {P(coll_alpha_s), 30e-6, "D: alpha ~23-40 us for 1-16 MB from the 8xH20 busbw curve (kvcache-ai/Mooncake PR #3484), gpu-model-data.md §3.1"},
+         {P(coll_alpha_s), 30e-6, "D: alpha ~23-40 us for 1-16 MB from the 8xH20 busbw curve (kvcache-ai/Mooncake PR #3484, nccl-tests 2.19.7 output)"},
          {P(busbw_per_cta_Bps), 36e9, SRC_CTA_HOPPER},
          {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
-         {P(nccl_ctas), 16, "M: 8xH100 with NVLS: 16 coll channels (public NCCL debug log, gpu-model-data.md §3.2)"},
+         {P(nccl_ctas), 16, "M: 8xH100 with NVLS: 16 coll channels (public NCCL debug log of an Inspur NF5688M7)"},
          {P(comm_activity), 0.30, SRC_COMMACT},
          {P(p2p_bw_Bps), 360e9, SRC_NVLINK_HOPPER},
          {P(kappa_tensor), 0.05, SRC_KAPPA},
@@ -505,6 +505,22 @@ int kr_gpu_read_json(const char *path, kr_gpu *out, kr_error *err)
         if ((rc = kr__jobject(&c, val, pf)) || (rc = kr__jnum(&c, val, "value", 1, 0, 1e18, 0, &v)) ||
             (rc = kr__jstr(&c, val, "source", 1, NULL, src, sizeof src)))
             goto done;
+        /* Counts and clocks are used as ints: refuse fractions and values an int cannot hold. */
+        int as_int, ilo = 0, ihi = 0;
+        switch (idx) {
+        case KR_GPU_P_sm_count: ilo = 1; ihi = 65536; break;
+        case KR_GPU_P_nccl_ctas: ilo = 0; ihi = 65536; break;
+        case KR_GPU_P_clock_min_mhz: case KR_GPU_P_clock_max_mhz: case KR_GPU_P_clock_step_mhz:
+        case KR_GPU_P_plan_min_mhz: case KR_GPU_P_plan_max_mhz: case KR_GPU_P_plan_step_mhz:
+        case KR_GPU_P_default_clock_mhz: case KR_GPU_P_v_floor_mhz: ilo = 0; ihi = 100000; break;
+        default: break;
+        }
+        if (ihi > 0 && kr__double_to_int(v, ilo, ihi, &as_int)) {
+            char exp[96];
+            snprintf(exp, sizeof exp, "a whole number in [%d, %d]", ilo, ihi);
+            rc = kr__jfail(&c, KR_ERANGE, "value", exp, json_object_get(val, "value"));
+            goto done;
+        }
         kr__jpop(&c, m2);
         kr_gpu_param_set(out, idx, v);
         kr__strlcpy(out->source[idx], src, KR_SOURCE_MAX);

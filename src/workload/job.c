@@ -3,8 +3,10 @@
  * writing, and derived quantities (GPU counts, planning clocks, p2p sizes, fingerprint).
  */
 #include "kareus/job.h"
+#include "kareus/sched.h"
 
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -90,7 +92,9 @@ void kr_job_default(kr_job *job)
 
 /* The paper's ten configurations (kareus-method.md §9): PP 2, 8 microbatches, 15 + 13 layers. */
 static const struct suite_entry {
-    const char *name;
+    /* An array, not a pointer: &suite[i].name[0] is then an address constant, which the static
+     * list of kr_job_suite_paper may hold in ISO C17 (a pointer read from suite[i] may not). */
+    char name[48];
     const char *model;
     int tp, cp, mbs, seq;
 } suite[] = {
@@ -185,6 +189,11 @@ int kr_job_validate(const kr_job *job, kr_error *err)
     POS("cluster.gpus_per_node", job->cluster.gpus_per_node);
     POS("cluster.nodes", job->cluster.nodes);
 #undef POS
+    if (kr_sched_length(job->num_microbatches, job->virtual_stages) < 0)
+        return kr_error_set(err, KR_ERANGE,
+                            "job '%s': num_microbatches: expected 2 x num_microbatches x virtual_stages <= %d "
+                            "instructions per stage, found 2 x %d x %d",
+                            n, KR_SCHED_MAX_LENGTH, job->num_microbatches, job->virtual_stages);
     if (job->schedule != KR_SCHEDULE_INTERLEAVED_1F1B && job->virtual_stages != 1)
         return kr_error_set(err, KR_EINVAL,
                             "job '%s': virtual_stages: expected 1 for schedule %s (only interleaved-1f1b uses chunks), found %d",
@@ -237,11 +246,17 @@ int kr_job_validate(const kr_job *job, kr_error *err)
     if (sum != m->layers)
         return kr_error_set(err, KR_EINVAL, "job '%s': layers_per_stage: expected layers summing to the model's %d, found a sum of %d",
                             n, m->layers, sum);
-    long total = (long)job->tp * job->cp * job->pp * job->dp;
-    long avail = (long)job->cluster.gpus_per_node * job->cluster.nodes;
+    long long total, avail;
+    if (kr__mul_ll(job->tp, job->cp, &total) || kr__mul_ll(total, job->pp, &total) ||
+        kr__mul_ll(total, job->dp, &total) || total > (1LL << 30))
+        return kr_error_set(err, KR_ERANGE,
+                            "job '%s': parallelism: expected tp*cp*pp*dp <= %lld GPUs, found %d*%d*%d*%d", n,
+                            1LL << 30, job->tp, job->cp, job->pp, job->dp);
+    if (kr__mul_ll(job->cluster.gpus_per_node, job->cluster.nodes, &avail))
+        avail = LLONG_MAX;
     if (total > avail)
         return kr_error_set(err, KR_EINVAL,
-                            "job '%s': cluster: expected at least tp*cp*pp*dp = %ld GPUs, found %d nodes x %d GPUs = %ld",
+                            "job '%s': cluster: expected at least tp*cp*pp*dp = %lld GPUs, found %d nodes x %d GPUs = %lld",
                             n, total, job->cluster.nodes, job->cluster.gpus_per_node, avail);
     if (!(job->cluster.inter_node_bw_Bps > 0) || !(job->cluster.inter_node_latency_s >= 0))
         return kr_error_set(err, KR_ERANGE,
@@ -294,13 +309,14 @@ static int read_smlist(kr__jctx *c, const json_t *obj, const char *key, kr_smlis
         out->n = 0;
         for (size_t i = 0; i < json_array_size(v); i++) {
             const json_t *e = json_array_get(v, i);
-            if (!json_is_integer(e)) {
+            int sms;
+            if (!json_is_integer(e) || kr__ll_to_int((long long)json_integer_value(e), 1, 100000, &sms)) {
                 size_t m2 = kr__jpush_idx(c, i);
-                rc = kr__jfail(c, KR_EPARSE, NULL, "an integer SM count", e);
+                rc = kr__jfail(c, json_is_integer(e) ? KR_ERANGE : KR_EPARSE, NULL, "an integer SM count in [1, 100000]", e);
                 kr__jpop(c, m2);
                 goto out;
             }
-            out->v[out->n++] = (int)json_integer_value(e);
+            out->v[out->n++] = sms;
         }
     } else if (json_is_object(v)) {
         static const char *const f[] = {"min", "max", "step", NULL};
@@ -519,9 +535,13 @@ static int job_from_json(kr__jctx *c, const json_t *root, kr_job *job)
         kr__jpop(c, m);
     }
     if (job->cluster.nodes == 0) {
-        long total = (long)job->tp * job->cp * job->pp * job->dp;
-        long gpn = job->cluster.gpus_per_node > 0 ? job->cluster.gpus_per_node : 1;
-        job->cluster.nodes = total > 0 ? (int)((total + gpn - 1) / gpn) : 1;
+        /* Nodes for tp*cp*pp*dp GPUs; a product that overflows or is out of range is left to
+         * kr_job_validate, which names the parallelism fields (not cluster.nodes). */
+        long long total;
+        long long gpn = job->cluster.gpus_per_node > 0 ? job->cluster.gpus_per_node : 1;
+        int ok = !kr__mul_ll(job->tp, job->cp, &total) && !kr__mul_ll(total, job->pp, &total) &&
+                 !kr__mul_ll(total, job->dp, &total) && total > 0 && total <= (1LL << 30);
+        job->cluster.nodes = ok ? (int)((total + gpn - 1) / gpn) : 1;
     }
     kr_error e = {0};
     if ((rc = kr_job_validate(job, &e)))
@@ -553,7 +573,7 @@ int kr_job_load(const char *path, kr_job *job, kr_error *err)
                             path);
     }
     char *text;
-    int rc = kr__read_file(path, &text, NULL, err);
+    int rc = kr__read_text(path, &text, NULL, 0, err);
     if (rc)
         return rc;
     rc = kr_job_load_text(text, path, job, err);
@@ -581,7 +601,15 @@ int kr_job_write(const char *path, const kr_job *job, kr_error *err)
     if (gpu_is_builtin) {
         json_object_set_new(root, "gpu", json_string(job->gpu.name));
     } else {
-        /* A GPU that is not a built-in entry goes to a file beside the job. */
+        /* A GPU that is not a built-in entry goes to a file beside the job; its name comes from
+         * input, so it must be one plain file name (never "../x" or "/etc/x"). */
+        if (!kr__safe_filename(job->gpu.name) || strlen(job->gpu.name) > 200) {
+            json_decref(root);
+            return kr_error_set(err, KR_EINVAL,
+                                "%s: gpu.name: expected a name usable as a file name (1..200 of A-Z a-z 0-9 . _ + -, "
+                                "not starting with '.' or '-') to write NAME.gpu.json beside the job, found '%s'",
+                                path, job->gpu.name);
+        }
         char gpath[4200], gname[300];
         snprintf(gname, sizeof gname, "%s.gpu.json", job->gpu.name);
         char dir[4096];

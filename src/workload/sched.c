@@ -29,6 +29,11 @@ int kr_sched_check(kr_schedule sch, int stages, int microbatches, int virtual_st
         return kr_error_set(err, KR_ERANGE,
                             "schedule: expected stages, microbatches and virtual stages >= 1, found %d, %d, %d",
                             stages, microbatches, virtual_stages);
+    if (kr_sched_length(microbatches, virtual_stages) < 0)
+        return kr_error_set(err, KR_ERANGE,
+                            "schedule: expected 2 x microbatches x virtual stages <= %d instructions per stage, found "
+                            "2 x %d x %d",
+                            KR_SCHED_MAX_LENGTH, microbatches, virtual_stages);
     if (sch == KR_SCHEDULE_INTERLEAVED_1F1B) {
         if (virtual_stages < 2)
             return kr_error_set(err, KR_EINVAL, "interleaved-1f1b: expected >= 2 virtual stages, found %d",
@@ -46,7 +51,11 @@ int kr_sched_check(kr_schedule sch, int stages, int microbatches, int virtual_st
 
 int kr_sched_length(int microbatches, int virtual_stages)
 {
-    return 2 * microbatches * virtual_stages;
+    int len;
+    if (microbatches < 1 || virtual_stages < 1 || kr__mul_int(microbatches, virtual_stages, &len) ||
+        kr__mul_int(len, 2, &len) || len > KR_SCHED_MAX_LENGTH)
+        return -1;
+    return len;
 }
 
 static kr_sched_item item(kr_instr_kind k, int mb, int chunk)

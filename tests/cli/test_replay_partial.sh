@@ -18,6 +18,7 @@ mkdir -p "$ART"
 "$PY" - "$TMP/full/measurements.jsonl" "$ART/eval_results.jsonl" "$TMP/rest.jsonl" <<'EOF'
 import json, random, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
+lines = [r for r in lines if "key" in r]  # the log's first line is its header (schema kareus.mlog)
 fa = [r for r in lines if r["key"] == "fwd_attn" and r["variant"] == "kareus"]
 assert len(fa) == 720, len(fa)
 keep = random.Random(13).sample(fa, 224)

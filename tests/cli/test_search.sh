@@ -14,8 +14,10 @@ done
 grep -q '"schema": "kareus.frontier"' "$TMP/ex/fwd_attn.kareus.json" || { echo "FAIL: schema" >&2; fails=$((fails + 1)); }
 head -1 "$TMP/ex/fwd_attn.kareus.csv" | grep -q '^# kareus.frontier 1' || { echo "FAIL: csv header" >&2; fails=$((fails + 1)); }
 # The log has the artifact's fields and ours.
-head -1 "$TMP/ex/measurements.jsonl" | grep -q '"freq":1410,"overlap_start":"norm_0","overlap_end":"none","sm":3,"block":1024,"time_s":' \
-  || { echo "FAIL: log line fields" >&2; head -1 "$TMP/ex/measurements.jsonl" >&2; fails=$((fails + 1)); }
+head -1 "$TMP/ex/measurements.jsonl" | grep -q '^{"schema":"kareus.mlog","version":1,"job":"' \
+  || { echo "FAIL: log header line" >&2; head -1 "$TMP/ex/measurements.jsonl" >&2; fails=$((fails + 1)); }
+sed -n 2p "$TMP/ex/measurements.jsonl" | grep -q '"freq":1410,"overlap_start":"norm_0","overlap_end":"none","sm":3,"block":1024,"time_s":' \
+  || { echo "FAIL: log line fields" >&2; sed -n 2p "$TMP/ex/measurements.jsonl" >&2; fails=$((fails + 1)); }
 
 # A rerun with the same log measures nothing.
 expect_exit 0 "\"measured_now\": 0" -- search --partition fwd_attn --strategy exhaustive --out "$TMP/ex" --json --quiet
@@ -78,12 +80,12 @@ expect_exit 2 "planning.sms_allreduce: expected at least one SM count, found an 
 expect_exit 2 "planning.clock_step_mhz: expected a multiple of the GPU's 15 MHz step" -- search --clock-step 7 --out "$TMP/e"
 # Bad log lines: wrong type, outside the space, another job's log, bad JSON in the middle.
 mkdir -p "$TMP/logs"
-head -3 "$TMP/ex/measurements.jsonl" > "$TMP/logs/type.jsonl"
-sed -i '2s/"sm":6/"sm":"six"/' "$TMP/logs/type.jsonl"
-expect_exit 2 "type.jsonl:2: \$.sm: expected an integer, found string \"six\"" -- search --log "$TMP/logs/type.jsonl" --out "$TMP/e"
-head -3 "$TMP/ex/measurements.jsonl" > "$TMP/logs/space.jsonl"
-sed -i '3s/"sm":9/"sm":10/' "$TMP/logs/space.jsonl"
-expect_exit 2 "space.jsonl:3: configuration outside the search space: partition fwd_attn (kareus): sm: expected one of {3, 6, 9" -- search --log "$TMP/logs/space.jsonl" --out "$TMP/e"
+head -4 "$TMP/ex/measurements.jsonl" > "$TMP/logs/type.jsonl"
+sed -i '3s/"sm":6/"sm":"six"/' "$TMP/logs/type.jsonl"
+expect_exit 2 "type.jsonl:3: \$.sm: expected an integer, found string \"six\"" -- search --log "$TMP/logs/type.jsonl" --out "$TMP/e"
+head -4 "$TMP/ex/measurements.jsonl" > "$TMP/logs/space.jsonl"
+sed -i '4s/"sm":9/"sm":10/' "$TMP/logs/space.jsonl"
+expect_exit 2 "space.jsonl:4: configuration outside the search space: partition fwd_attn (kareus): sm: expected one of {3, 6, 9" -- search --log "$TMP/logs/space.jsonl" --out "$TMP/e"
 expect_exit 2 "this log was measured for a different job" -- search --job $CP --log "$TMP/ex/measurements.jsonl" --out "$TMP/e"
 { head -2 "$TMP/ex/measurements.jsonl"; echo '{"freq": 1410,'; head -3 "$TMP/ex/measurements.jsonl" | tail -1; } > "$TMP/logs/json.jsonl"
 expect_exit 2 "json.jsonl:3:" -- search --log "$TMP/logs/json.jsonl" --out "$TMP/e"

@@ -33,8 +33,21 @@ printf 'stage,instruction,frequency,time\n0,forward,1410,0.1\n' >"$TMP/nocol.csv
 expect_exit 2 "nocol.csv:1: expected a column named 'energy'" -- solve --options "$TMP/nocol.csv" --stages 1 \
   --microbatches 2 --frontier-out "$TMP/x.csv"
 printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.1,5\n0,backward,1410,0.2,9\n3,forward,1410,0.1,5\n' >"$TMP/range.csv"
-expect_exit 2 "range.csv:4: column 'stage': expected a stage in [0, 0], found 3" -- solve --options "$TMP/range.csv" \
-  --stages 1 --microbatches 2 --frontier-out "$TMP/x.csv"
+# More stages than the pipeline: solved on the first S stages, but every stage read must be complete.
+expect_exit 2 "range.csv: options: stage 1 forward (chunk 0): expected at least one option, found none" -- solve \
+  --options "$TMP/range.csv" --stages 1 --microbatches 2 --frontier-out "$TMP/x.csv"
+printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.1,5\n-1,backward,1410,0.2,9\n' >"$TMP/neg_stage.csv"
+expect_exit 2 "neg_stage.csv:3: column 'stage': expected a stage in [0," -- solve --options "$TMP/neg_stage.csv" \
+  --stages 1 --microbatches 2
+expect_exit 0 "exact frontier: " -- solve --options "$G/opts_S4.csv" --stages 2 --microbatches 8
+expect_exit 2 "opts_S2.csv: expected options for 4 stages, found 2" -- solve --options "$G/opts_S2.csv" --stages 4 \
+  --microbatches 8
+# The frontier CSV carries the bound, the gap and the dominated flag; the bound is never above the energy.
+head -1 "$TMP/ex.csv" | grep -q ',bound_j,gap,dominated$' && awk -F, 'NR > 1 && $10 > $8 * (1 + 1e-9) { bad++ }
+  END { exit bad > 0 }' "$TMP/ex.csv" && echo "ok: frontier CSV has bound_j <= energy_j" ||
+  { echo "FAIL: frontier CSV bound columns" >&2; fails=$((fails + 1)); }
+grep -q '"bound_j"' "$TMP/plans/"plan_*.json && echo "ok: plans carry bound_j" ||
+  { echo "FAIL: plans without bound_j" >&2; fails=$((fails + 1)); }
 printf 'stage,instruction,frequency,time,energy\n0,forward,1410,0.1,nan\n' >"$TMP/nan.csv"
 expect_exit 2 "nan.csv:2: column 'energy': expected a finite number, found 'nan'" -- solve --options "$TMP/nan.csv" \
   --stages 1 --microbatches 2 --frontier-out "$TMP/x.csv"
@@ -57,7 +70,9 @@ expect_exit 2 "no plan meets the deadline 0.1 s" -- solve --options "$G/opts_S2.
   --frontier-out "$TMP/x.csv" --plans "$TMP/p" --select deadline=0.1
 expect_exit 2 "lowtime cost model has no edge lags" -- solve --options "$G/opts_S2.csv" --stages 2 \
   --microbatches 8 --cost-model lowtime --p2p-lag 0.001 --frontier-out "$TMP/x.csv"
-expect_exit 2 "--frontier-out FILE.csv is required" -- solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8
+# --frontier-out is optional; the summary prints time and energy of the same plan.
+expect_exit 0 "times are the real critical path" -- solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8 \
+  --cost-model lowtime
 echo '{"schema": "kareus.plan"' >"$TMP/bad.json"
 expect_exit 2 "bad.json" -- plan show "$TMP/bad.json"
 expect_exit 2 "unknown subcommand 'print'" -- plan print "$p"

@@ -10,6 +10,7 @@ instead of corrupting memory.
 import ctypes
 import ctypes.util
 import os
+import sys
 
 __all__ = ["lib", "KareusError", "Error", "check", "library_path"]
 
@@ -20,19 +21,39 @@ KR_SLOT_NAME_MAX = 16
 
 
 def _candidates():
-    """Where libkareus.so may be, in order: $KAREUS_LIB, next to this package, the build
-    directories of the source tree this package sits in, then the system's library path."""
+    """Where libkareus may be, in order: $KAREUS_LIB (alone when set), next to this package (a bundled copy), the
+    system's loader (libkareus.so.0 by its SONAME: ldconfig, LD_LIBRARY_PATH; then what
+    ctypes.util.find_library names), lib/ of the Python prefix, then the build directories of
+    the source tree this package sits in."""
     env = os.environ.get("KAREUS_LIB")
     if env:
-        yield env
+        yield env  # when set, the only candidate: the user named the library to use
+        return
     here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(here, "libkareus.so")
-    root = os.path.abspath(os.path.join(here, "..", "..", ".."))
-    for build in ("build", "build-release", "build-asan"):
-        yield os.path.join(root, build, "libkareus.so")
+    yield "libkareus.so.0"
     found = ctypes.util.find_library("kareus")
     if found:
         yield found
+    yield os.path.join(sys.prefix, "lib", "libkareus.so.0")
+    root = os.path.abspath(os.path.join(here, "..", "..", ".."))
+    for build in ("build", "build-release", "build-asan"):
+        yield os.path.join(root, build, "libkareus.so")
+
+
+def _loaded_path(name):
+    """The file the loader picked for NAME (a bare name is resolved through /proc/self/maps)."""
+    if os.path.sep in name:
+        return name
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith("libkareus.so"):
+                    return path
+    except OSError:
+        pass
+    return name
 
 
 def _load():
@@ -42,10 +63,11 @@ def _load():
             tried.append(path + " (missing)")
             continue
         try:
-            return ctypes.CDLL(path), path
+            return ctypes.CDLL(path), _loaded_path(path)
         except OSError as exc:
             tried.append("%s (%s)" % (path, exc))
-    raise ImportError("kareus: cannot find libkareus.so; build it (cmake --build build) or set KAREUS_LIB. Tried: "
+    raise ImportError("kareus: cannot find libkareus.so; install it (cmake --install build), build it "
+                      "(cmake --build build) or set KAREUS_LIB. Tried: "
                       + "; ".join(tried))
 
 

@@ -74,7 +74,8 @@ class Runtime:
     plan      plan file path (checked by the C library: order, clocks of the GPU, stage)
     stage     pipeline stage of this rank
     device    device index of the backend
-    backend   "nvml" (real GPU), "sim" (the simulator; job from the plan), or a spec such as
+    backend   "auto" (kareusd when not root and it runs, else NVML), "nvml" (real GPU),
+              "kareusd[:SOCKET]", "sim" (the simulator; job from the plan), or a spec such as
               "fake:log=calls.log" or "sim:job=default,activity=0.8" (docs/runtime.md)
     job       job spec path or built-in name: the plan is also validated against it
     read_only measure only (never change clocks); share_read_only: measure only if another
@@ -83,7 +84,7 @@ class Runtime:
               the rest of that step at the clocks found at open)
     """
 
-    def __init__(self, plan, stage, device=0, backend="nvml", job=None, read_only=False, share_read_only=False,
+    def __init__(self, plan, stage, device=0, backend="auto", job=None, read_only=False, share_read_only=False,
                  lock_dir=None, handle_signals=True, restore_lock=None, energy_poll_s=0.0,
                  on_warning=default_warning, strict=False):
         self._rt = None
@@ -138,7 +139,7 @@ class Runtime:
         if device is None:
             devs = env.get("KAREUS_DEVICE", "0")
             device = int(devs) if devs.isdigit() else int(env.get("LOCAL_RANK", "0"))
-        kw.setdefault("backend", env.get("KAREUS_BACKEND", "nvml"))
+        kw.setdefault("backend", env.get("KAREUS_BACKEND", "auto"))
         kw.setdefault("job", env.get("KAREUS_JOB") or None)
         kw.setdefault("lock_dir", env.get("KAREUS_LOCK_DIR") or None)
         return cls(env["KAREUS_PLAN"], stage, device, **kw)
