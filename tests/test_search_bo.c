@@ -404,7 +404,7 @@ static void bo_with_a_prior(void **state)
     setup_fixture(&fx);
     const kr_partition *p = kr_partition_find(&fx.set, "fwd_attn");
     kr_error e = {0};
-    fake_impl *fi;
+    fake_impl *fi = NULL;
     kr_backend *b = fake_backend(&fx.job, 0, &fi);
     kr_search_options o;
     kr_search_options_default(&o);
