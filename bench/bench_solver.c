@@ -228,6 +228,25 @@ static void section_speed(int want_bound)
            REPEATS);
 }
 
+/* Loads the golden options of S stages, builds the (S, M) 1F1B DAG and solves it with the exact
+ * (f[0]) and the lowtime (f[1]) cost models at the default 1 ms. Returns 0, or 1 after saying why. */
+static int solve_both(int S, int M, kr_options *o, kr_dag *d, kr_solve_result f[2])
+{
+    if (load_options(S, 1, o) || make_dag(S, M, 1, d))
+        return 1;
+    kr_error e = {0};
+    for (int m = 0; m < 2; m++) {
+        kr_solver_config cfg;
+        kr_solver_config_default(&cfg);
+        cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+        if (kr_solve(d, o, &cfg, &f[m], &e)) {
+            printf("solve failed: %s\n", e.msg);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void section_lowtime(void)
 {
     static const int cases[][2] = {{4, 16}, {8, 32}, {8, 64}};
@@ -235,19 +254,9 @@ static void section_lowtime(void)
         int S = cases[c][0], M = cases[c][1];
         kr_options o;
         kr_dag d;
-        if (load_options(S, 1, &o) || make_dag(S, M, 1, &d))
-            return;
         kr_solve_result f[2];
-        kr_error e = {0};
-        for (int m = 0; m < 2; m++) {
-            kr_solver_config cfg;
-            kr_solver_config_default(&cfg);
-            cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
-            if (kr_solve(&d, &o, &cfg, &f[m], &e)) {
-                printf("solve failed: %s\n", e.msg);
-                return;
-            }
-        }
+        if (solve_both(S, M, &o, &d, f))
+            return;
         double worst = -INFINITY, mean = 0;
         int worse = 0;
         for (int k = 0; k < f[1].nsteps; k++) {
@@ -281,19 +290,9 @@ static void section_milp(void)
         int S = cases[c][0], M = cases[c][1];
         kr_options o;
         kr_dag d;
-        if (load_options(S, 1, &o) || make_dag(S, M, 1, &d))
-            return;
         kr_solve_result f[2];
-        kr_error e = {0};
-        for (int m = 0; m < 2; m++) {
-            kr_solver_config cfg;
-            kr_solver_config_default(&cfg);
-            cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
-            if (kr_solve(&d, &o, &cfg, &f[m], &e)) {
-                printf("solve failed: %s\n", e.msg);
-                return;
-            }
-        }
+        if (solve_both(S, M, &o, &d, f))
+            return;
         double tlo = INFINITY, tfr = 0, efr = INFINITY;
         for (int k = 0; k < f[0].nsteps; k++) {
             tlo = fmin(tlo, f[0].steps[k].knob_time_s);
