@@ -44,7 +44,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median3(double *v, int n)
+static double median_of(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -119,8 +119,8 @@ static int read_csv(kr_sim_calib *cs, const char *path, double clock_mhz, int ra
         row->ctas = (int)c;
         row->block = (int)d;
         row->clock_mhz = clock_mhz;
-        row->time_s = median3(tv, nrep);
-        row->energy_j = median3(ev, nrep) / ranks;
+        row->time_s = median_of(tv, nrep);
+        row->energy_j = median_of(ev, nrep) / ranks;
         row->line = t.line[i];
         cs->n++;
     }
