@@ -16,6 +16,12 @@ if [ "$(id -u)" != 0 ] || ! command -v runuser >/dev/null || ! command -v setpri
   echo "SKIPPED: needs root, runuser, setpriv, the user nobody and group nogroup (CI runs as root)"
   exit 77
 fi
+# The user nobody runs binaries and the example from this tree: a checkout under a private
+# directory (mktemp -d is 0700) is out of its reach, which says nothing about kareusd.
+if ! setpriv --reuid=nobody --regid=nogroup --clear-groups -- test -x "$KAREUS" -a -r "$KR_SOURCE_DIR/examples/train_pipeline.py"; then
+  echo "SKIPPED: the user nobody cannot reach $KAREUS or $KR_SOURCE_DIR (a parent directory is private)"
+  exit 77
+fi
 KAREUSD="$(dirname "$KAREUS")/kareusd"
 PY=/usr/bin/python3
 have_py=1
