@@ -1,7 +1,8 @@
 /* test_runtime.c — the runtime on the fake GPU: the plan applied in order, comm configs, every
  * N-th backend call failing (and every N-th allocation on open), plans that do not fit the stage
  * or the GPU, mismatched schedules, the advisory lock, SIGTERM/SIGINT/exit restoring the clocks
- * in a child process, and energy windows on a manual clock. */
+ * in a child process, energy windows on a manual clock — and the same runtime through the
+ * clock helper kareusd (when tests/cli/test_kareusd_cli.sh points KR_TEST_HELPER at one). */
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -1206,6 +1207,208 @@ static void default_lock_dir_is_private(void **state)
         assert_string_equal(dir, "/run/kareus");
 }
 
+/* ---- through the clock helper ------------------------------------------------------------------ */
+
+/* These run the runtime through a backend named by KR_TEST_HELPER — tests/cli/test_kareusd_cli.sh
+ * sets it to "kareusd:SOCKET" of a kareusd (root) serving a fake GPU whose clocks live in the
+ * state file KR_TEST_HELPER_STATE, and runs them as the user nobody. The state file is the
+ * witness: the test reads the GPU's clocks there, never from the helper it is testing. Without
+ * those variables the tests skip, saying so. */
+typedef struct helper_env {
+    const char *spec;
+    const char *state;
+} helper_env;
+
+static helper_env helper_or_skip(void)
+{
+    helper_env h = {getenv("KR_TEST_HELPER"), getenv("KR_TEST_HELPER_STATE")};
+    if (h.spec == NULL || h.state == NULL)
+        KR_SKIP("KR_TEST_HELPER / KR_TEST_HELPER_STATE unset (tests/cli/test_kareusd_cli.sh runs these through kareusd)");
+    return h;
+}
+
+/* Device dev's lock and clock in the fake's state file ("DEV MIN MAX CUR" lines). */
+static void helper_state(const helper_env *h, int dev, int *lmin, int *lmax, int *cur)
+{
+    FILE *f = fopen(h->state, "r");
+    assert_non_null(f);
+    int d, a, b, c, found = 0;
+    while (fscanf(f, "%d %d %d %d", &d, &a, &b, &c) == 4)
+        if (d == dev) {
+            *lmin = a, *lmax = b, *cur = c;
+            found = 1;
+        }
+    fclose(f);
+    assert_true(found);
+}
+
+/* Waits up to 20 s (a loaded machine, a sanitizer build) until device 0 is locked at
+ * [lmin, lmax]; returns the milliseconds it took, or -1. */
+static double helper_wait_lock(const helper_env *h, int lmin, int lmax)
+{
+    double t0 = kr__now_s();
+    for (int i = 0; i < 20000; i++) {
+        int a, b, c;
+        helper_state(h, 0, &a, &b, &c);
+        if (a == lmin && b == lmax)
+            return (kr__now_s() - t0) * 1e3;
+        usleep(1000);
+    }
+    return -1;
+}
+
+static kr_runtime_options helper_options(const helper_env *h, warnings *w, const char *lockdir, unsigned flags)
+{
+    kr_runtime_options o = {0};
+    o.backend = h->spec;
+    o.flags = flags;
+    o.lock_dir = lockdir;
+    o.energy_poll_s = -1;
+    o.warn = on_warn;
+    o.warn_ud = w;
+    return o;
+}
+
+/* The plan applied instruction by instruction through the helper (the GPU at each planned clock
+ * once the worker has acted), energy read through it, and the found lock back at close. */
+static void helper_applies_plan_and_restores(void **state)
+{
+    (void)state;
+    helper_env h = helper_or_skip();
+    int lmin, lmax, cur;
+    helper_state(&h, 0, &lmin, &lmax, &cur);
+    kr_plan plan;
+    make_plan(&plan, 2, 4, freq_varied);
+    warnings w = {0};
+    kr_runtime_options o = helper_options(&h, &w, kr_test_tmpdir("rt_helper_apply"), KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT);
+    kr_runtime *rt;
+    kr_error e = {0};
+    assert_int_equal(kr_runtime_open_plan(&plan, 1, 0, &o, &rt, &e), KR_OK);
+    kr_runtime_status st;
+    kr_runtime_status_get(rt, &st);
+    assert_string_equal(st.backend, "kareusd");
+    assert_int_equal(st.mode, KR_RUNTIME_CONTROL);
+    for (int step = 0; step < 2; step++) {
+        for (int i = 0; i < plan.stages[1].ninstr; i++) {
+            const kr_plan_instr *in = &plan.stages[1].instr[i];
+            assert_int_equal(kr_runtime_instruction_begin(rt, in->kind, in->microbatch, in->chunk, &e), KR_OK);
+            assert_int_equal(kr_runtime_sync(rt, 0, &e), KR_OK);
+            int a, b, c;
+            helper_state(&h, 0, &a, &b, &c);
+            assert_int_equal(a, in->freq_mhz);
+            assert_int_equal(b, in->freq_mhz);
+            assert_int_equal(kr_runtime_instruction_end(rt, &e), KR_OK);
+        }
+        assert_int_equal(kr_runtime_step_end(rt, &e), KR_OK);
+    }
+    assert_int_equal(kr_runtime_sync(rt, 0, &e), KR_OK);
+    kr_runtime_energy en;
+    kr_runtime_energy_get(rt, &en, NULL, 0);
+    assert_int_equal(en.available, 1);
+    kr_runtime_status_get(rt, &st);
+    assert_int_equal(st.mode, KR_RUNTIME_CONTROL); /* nothing degraded on the way */
+    assert_int_equal(w.count[1] + w.count[2] + w.count[3] + w.count[4], 0);
+    assert_int_equal(kr_runtime_close(rt, &e), KR_OK);
+    int a, b, c;
+    helper_state(&h, 0, &a, &b, &c);
+    assert_int_equal(a, lmin);
+    assert_int_equal(b, lmax);
+    kr_plan_free(&plan);
+}
+
+/* A job that dies holding a plan clock — by a signal the runtime handles (SIGTERM, SIGHUP), by
+ * one it cannot (SIGKILL), or by _exit (no atexit) — leaves the GPU at the clocks found: the
+ * runtime's handler restores, or the helper does when the connection drops. */
+static void helper_restores_after_any_death(void **state)
+{
+    (void)state;
+    helper_env h = helper_or_skip();
+    int lmin, lmax, cur;
+    helper_state(&h, 0, &lmin, &lmax, &cur);
+    const char *dir = kr_test_tmpdir("rt_helper_death");
+    static const int deaths[] = {SIGTERM, SIGHUP, SIGKILL, 0 /* _exit */};
+    for (size_t k = 0; k < sizeof deaths / sizeof deaths[0]; k++) {
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(p[0]);
+            kr_plan plan;
+            make_plan(&plan, 2, 4, freq_varied);
+            warnings w = {0};
+            kr_runtime_options o = helper_options(&h, &w, dir, 0);
+            kr_runtime *rt;
+            kr_error e = {0};
+            if (kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e) ||
+                kr_runtime_instruction_begin(rt, KR_INSTR_FORWARD, 0, 0, &e) || kr_runtime_sync(rt, 0, &e))
+                _exit(91);
+            if (write(p[1], "r", 1) != 1)
+                _exit(93);
+            if (deaths[k] == 0)
+                _exit(0);
+            for (;;)
+                pause();
+        }
+        close(p[1]);
+        char c;
+        assert_int_equal(read(p[0], &c, 1), 1);
+        close(p[0]);
+        if (deaths[k] != 0) {
+            int a, b, cu;
+            helper_state(&h, 0, &a, &b, &cu);
+            assert_int_equal(b, freq_varied(KR_INSTR_FORWARD, 0)); /* the job holds its plan clock */
+            assert_int_equal(kill(pid, deaths[k]), 0);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        double ms = helper_wait_lock(&h, lmin, lmax);
+        printf("helper: %s: found lock [%d, %d] MHz back after %.1f ms\n",
+               deaths[k] ? strsignal(deaths[k]) : "_exit", lmin, lmax, ms);
+        assert_true(ms >= 0);
+    }
+}
+
+/* A plan clock the GPU supports but the helper does not allow (below its configured range, 600
+ * MHz in tests/cli/test_kareusd_cli.sh): the helper refuses the lock, the runtime falls back to
+ * measuring with one warning that gives the helper's reason, and the GPU stays as found. */
+static void helper_refuses_clocks_outside_its_range(void **state)
+{
+    (void)state;
+    helper_env h = helper_or_skip();
+    int lmin, lmax, cur;
+    helper_state(&h, 0, &lmin, &lmax, &cur);
+    kr_plan plan;
+    make_plan(&plan, 2, 4, freq_same);
+    plan.stages[0].instr[0].freq_mhz = 510;
+    warnings w = {0};
+    kr_runtime_options o = helper_options(&h, &w, kr_test_tmpdir("rt_helper_range"), KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT);
+    kr_runtime *rt;
+    kr_error e = {0};
+    assert_int_equal(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_OK);
+    for (int i = 0; i < plan.stages[0].ninstr; i++) {
+        const kr_plan_instr *in = &plan.stages[0].instr[i];
+        assert_int_equal(kr_runtime_instruction_begin(rt, in->kind, in->microbatch, in->chunk, &e), KR_OK);
+        assert_int_equal(kr_runtime_sync(rt, 0, &e), KR_OK);
+        assert_int_equal(kr_runtime_instruction_end(rt, &e), KR_OK);
+    }
+    assert_int_equal(kr_runtime_step_end(rt, &e), KR_OK);
+    kr_runtime_status st;
+    kr_runtime_status_get(rt, &st);
+    printf("helper: a 510 MHz instruction: %s\n", st.reason);
+    assert_int_equal(st.degraded, 1);
+    assert_int_equal(st.mode, KR_RUNTIME_MEASURE_ONLY);
+    assert_non_null(strstr(st.reason, "510"));
+    assert_int_equal(w.count[KR_RUNTIME_WARN_DEGRADED], 1);
+    int a, b, c;
+    helper_state(&h, 0, &a, &b, &c);
+    assert_int_equal(a, lmin);
+    assert_int_equal(b, lmax);
+    assert_int_equal(kr_runtime_close(rt, &e), KR_OK);
+    kr_plan_free(&plan);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(applies_plan_in_order),
     cmocka_unit_test(comm_configs),
@@ -1227,6 +1430,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(sigkill_leaves_a_record_that_restores),
     cmocka_unit_test(hostile_lock_files_are_left_alone),
     cmocka_unit_test(default_lock_dir_is_private),
+    cmocka_unit_test(helper_applies_plan_and_restores),
+    cmocka_unit_test(helper_restores_after_any_death),
+    cmocka_unit_test(helper_refuses_clocks_outside_its_range),
 };
 
 KR_TEST_MAIN(tests)

@@ -7,7 +7,8 @@
 #   2. through the helper as a non-root user (nobody): `kareus gpu info`, the example
 #      (examples/train_pipeline.py, backend auto → kareusd), Runtime.from_env under `kareus run`,
 #      and a SIGKILLed command or killed wrapper — the daemon restores the found clocks each time;
-#      a user the daemon does not admit is refused with a logged reason.
+#      a user the daemon does not admit is refused with a logged reason; the runtime's helper_*
+#      tests (test_runtime.c) through the daemon.
 # Needs root (to start the daemon and change users) and runuser; skipped (77) otherwise.
 set -u
 source "$KR_SOURCE_DIR/tests/cli/lib.sh"
@@ -178,6 +179,17 @@ with kareus.Runtime.from_env() as rt:
   grep -q "client disconnected (pid .* uid 65534): restored the lock \[1005, 1200\]" "$TMP/kareusd.log" &&
     echo "ok: the daemon logged the restores" || { echo "FAIL: daemon log" >&2; fails=$((fails + 1)); }
 fi
+# The runtime's own tests through the helper, as nobody (test_runtime.c, helper_*): the plan
+# applied and the found lock back at close, a job dead by SIGTERM, SIGHUP, SIGKILL or _exit
+# restored (by its handler or by the daemon), a clock outside the daemon's range refused.
+TEST_RUNTIME="$(dirname "$KAREUS")/test_runtime"
+mkdir -p "$TMP/rt" && chown nobody "$TMP/rt"
+for t in helper_applies_plan_and_restores helper_restores_after_any_death helper_refuses_clocks_outside_its_range; do
+  check "runtime.$t as nobody through kareusd" as_nobody KR_TEST_HELPER="kareusd:$SOCK" KR_TEST_HELPER_STATE="$ST" \
+    KR_TEST_TMPDIR="$TMP/rt" "$TEST_RUNTIME" "$t"
+  grep '^helper: ' "$TMP/out" | sed 's/^/    /'
+done
+expect_lock "nothing left locked after the runtime tests" 0 "1005 1200"
 kill "$daemon"; wait "$daemon"
 expect_lock "nothing left locked after the daemon stopped" 0 "1005 1200"
 finish
