@@ -1,23 +1,28 @@
 /*
  * kareus.h — umbrella header of libkareus: include this to get the whole public API.
  *
- * Layers (design §3), each one module with one prefix and one header:
- *   status     kr_error, status codes                      (status.h)
- *   workload   GPUs, models, jobs, schedules, partitions   (catalog.h, job.h, sched.h, partition.h)
- *   backend    the measurement/control vtable              (backend.h)
- *   sim        the calibrated GPU simulator backend        (sim.h)
- *   plan       plan files                                  (plan.h)
- *   frontier   Pareto sets, hypervolume, partition frontiers (frontier.h)
- *   gpuctl     NVML (dlopen) and fake GPU backends         (gpuctl.h)
- *   runtime    applying a plan inside a training job       (runtime.h)
- *   options    instruction options, CSV I/O                (options.h)
- *   dag        pipeline DAG, critical path                 (dag.h)
- *   solver     time-energy frontier (Phillips-Dessouky)    (solver.h)
- *   compose    instruction options from partition frontiers (compose.h)
- *   profiler   partitions measured on a real GPU           (profiler.h)
- *   search     partition search spaces, strategies, measurement log, replay (search.h)
- * Further modules (frontier, search, compose, dag, solver, pipesim, compare, report, runtime,
- * gpuctl, profiler) add their headers here as they land.
+ * Every public header below is self-contained (it includes what it needs) and can be included
+ * alone; this one includes them all. Modules, bottom layer first (docs/design.md), each with one
+ * header:
+ *   export, version, status  exported-API macros, the version, kr_error and status codes
+ *   workload   GPUs, models, jobs, schedules, partitions  (catalog.h, job.h, sched.h, partition.h)
+ *   backend    the measurement/control vtable                                  (backend.h)
+ *   sim        the calibrated GPU simulator backend                            (sim.h)
+ *   plan       iteration plans: files, validation, the artifact's and Zeus's formats (plan.h)
+ *   pipesim    a plan executed on the simulated cluster, with its timeline     (pipesim.h)
+ *   metrics    the paper's comparison metrics on iteration frontiers           (metrics.h)
+ *   report     SVG pictures and the HTML report                                (report.h)
+ *   optimize   the whole flow: search, compose, solve, simulate, write         (optimize.h)
+ *   frontier   Pareto sets, hypervolume, partition frontiers                   (frontier.h)
+ *   gpuctl     NVML (dlopen), the fake GPU, the kareusd client, spec strings   (gpuctl.h)
+ *   runtime    applying a plan inside a training job                           (runtime.h)
+ *   options    instruction options, CSV I/O                                    (options.h)
+ *   dag        pipeline DAG, critical path                                     (dag.h)
+ *   solver     time–energy frontier (Phillips–Dessouky), bounds, plans         (solver.h)
+ *   compose    instruction options from partition frontiers                    (compose.h)
+ *   profiler   partitions measured on a real GPU                               (profiler.h)
+ *   search     search spaces, strategies, measurement log, replay              (search.h)
+ *   launch     torchrun/Slurm environments to ranks, stages and GPUs           (launch.h)
  */
 #ifndef KAREUS_KAREUS_H
 #define KAREUS_KAREUS_H
@@ -46,10 +51,5 @@
 #include "kareus/profiler.h"
 #include "kareus/search.h"
 #include "kareus/launch.h"
-
-KR_BEGIN_DECLS
-/* Version string of the library, "MAJOR.MINOR.PATCH" of kareus/version.h, e.g. "0.1.0". */
-const char *kr_version(void);
-KR_END_DECLS
 
 #endif

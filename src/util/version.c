@@ -1,5 +1,5 @@
 /* version.c — the library version, "MAJOR.MINOR.PATCH" from include/kareus/version.h. */
-#include "kareus/kareus.h"
+#include "kareus/version.h"
 
 #define KR__STR(x) #x
 #define KR__XSTR(x) KR__STR(x)
