@@ -13,6 +13,9 @@
 #              fwd_attn, and bo with the simulator as prior (--prior sim);
 #   solve      the golden options of tests/golden/lowtime at (2,8) and (4,16), exact and lowtime
 #              models, 1 ms, plus (2,8) with the exchange passes on;
+#   plan       the real artifact files of tests/data/artifact imported, the Kareus one exported
+#              back as the artifact's files and the Perseus one as Zeus's (optimize's plans/
+#              directories hold the artifact files of its own plans);
 # then normalises what is not an output of the method — wall-clock timings ("timing_s",
 # "solve_s", "search_s", "cpu_s" values in JSON, "in N s" in printed summaries) and the run's
 # own directory in printed paths — and compares the SHA-256 and size of every file with the
@@ -27,7 +30,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --update) update=1; shift ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -65,6 +68,15 @@ for sm in "2 8" "4 16"; do
 done
 run solve-S2-M8-exchange "$K" solve --options "$G/opts_S2.csv" --stages 2 --microbatches 8 --exchange on \
   --unit-time 0.001 --frontier-out solve-S2-M8-exchange.csv --json
+A="$root/tests/data/artifact"
+run import-kareus "$K" plan import "$A/kareus/freqs_pipeline_02495.py" "$A/kareus/scheds_pipeline_02495.py" \
+  --job llama3.2-3b-tp8-mbs8-s4096 --out imported-kareus.json
+run import-perseus "$K" plan import "$A/perseus/freqs_pipeline_01392.py" --out imported-perseus.json
+run import-nbp "$K" plan import "$A/nanobatch_perseus/freqs_pipeline_00084.py" --method nanobatch+perseus \
+  --job llama3.2-3b-cp2tp4-mbs8-s4096 --out imported-nbp.json
+run export-artifact-imported "$K" plan export-artifact imported-kareus.json --job llama3.2-3b-tp8-mbs8-s4096 \
+  --out artifact-imported
+run export-zeus "$K" plan export-zeus imported-perseus.json --out zeus-perseus.py
 rm -f ./*.stderr
 
 # Normalise: timings and this run's directory.
