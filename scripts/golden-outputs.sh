@@ -17,7 +17,7 @@
 #              back as the artifact's files and the Perseus one as Zeus's (optimize's plans/
 #              directories hold the artifact files of its own plans);
 # then normalises what is not an output of the method — wall-clock timings ("timing_s",
-# "solve_s", "search_s", "cpu_s" values in JSON, "in N s" in printed summaries) and the run's
+# "solve_s", "search_s", "cpu_s" values in JSON, "in N s" in printed summaries), the checkout's and the run's
 # own directory in printed paths — and compares the SHA-256 and size of every file with the
 # manifest. Exit 0 if all match, 1 with the list of files that differ, appeared or vanished.
 # --update writes the manifest instead (commit it with the change that meant to change outputs,
@@ -84,7 +84,7 @@ find . -type f \( -name '*.json' -o -name '*.stdout' \) -print0 | xargs -0 -r pe
   s/("(?:timing_s|solve_s|setup_s|search_s|compose_s|simulate_s|cpu_s|wall_s|elapsed_s|[a-z_]*_cpu_s|[a-z_]*_wall_s)"\s*:\s*)\{[^{}]*\}/${1}{}/g;
   s/("(?:timing_s|solve_s|setup_s|search_s|compose_s|simulate_s|cpu_s|wall_s|elapsed_s|[a-z_]*_cpu_s|[a-z_]*_wall_s)"\s*:\s*)-?[0-9.eE+-]+/${1}0/g;
   s/\b[0-9.]+ s in all/T s in all/g; s/\bin [0-9.]+ s\b/in T s/g;'
-find . -type f -print0 | xargs -0 -r perl -pi -e "s#\Q$out\E#OUT#g"
+find . -type f -print0 | xargs -0 -r perl -pi -e "s#\Q$out\E#OUT#g; s#\Q$root\E#ROOT#g"
 
 find . -type f | LC_ALL=C sort | while read -r f; do
   printf '%s %s %s\n' "$(sha256sum "$f" | cut -c1-64)" "$(stat -c %s "$f")" "${f#./}"
