@@ -53,6 +53,13 @@ static int read_num(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
     return rc;
 }
 
+static int check_choice(kr__jctx *c, const json_t *obj, const kr__jfield *f, const char *name, int *v)
+{
+    if (f->choice->parse(name, v))
+        return kr__jfail(c, KR_EPARSE, f->key, f->choice->expected, json_object_get(obj, f->key));
+    return KR_OK;
+}
+
 /* STR, ENUM and SCHEMA: a string, then (with a choice) its name parsed. */
 static int read_str(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
@@ -72,8 +79,8 @@ static int read_str(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
         snprintf(exp, sizeof exp, "\"%s\"", f->sdef);
         return kr__jfail(c, KR_EPARSE, f->key, exp, json_object_get(obj, f->key));
     }
-    if (f->choice && f->choice->parse(buf, &v))
-        return kr__jfail(c, KR_EPARSE, f->key, f->choice->expected, json_object_get(obj, f->key));
+    if (f->choice && !(f->flags & KR__JLATE) && (rc = check_choice(c, obj, f, buf, &v)))
+        return rc;
     if (f->type == KR__JT_ENUM)
         *(int *)member(base, f) = v;
     return KR_OK;
@@ -143,9 +150,12 @@ int kr__jtable_read(kr__jctx *c, const json_t *obj, const kr__jtable *t, void *b
 {
     const char *keys[40];
     keys_of(t, keys, (int)KR_ARRAY_LEN(keys));
-    int rc = kr__jobject(c, obj, keys);
+    int rc = kr__jobject(c, obj, keys), v;
     for (int i = 0; rc == KR_OK && i < t->n; i++)
         rc = kr__jfield_read(c, obj, &t->f[i], base);
+    for (int i = 0; rc == KR_OK && i < t->n; i++)
+        if ((t->f[i].flags & KR__JLATE) && t->f[i].type == KR__JT_STR)
+            rc = check_choice(c, obj, &t->f[i], member(base, &t->f[i]), &v);
     return rc;
 }
 

@@ -247,6 +247,7 @@ typedef enum kr__jtype {
 #define KR__JKEEP 2u /* Absent: the member keeps the value it has (the built-in default's). */
 #define KR__JZDEF 4u /* INT: a member of 0 is written as def. */
 #define KR__JPOS 8u  /* INT: read in [lo, hi], refused later unless >= 1 (described as [1, hi]). */
+#define KR__JLATE 16u /* STR with a choice: the name is checked after the object's other fields. */
 #define KR__JNOSTORE ((size_t)-1) /* off: read and checked, not stored. */
 
 struct kr__jfield;
@@ -318,6 +319,8 @@ typedef struct kr__jtable {
     {(key), KR__JT_NUM, (flags), offsetof(T, m), 0, (lo), (hi), (def), NULL, NULL, NULL, NULL, NULL, (doc)}
 #define KR__JF_NUMCONV(T, m, key, flags, lo, hi, conv, doc)                                       \
     {(key), KR__JT_NUM, (flags), offsetof(T, m), 0, (lo), (hi), 0, NULL, NULL, (conv), NULL, NULL, (doc)}
+#define KR__JF_NUMH(key, flags, off, lo, hi, hook, doc)                                           \
+    {(key), KR__JT_NUM, (flags), (off), 0, (lo), (hi), 0, NULL, NULL, NULL, NULL, (hook), (doc)}
 #define KR__JF_STR(T, m, key, flags, sdef, choice, doc)                                           \
     {(key), KR__JT_STR, (flags), offsetof(T, m), sizeof(((T *)0)->m), 0, 0, 0, (sdef), (choice), NULL, NULL, \
      NULL, (doc)}

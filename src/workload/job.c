@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "util/util.h"
+#include "workload/workload_internal.h"
 
 const char *kr_schedule_name(kr_schedule s)
 {
@@ -452,8 +453,8 @@ static double us_to_s(double x) { return x * 1e-6; }
 
 static const kr__jconv conv_gbps = {bps_to_gbps, gbps_to_bps};
 static const kr__jconv conv_us = {s_to_us, us_to_s};
-static const kr__jchoice schedule_choice = {schedule_parse, schedule_name,
-                                            "\"1f1b\", \"gpipe\" or \"interleaved-1f1b\""};
+const kr__jchoice kr__schedule_choice = {schedule_parse, schedule_name,
+                                         "\"1f1b\", \"gpipe\" or \"interleaved-1f1b\""};
 static const kr__jhook gpu_hook = {gpu_read, gpu_write, NULL, "string or object", "a catalog GPU or {\"file\": PATH}",
                                    "a100-sxm4-40gb"};
 static const kr__jhook model_hook = {model_read, model_write, NULL, "string or object",
@@ -518,7 +519,7 @@ static const kr__jfield job_fields[] = {
     KR__JF_INT(kr_job, virtual_stages, "virtual_stages", KR__JPOS, -1000, 1000, 1,
                "model chunks per stage: > 1 only with interleaved-1f1b"),
     KR__JF_HOOK("recompute", 0, 0, NULL, &recompute_hook, "full activation recomputation, or none"),
-    KR__JF_ENUM(kr_job, schedule, "schedule", 0, 64, KR_SCHEDULE_1F1B, &schedule_choice, "pipeline schedule"),
+    KR__JF_ENUM(kr_job, schedule, "schedule", 0, 64, KR_SCHEDULE_1F1B, &kr__schedule_choice, "pipeline schedule"),
     KR__JF_OBJ("planning", 0, &planning_table, &planning_hook, "the planning knobs"),
 };
 static const kr__jtable job_table = KR__JTABLE(job_fields);
