@@ -463,8 +463,13 @@ static const kr__jhook layers_hook = {layers_read, layers_write, NULL, "array", 
                                       "15 + 13 (Llama 3.2 3B, pp 2), else even"};
 static const kr__jhook recompute_hook = {recompute_read, recompute_write, NULL, "string or boolean",
                                          "\"full\", \"none\", true, false", "\"full\""};
-static const kr__jhook smlist_hook = {smlist_read, smlist_write, NULL, "array or object",
-                                      "SM counts in [1, 100000], or {\"min\", \"max\", \"step\"}", NULL};
+static const kr__jhook sms_ar_hook = {smlist_read, smlist_write, NULL, "array or object",
+                                      "SM counts in [1, 100000], or {\"min\", \"max\", \"step\"}", "3..30 step 3"};
+static const kr__jhook sms_ag_hook = {smlist_read, smlist_write, NULL, "array or object",
+                                      "SM counts in [1, 100000], or {\"min\", \"max\", \"step\"}", "1..20"};
+static const kr__jhook clock_hook = {NULL, NULL, NULL, NULL, "a clock the GPU supports", NULL};
+static const kr__jhook step_hook = {NULL, NULL, NULL, NULL, "a multiple of the GPU's clock step", NULL};
+static const kr__jhook static_hook = {NULL, NULL, NULL, NULL, "[0, the GPU's tdp_w)", NULL};
 static const kr__jhook nodes_hook = {NULL, NULL, NULL, NULL, NULL, "enough for tp*cp*pp*dp"};
 static const kr__jhook planning_hook = {NULL, NULL, planning_init, NULL, NULL, NULL};
 
@@ -489,18 +494,18 @@ static const kr__jfield parallelism_fields[] = {
 static const kr__jtable parallelism_table = KR__JTABLE(parallelism_fields);
 
 static const kr__jfield planning_fields[] = {
-    KR__JF_INT(kr_job, clock_min_mhz, "clock_min_mhz", JK, -100000, 100000, 0,
-               "lowest planning clock, MHz: a clock the GPU supports (default: the GPU's plan_min_mhz)"),
-    KR__JF_INT(kr_job, clock_max_mhz, "clock_max_mhz", JK, -100000, 100000, 0,
-               "highest planning clock, MHz: a clock the GPU supports (default: the GPU's plan_max_mhz)"),
-    KR__JF_INT(kr_job, clock_step_mhz, "clock_step_mhz", JK, -100000, 100000, 0,
-               "planning clock step, MHz: a multiple of the GPU's step (default: the GPU's plan_step_mhz)"),
-    KR__JF_HOOK("sms_allreduce", 0, offsetof(kr_job, sms_allreduce), NULL, &smlist_hook,
-                "comm SMs searched for all-reduce partitions: ascending, below the GPU's SM count (default 3..30 step 3)"),
-    KR__JF_HOOK("sms_gather", 0, offsetof(kr_job, sms_gather), NULL, &smlist_hook,
-                "comm SMs searched for all-gather / reduce-scatter partitions (default 1..20)"),
-    KR__JF_NUM(kr_job, static_power_w, "static_power_w", JK, -1e6, 1e6, 0,
-               "static power for effective energy, W: in [0, TDP) (default: the GPU's static_w)"),
+    KR__JF_INTH(kr_job, clock_min_mhz, "clock_min_mhz", JK, -100000, 100000, 0, &clock_hook,
+                "lowest planning clock, MHz (default: the GPU's plan_min_mhz)"),
+    KR__JF_INTH(kr_job, clock_max_mhz, "clock_max_mhz", JK, -100000, 100000, 0, &clock_hook,
+                "highest planning clock, MHz (default: the GPU's plan_max_mhz)"),
+    KR__JF_INTH(kr_job, clock_step_mhz, "clock_step_mhz", JK, -100000, 100000, 0, &step_hook,
+                "planning clock step, MHz, dividing max - min (default: the GPU's plan_step_mhz)"),
+    KR__JF_HOOK("sms_allreduce", 0, offsetof(kr_job, sms_allreduce), NULL, &sms_ar_hook,
+                "comm SMs searched for all-reduce partitions: ascending, below the GPU's SM count"),
+    KR__JF_HOOK("sms_gather", 0, offsetof(kr_job, sms_gather), NULL, &sms_ag_hook,
+                "comm SMs searched for all-gather / reduce-scatter partitions: ascending, below the SM count"),
+    KR__JF_NUMH("static_power_w", JK, offsetof(kr_job, static_power_w), -1e6, 1e6, &static_hook,
+                "static power for effective energy, W (default: the GPU's static_w)"),
 };
 static const kr__jtable planning_table = KR__JTABLE(planning_fields);
 
