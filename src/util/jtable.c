@@ -19,8 +19,10 @@ static const void *cmember(const void *base, const kr__jfield *f)
     return (const char *)base + f->off;
 }
 
-/* The names of t's fields, NULL-terminated, for kr__jobject (fields beyond cap - 1 are not
- * expected: the largest table has 16). */
+/* The names of t's fields, NULL-terminated, for kr__jobject. A table has at most KEYS_MAX - 1
+ * fields (the largest, the job's, has 15). */
+enum { KEYS_MAX = 64 };
+
 static void keys_of(const kr__jtable *t, const char **keys, int cap)
 {
     int n = 0;
@@ -125,7 +127,7 @@ static int read_obj(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
 
 int kr__jfield_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
-    if (f->hook && f->hook->init && f->type != KR__JT_OBJ)
+    if (f->hook && f->hook->init)
         f->hook->init(base);
     if (f->hook && f->hook->read)
         return f->hook->read(c, obj, f, base);
@@ -137,10 +139,7 @@ int kr__jfield_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
         return kr__jbool(c, obj, f->key, f->flags & KR__JREQ, (f->flags & KR__JKEEP) ? *out : (int)f->def, out);
     }
     case KR__JT_STR: case KR__JT_ENUM: case KR__JT_SCHEMA: return read_str(c, obj, f, base);
-    case KR__JT_OBJ:
-        if (f->hook && f->hook->init)
-            f->hook->init(base);
-        return read_obj(c, obj, f, base);
+    case KR__JT_OBJ: return read_obj(c, obj, f, base);
     case KR__JT_HOOK: break;
     }
     return KR_OK;
@@ -148,8 +147,8 @@ int kr__jfield_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
 
 int kr__jtable_read(kr__jctx *c, const json_t *obj, const kr__jtable *t, void *base)
 {
-    const char *keys[40];
-    keys_of(t, keys, (int)KR_ARRAY_LEN(keys));
+    const char *keys[KEYS_MAX];
+    keys_of(t, keys, KEYS_MAX);
     int rc = kr__jobject(c, obj, keys), v;
     for (int i = 0; rc == KR_OK && i < t->n; i++)
         rc = kr__jfield_read(c, obj, &t->f[i], base);
