@@ -4,7 +4,8 @@
  * its GPU and model so it is self-contained.
  *
  * Job specs load from JSON (schema "kareus.job", version 1) with full validation; the
- * built-in default job and the paper's ten configurations are available by name.
+ * built-in default job and the paper's ten configurations are available by name. Every field
+ * with its type, range and default: kr_job_format_field (`kareus job format`).
  */
 #ifndef KAREUS_JOB_H
 #define KAREUS_JOB_H

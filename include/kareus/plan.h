@@ -15,6 +15,7 @@
  *         "recompute": [{"key": "fwd_attn", …}, …]}   (backward with recomputation only)
  *    ]}]}
  * Energies are whole-cluster joules for the iteration; per-instruction figures are per GPU.
+ * Every field with its type, range and default: kr_plan_format_field (`kareus plan format`).
  */
 #ifndef KAREUS_PLAN_H
 #define KAREUS_PLAN_H

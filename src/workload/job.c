@@ -514,7 +514,7 @@ static const kr__jfield job_fields[] = {
     KR__JF_VERSION(KR_JOB_VERSION, 0, "the format's version"),
     KR__JF_STR(kr_job, name, "name", 0, "job", NULL, "job name"),
     KR__JF_HOOK("gpu", 0, 0, NULL, &gpu_hook, "the GPU type: a catalog name, or a GPU entry file (relative to the job)"),
-    KR__JF_HOOK("model", 0, 0, NULL, &model_hook, "the model: a catalog name, or an object (below the table)"),
+    KR__JF_HOOK("model", 0, 0, NULL, &model_hook, "the model: a catalog name, or an object of model fields (docs/formats.md)"),
     KR__JF_OBJ("cluster", 0, &cluster_table, NULL, "the machines"),
     KR__JF_OBJ("parallelism", 0, &parallelism_table, NULL, "the parallel degrees"),
     KR__JF_INT(kr_job, microbatch_size, "microbatch_size", JP, -1000000, 1000000, 0, "sequences per microbatch"),
