@@ -153,16 +153,6 @@ int kr_job_builtin(const char *name, kr_job *job, kr_error *err)
  * pp), recompute ("full", "none" or a boolean) and the SM lists (a list or a range).
  */
 
-static kr_job *job_of(void *base)
-{
-    return base;
-}
-
-static const kr_job *cjob_of(const void *base)
-{
-    return base;
-}
-
 static int smlist_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
     const json_t *v = json_object_get(obj, f->key);
@@ -224,7 +214,7 @@ static int smlist_write(const kr__jwctx *w, const kr__jfield *f, const void *bas
 static int model_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
     const json_t *v = json_object_get(obj, f->key);
-    kr_model *m = &job_of(base)->model;
+    kr_model *m = &((kr_job *)base)->model;
     if (v == NULL)
         return KR_OK;
     if (json_is_string(v)) {
@@ -275,7 +265,7 @@ static int model_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void 
 static int model_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
 {
     (void)w, (void)f;
-    const kr_model *m = &cjob_of(base)->model;
+    const kr_model *m = &((const kr_job *)base)->model;
     kr_model bm;
     if (kr_catalog_model_find(m->name, &bm, NULL) == KR_OK && memcmp(&bm, m, sizeof bm) == 0)
         *out = json_string(m->name);
@@ -287,7 +277,7 @@ static int model_write(const kr__jwctx *w, const kr__jfield *f, const void *base
 static int gpu_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
     const json_t *v = json_object_get(obj, f->key);
-    kr_gpu *g = &job_of(base)->gpu;
+    kr_gpu *g = &((kr_job *)base)->gpu;
     if (v == NULL)
         return KR_OK;
     if (json_is_string(v)) {
@@ -325,7 +315,7 @@ static int gpu_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
 static int gpu_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
 {
     (void)f;
-    const kr_gpu *g = &cjob_of(base)->gpu;
+    const kr_gpu *g = &((const kr_job *)base)->gpu;
     kr_gpu builtin;
     if (kr_catalog_gpu_find(g->name, &builtin, NULL) == KR_OK && memcmp(&builtin, g, sizeof builtin) == 0) {
         *out = json_string(g->name);
@@ -359,7 +349,7 @@ static const kr__jtable job_table;
  */
 static int layers_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
-    kr_job *job = job_of(base);
+    kr_job *job = base;
     int rc = kr__jfield_read(c, obj, kr__jtable_find(&job_table, "virtual_stages"), base);
     if (rc)
         return rc;
@@ -397,7 +387,7 @@ static int layers_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void
 static int layers_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
 {
     (void)w, (void)f;
-    const kr_job *job = cjob_of(base);
+    const kr_job *job = base;
     *out = json_array();
     for (int s = 0; s < job->pp; s++)
         json_array_append_new(*out, json_integer(job->layers_per_stage[s]));
@@ -407,7 +397,7 @@ static int layers_write(const kr__jwctx *w, const kr__jfield *f, const void *bas
 static int recompute_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
     const json_t *v = json_object_get(obj, f->key);
-    int *out = &job_of(base)->recompute;
+    int *out = &((kr_job *)base)->recompute;
     if (v == NULL)
         return KR_OK;
     if (json_is_string(v) && strcmp(json_string_value(v), "full") == 0)
@@ -424,13 +414,13 @@ static int recompute_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, v
 static int recompute_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
 {
     (void)w, (void)f;
-    *out = json_string(cjob_of(base)->recompute ? "full" : "none");
+    *out = json_string(((const kr_job *)base)->recompute ? "full" : "none");
     return KR_OK;
 }
 
 static void planning_init(void *base)
 {
-    planning_defaults(job_of(base));
+    planning_defaults(base);
 }
 
 static int schedule_parse(const char *name, int *out)
