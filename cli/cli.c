@@ -187,3 +187,18 @@ void cli_json_string(const char *s)
     }
     putchar('"');
 }
+
+int cli_print_format(int (*field)(int i, kr_field_info *out), int markdown)
+{
+    kr_field_info f;
+    if (markdown)
+        printf("| field | type | values | default | meaning |\n|---|---|---|---|---|\n");
+    for (int i = 0; field(i, &f) == KR_OK; i++) {
+        if (markdown)
+            printf("| `%s` | %s | %s | %s | %s |\n", f.path, f.type, f.range, f.def, f.description);
+        else
+            printf("%-40s %-17s %s\n%40s %s; default: %s\n", f.path, f.type, f.description, "",
+                   f.range[0] ? f.range : "any", f.def[0] ? f.def : "-");
+    }
+    return 0;
+}

@@ -56,6 +56,10 @@ int cli_print_file(const char *path);
  * is written as null. For the --json output of the commands. */
 void cli_json_string(const char *s);
 
+/* Prints a file format's description (kr_job_format_field, kr_plan_format_field), one field a
+ * row: aligned text, or with markdown the Markdown table that docs/formats.md holds. Returns 0. */
+int cli_print_format(int (*field)(int i, kr_field_info *out), int markdown);
+
 /* 1 if --help/-h is among the arguments. */
 int cli_wants_help(int argc, char **argv);
 

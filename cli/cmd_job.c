@@ -1,5 +1,6 @@
 /*
- * cmd_job.c — `kareus job show|write|validate`: print, save or check a job spec.
+ * cmd_job.c — `kareus job show|write|validate|format`: print, save or check a job spec, or
+ * describe the format.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -11,10 +12,13 @@
 static const char usage_text[] =
     "usage: kareus job show [--job FILE] [--json]\n"
     "       kareus job write --out FILE [--job FILE]\n"
-    "       kareus job validate FILE\n\n"
+    "       kareus job validate FILE\n"
+    "       kareus job format [--markdown]\n\n"
     "  show       print the job (the built-in default without --job)\n"
     "  write      write the job as a JSON spec (a starting point for your own)\n"
     "  validate   load and check a job spec; exit 2 with a precise error if it is wrong\n"
+    "  format     every field of the job spec format: type, accepted values, default, meaning\n"
+    "             (--markdown: the table of docs/formats.md)\n"
     "  --job FILE a JSON job spec or a built-in job name (see 'kareus catalog')\n";
 
 int cmd_job(int argc, char **argv)
@@ -25,10 +29,11 @@ int cmd_job(int argc, char **argv)
     const char *sub = argv[1];
     static const struct option opts[] = {
         {"job", required_argument, 0, 'j'}, {"out", required_argument, 0, 'o'},
-        {"json", no_argument, 0, 'J'},      {0, 0, 0, 0},
+        {"json", no_argument, 0, 'J'},      {"markdown", no_argument, 0, 'M'},
+        {0, 0, 0, 0},
     };
     const char *jobpath = NULL, *out = NULL;
-    int json = 0, c;
+    int json = 0, markdown = 0, c;
     optind = 2;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -36,6 +41,7 @@ int cmd_job(int argc, char **argv)
         case 'j': jobpath = optarg; break;
         case 'o': out = optarg; break;
         case 'J': json = 1; break;
+        case 'M': markdown = 1; break;
         default: return cli_usage_error("job", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -46,6 +52,8 @@ int cmd_job(int argc, char **argv)
     } else if (optind < argc) {
         return cli_usage_error("job", "unexpected argument '%s'", argv[optind]);
     }
+    if (strcmp(sub, "format") == 0)
+        return cli_print_format(kr_job_format_field, markdown);
     kr_job job;
     int rc = cli_load_job(jobpath, &job);
     if (rc)
@@ -76,7 +84,7 @@ int cmd_job(int argc, char **argv)
         return 0;
     }
     if (strcmp(sub, "show") != 0)
-        return cli_usage_error("job", "unknown subcommand '%s' (expected show, write or validate)", sub);
+        return cli_usage_error("job", "unknown subcommand '%s' (expected show, write, validate or format)", sub);
     if (json) {
         char tmp[] = "/tmp/kareus-job-XXXXXX";
         int fd = mkstemp(tmp);

@@ -1,5 +1,5 @@
 /*
- * cmd_plan.c — `kareus plan show|validate|export-zeus|export-artifact|import`: inspect a plan
+ * cmd_plan.c — `kareus plan show|validate|export-zeus|export-artifact|import|format`: inspect a plan
  * file, check it against a job, write it in the layouts the published system's runtime reads
  * (Zeus's freqs_pipeline_N.py, Kareus's scheds_pipeline_N.py), or read those files back into a
  * plan for a job.
@@ -15,7 +15,8 @@ static const char usage_text[] =
     "       kareus plan validate FILE [--job FILE] [--json]\n"
     "       kareus plan export-zeus FILE --out FILE.py [--job FILE] [--json]\n"
     "       kareus plan export-artifact FILE --out DIR [--job FILE] [--index N] [--json]\n"
-    "       kareus plan import FREQS.py [SCHEDS.py] --out PLAN.json [--job FILE] [--method NAME]\n\n"
+    "       kareus plan import FREQS.py [SCHEDS.py] --out PLAN.json [--job FILE] [--method NAME]\n"
+    "       kareus plan format [--markdown]\n\n"
     "  show             print the plan's job, predicted figures and every stage's instructions\n"
     "  validate         read the plan (schema, types, ranges) and, with --job, check it fits the job:\n"
     "                   fingerprint, stage and microbatch counts, schedule order, clocks, comm keys\n"
@@ -30,6 +31,8 @@ static const char usage_text[] =
     "                   a plan for the job; --method kareus|perseus|nanobatch+perseus (default:\n"
     "                   kareus with a scheds file, perseus without). The files are read as\n"
     "                   literals, never evaluated.\n"
+    "  format           every field of the plan format: type, accepted values, default, meaning\n"
+    "                   (--markdown: the table of docs/formats.md)\n"
     "  --json           show: the plan file itself once it reads correctly; validate and the\n"
     "                   exports: the result as one JSON object\n";
 
@@ -90,10 +93,11 @@ int cmd_plan(int argc, char **argv)
     static const struct option opts[] = {
         {"job", required_argument, 0, 'j'},    {"out", required_argument, 0, 'o'},
         {"method", required_argument, 0, 'm'}, {"index", required_argument, 0, 'i'},
-        {"json", no_argument, 0, 'J'},         {0, 0, 0, 0}};
+        {"json", no_argument, 0, 'J'},         {"markdown", no_argument, 0, 'M'},
+        {0, 0, 0, 0}};
     const char *jobpath = NULL, *out = NULL, *method = NULL;
     int index = -1;
-    int c, json = 0;
+    int c, json = 0, markdown = 0;
     optind = 2;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -110,15 +114,19 @@ int cmd_plan(int argc, char **argv)
             break;
         }
         case 'J': json = 1; break;
+        case 'M': markdown = 1; break;
         default: return cli_usage_error("plan", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (strcmp(sub, "import") == 0)
         return do_import(argc, argv, jobpath, out, method);
+    if (strcmp(sub, "format") == 0)
+        return optind < argc ? cli_usage_error("plan", "format: unexpected argument '%s'", argv[optind])
+                             : cli_print_format(kr_plan_format_field, markdown);
     if (strcmp(sub, "show") != 0 && strcmp(sub, "validate") != 0 && strcmp(sub, "export-zeus") != 0 &&
         strcmp(sub, "export-artifact") != 0)
-        return cli_usage_error("plan", "unknown subcommand '%s' (expected show, validate, export-zeus, export-artifact "
-                                       "or import)",
+        return cli_usage_error("plan", "unknown subcommand '%s' (expected show, validate, export-zeus, export-artifact, "
+                                       "import or format)",
                                sub);
     if (optind != argc - 1)
         return cli_usage_error("plan", "%s: expected one plan file", sub);

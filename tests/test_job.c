@@ -6,6 +6,10 @@
 
 #include "kareus/job.h"
 
+#include <math.h>
+
+#include "format_check.h"
+
 static void default_job_is_the_reference_configuration(void **state)
 {
     (void)state;
@@ -104,6 +108,59 @@ static void write_then_load_round_trips(void **state)
     assert_int_equal(kr_job_load(path, &b, &e), KR_OK);
     assert_int_equal(b.model.layers, 30);
     assert_string_equal(b.model.name, "custom");
+}
+
+/* The job format's description is the writer's table: a written job holds exactly the described
+ * fields. A job that differs from the default in every table field reads back equal. */
+static void format_description_matches_written_jobs(void **state)
+{
+    (void)state;
+    const char *dir = kr_test_tmpdir("job_format");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/job.json", dir);
+    kr_job a, b;
+    kr_error e = {0};
+    kr_job_default(&a);
+    snprintf(a.name, sizeof a.name, "every-field");
+    a.cluster = (kr_cluster){4, 9, 12.5e9, 7e-6};
+    a.dp = 2;
+    a.microbatch_size = 4;
+    a.seq_len = 2048;
+    a.num_microbatches = 16;
+    a.recompute = 0;
+    a.schedule = KR_SCHEDULE_GPIPE;
+    a.clock_min_mhz = 1200;
+    a.clock_max_mhz = 1380;
+    a.clock_step_mhz = 60;
+    a.sms_allreduce.n = 2;
+    a.sms_allreduce.v[0] = 4;
+    a.sms_allreduce.v[1] = 8;
+    a.static_power_w = 90.5;
+    assert_int_equal(kr_job_validate(&a, &e), KR_OK);
+    assert_int_equal(kr_job_write(path, &a, &e), KR_OK);
+    fc_check(path, kr_job_format_field);
+    assert_int_equal(kr_job_load(path, &b, &e), KR_OK);
+    assert_string_equal(b.name, "every-field");
+    assert_int_equal(b.cluster.gpus_per_node, 4);
+    assert_int_equal(b.cluster.nodes, 9);
+    assert_true(b.cluster.inter_node_bw_Bps == 12.5e9);
+    assert_true(fabs(b.cluster.inter_node_latency_s - 7e-6) < 1e-18);
+    assert_int_equal(b.dp, 2);
+    assert_int_equal(b.microbatch_size, 4);
+    assert_int_equal(b.seq_len, 2048);
+    assert_int_equal(b.num_microbatches, 16);
+    assert_int_equal(b.recompute, 0);
+    assert_int_equal(b.schedule, KR_SCHEDULE_GPIPE);
+    assert_int_equal(b.clock_min_mhz, 1200);
+    assert_int_equal(b.clock_max_mhz, 1380);
+    assert_int_equal(b.clock_step_mhz, 60);
+    assert_int_equal(b.sms_allreduce.n, 2);
+    assert_int_equal(b.sms_allreduce.v[1], 8);
+    assert_true(b.static_power_w == 90.5);
+    kr_field_info f;
+    assert_int_equal(kr_job_format_field(-1, &f), KR_ERANGE);
+    assert_int_equal(kr_job_format_field(0, &f), KR_OK);
+    assert_string_equal(f.path, "schema");
 }
 
 static void fingerprint_changes_with_shapes_only(void **state)
@@ -254,6 +311,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(paper_suite_has_ten_valid_jobs),
     cmocka_unit_test(minimal_spec_gets_defaults),
     cmocka_unit_test(write_then_load_round_trips),
+    cmocka_unit_test(format_description_matches_written_jobs),
     cmocka_unit_test(fingerprint_changes_with_shapes_only),
     cmocka_unit_test(bad_specs_get_precise_errors),
     cmocka_unit_test(gpu_file_loads_beside_the_job),

@@ -9,6 +9,8 @@
 #include "kareus/plan.h"
 #include "util/util.h"
 
+#include "format_check.h"
+
 /* A plan for job in schedule order with a clock pattern and the kareus comm keys. */
 static void make_plan(const kr_job *job, kr_plan *plan)
 {
@@ -152,6 +154,30 @@ static void validation_names_the_wrong_instruction(void **state)
     other.num_microbatches = 4;
     KR_ASSERT_ERR(kr_plan_validate(&p, &other, &e), KR_EMISMATCH, e, "plan: job.microbatches: expected 4, found 8");
     kr_plan_free(&p);
+}
+
+/* The plan format's description is the writer's table: a plan with every optional field (a
+ * bound, recomputed comm settings) is written with exactly the described fields. */
+static void format_description_matches_written_plans(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_plan a, b;
+    make_plan(&job, &a);
+    a.pred_bound_j = 12000.5;
+    const char *dir = kr_test_tmpdir("plan_format");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    kr_error e = {0};
+    assert_int_equal(kr_plan_write(path, &a, &e), KR_OK);
+    fc_check(path, kr_plan_format_field);
+    assert_int_equal(kr_plan_read(path, &b, &e), KR_OK);
+    assert_true(kr_plan_equal(&a, &b));
+    kr_plan_free(&a);
+    kr_plan_free(&b);
+    kr_field_info f;
+    assert_int_equal(kr_plan_format_field(1000, &f), KR_ERANGE);
 }
 
 static void bad_files_get_json_paths(void **state)
@@ -331,6 +357,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(round_trip_is_exact),
     cmocka_unit_test(interleaved_plans_validate),
     cmocka_unit_test(validation_names_the_wrong_instruction),
+    cmocka_unit_test(format_description_matches_written_plans),
     cmocka_unit_test(bad_files_get_json_paths),
     cmocka_unit_test(zeus_export_layout),
     cmocka_unit_test(artifact_files_round_trip),

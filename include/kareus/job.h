@@ -4,12 +4,14 @@
  * its GPU and model so it is self-contained.
  *
  * Job specs load from JSON (schema "kareus.job", version 1) with full validation; the
- * built-in default job and the paper's ten configurations are available by name.
+ * built-in default job and the paper's ten configurations are available by name. Every field
+ * with its type, range and default: kr_job_format_field (`kareus job format`).
  */
 #ifndef KAREUS_JOB_H
 #define KAREUS_JOB_H
 
 #include "kareus/catalog.h"
+#include "kareus/format.h"
 #include "kareus/status.h"
 
 #include "kareus/export.h"
@@ -88,6 +90,11 @@ int kr_job_validate(const kr_job *job, kr_error *err);
 
 /* Writes the job as a JSON spec (atomic); the written file loads back to the same job. */
 int kr_job_write(const char *path, const kr_job *job, kr_error *err);
+
+/* Row i (0-based) of the job spec's description: every field of the format, nested fields after
+ * their object, from the table the reader and writer use; defaults are the built-in default
+ * job's. Returns KR_OK, or KR_ERANGE when i is past the last row. */
+int kr_job_format_field(int i, kr_field_info *out);
 
 /* GPUs per pipeline stage (tp × cp × dp) and in the whole job (× pp). */
 int kr_job_gpus_per_stage(const kr_job *job);

@@ -30,6 +30,7 @@
 #include "kareus/export.h"
 #include "kareus/version.h"
 #include "kareus/status.h"
+#include "kareus/format.h"
 #include "kareus/catalog.h"
 #include "kareus/job.h"
 #include "kareus/sched.h"

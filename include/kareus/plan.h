@@ -15,6 +15,7 @@
  *         "recompute": [{"key": "fwd_attn", …}, …]}   (backward with recomputation only)
  *    ]}]}
  * Energies are whole-cluster joules for the iteration; per-instruction figures are per GPU.
+ * Every field with its type, range and default: kr_plan_format_field (`kareus plan format`).
  */
 #ifndef KAREUS_PLAN_H
 #define KAREUS_PLAN_H
@@ -91,6 +92,11 @@ int kr_plan_read(const char *path, kr_plan *out, kr_error *err);
 int kr_plan_read_text(const char *text, const char *name, kr_plan *out, kr_error *err);
 /* Writes atomically (temp file + rename). */
 int kr_plan_write(const char *path, const kr_plan *plan, kr_error *err);
+
+/* Row i (0-based) of the plan format's description: every field, nested fields after their
+ * object or array ("stages[].instructions[].freq_mhz"), from the table the reader and writer
+ * use. Returns KR_OK, or KR_ERANGE when i is past the last row. */
+int kr_plan_format_field(int i, kr_field_info *out);
 
 /*
  * Checks that a plan fits a job: same fingerprint (unless the plan has none), stage and

@@ -1,6 +1,6 @@
 /*
- * plan.c — iteration plans: allocation, JSON read/write (versioned, strict), validation
- * against a job, comparison, and export to the Zeus pipeline-frequency-optimizer layout.
+ * plan.c — iteration plans: allocation, the JSON format (versioned, strict; one field table
+ * drives reading, writing and the format's description), validation against a job, comparison.
  */
 #include "kareus/plan.h"
 
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/util.h"
+#include "workload/workload_internal.h"
 
 void kr_plan_free(kr_plan *plan)
 {
@@ -79,256 +80,297 @@ int kr_plan_copy(kr_plan *dst, const kr_plan *src, kr_error *err)
     return KR_OK;
 }
 
-/* ---- JSON write ---------------------------------------------------------------------- */
+/* ---- JSON format --------------------------------------------------------------------- */
 
-static json_t *comm_json(const kr_plan_instr *in, int recompute)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < in->ncomm; i++) {
-        const kr_comm_setting *c = &in->comm[i];
-        if (c->recompute != recompute)
-            continue;
-        json_t *o = json_object();
-        json_object_set_new(o, "key", json_string(c->key));
-        json_object_set_new(o, "slot", json_string(c->slot));
-        json_object_set_new(o, "sms", json_integer(c->sms));
-        json_array_append_new(a, o);
-    }
-    return a;
-}
+/*
+ * The plan file as field tables (util.h, "JSON field tables"): plan_fields and the objects it
+ * holds list every field in the order it is written and listed as allowed, with its range and
+ * default. The stages, their instructions and the comm lists are arrays, read and written by
+ * the hooks below with the tables of their entries (stage_fields, instr_fields, comm_fields).
+ */
 
-static json_t *plan_to_json(const kr_plan *p)
-{
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("kareus.plan"));
-    json_object_set_new(root, "version", json_integer(p->version ? p->version : KR_PLAN_VERSION));
-    json_object_set_new(root, "method", json_string(p->method));
-    json_object_set_new(root, "variant", json_string(p->variant));
-    json_t *job = json_object();
-    json_object_set_new(job, "name", json_string(p->job_name));
-    json_object_set_new(job, "fingerprint", json_string(p->job_fingerprint));
-    json_object_set_new(job, "gpu", json_string(p->gpu));
-    json_object_set_new(job, "model", json_string(p->model));
-    json_object_set_new(job, "stages", json_integer(p->num_stages));
-    json_object_set_new(job, "microbatches", json_integer(p->num_microbatches));
-    json_object_set_new(job, "schedule", json_string(p->schedule));
-    json_object_set_new(job, "virtual_stages", json_integer(p->virtual_stages));
-    json_object_set_new(root, "job", job);
-    json_t *pred = json_object();
-    kr__jset_real(pred, "iteration_time_s", p->pred_time_s);
-    kr__jset_real(pred, "energy_j", p->pred_energy_j);
-    kr__jset_real(pred, "effective_energy_j", p->pred_eff_energy_j);
-    if (p->pred_bound_j > 0 && isfinite(p->pred_bound_j)) {
-        kr__jset_real(pred, "bound_j", p->pred_bound_j);
-        kr__jset_real(pred, "gap", p->pred_energy_j / p->pred_bound_j - 1);
-    }
-    json_object_set_new(root, "predicted", pred);
-    json_t *solver = json_object();
-    json_object_set_new(solver, "cost_model", json_string(p->cost_model));
-    kr__jset_real(solver, "unit_time_s", p->unit_time_s);
-    json_object_set_new(solver, "step", json_integer(p->step));
-    json_object_set_new(root, "solver", solver);
-    json_t *stages = json_array();
-    for (int s = 0; s < p->num_stages; s++) {
-        json_t *st = json_object();
-        json_object_set_new(st, "stage", json_integer(s));
-        json_t *ins = json_array();
-        for (int i = 0; i < p->stages[s].ninstr; i++) {
-            const kr_plan_instr *in = &p->stages[s].instr[i];
-            json_t *o = json_object();
-            json_object_set_new(o, "kind", json_string(kr_instr_kind_name(in->kind)));
-            json_object_set_new(o, "microbatch", json_integer(in->microbatch));
-            json_object_set_new(o, "chunk", json_integer(in->chunk));
-            json_object_set_new(o, "freq_mhz", json_integer(in->freq_mhz));
-            kr__jset_real(o, "time_s", in->time_s);
-            kr__jset_real(o, "energy_j", in->energy_j);
-            json_object_set_new(o, "comm", comm_json(in, 0));
-            int has_rec = 0;
-            for (int c = 0; c < in->ncomm; c++)
-                has_rec |= in->comm[c].recompute;
-            if (has_rec)
-                json_object_set_new(o, "recompute", comm_json(in, 1));
-            json_array_append_new(ins, o);
-        }
-        json_object_set_new(st, "instructions", ins);
-        json_array_append_new(stages, st);
-    }
-    json_object_set_new(root, "stages", stages);
-    return root;
-}
+/* A stage while it is read or written: its position, the "stage" field, the stage itself. */
+typedef struct stage_io {
+    int stage;
+    int index;
+    kr_plan_stage *st;
+} stage_io;
 
-int kr_plan_write(const char *path, const kr_plan *plan, kr_error *err)
+/* comm (recompute 0) or recompute (1): the comm settings of one instruction. */
+static int comm_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base);
+static int comm_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out);
+
+static const kr__jfield comm_fields[] = {
+    KR__JF_STR(kr_comm_setting, key, "key", KR__JREQ, NULL, NULL, "partition key (kareus catalog --partitions)"),
+    KR__JF_STR(kr_comm_setting, slot, "slot", KR__JREQ, NULL, NULL, "launch slot of the comm kernel (\"none\": after compute)"),
+    KR__JF_INT(kr_comm_setting, sms, "sms", KR__JREQ, 0, 100000, 0, "comm SMs (CTAs): in [1, SMs) for a collective"),
+};
+static const kr__jtable comm_table = KR__JTABLE(comm_fields);
+
+static int kind_parse(const char *name, int *out)
 {
-    json_t *root = plan_to_json(plan);
-    if (root == NULL)
-        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
-    int rc = kr__json_write_atomic(path, root, err);
-    json_decref(root);
+    kr_instr_kind k = KR_INSTR_FORWARD;
+    int rc = kr_instr_kind_parse(name, &k);
+    *out = (int)k;
     return rc;
 }
 
-/* ---- JSON read ----------------------------------------------------------------------- */
-
-static int read_comm(kr__jctx *c, const json_t *arr, int recompute, kr_plan_instr *in)
+static const char *kind_name(int v)
 {
+    return kr_instr_kind_name((kr_instr_kind)v);
+}
+
+static const kr__jchoice kind_choice = {kind_parse, kind_name, "\"forward\" or \"backward\""};
+static const kr__jhook comm_hook = {comm_read, comm_write, NULL, "array", NULL, "[]"};
+static const kr__jhook recompute_hook = {comm_read, comm_write, NULL, "array", NULL, "[] (written when not empty)"};
+
+static const kr__jfield instr_fields[] = {
+    KR__JF_ENUM(kr_plan_instr, kind, "kind", KR__JREQ, 16, 0, &kind_choice, "the instruction"),
+    KR__JF_INT(kr_plan_instr, microbatch, "microbatch", KR__JREQ, 0, 1 << 20, 0, "its microbatch, 0-based"),
+    KR__JF_INT(kr_plan_instr, chunk, "chunk", 0, 0, 1024, 0, "its model chunk (interleaved 1F1B)"),
+    KR__JF_INT(kr_plan_instr, freq_mhz, "freq_mhz", KR__JREQ, 1, 100000, 0, "SM clock, MHz: a clock the GPU supports"),
+    KR__JF_NUM(kr_plan_instr, time_s, "time_s", 0, 0, 1e9, 0, "predicted duration, s"),
+    KR__JF_NUM(kr_plan_instr, energy_j, "energy_j", 0, -1e15, 1e15, 0, "predicted energy of one GPU, J"),
+    KR__JF_HOOK("comm", 0, 0, &comm_table, &comm_hook, "the comm setting of every partition key of the instruction"),
+    KR__JF_HOOK("recompute", 0, 1, &comm_table, &recompute_hook,
+                "backward: those of the forward partitions it recomputes"),
+};
+static const kr__jtable instr_table = KR__JTABLE(instr_fields);
+
+static int comm_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
+{
+    kr_plan_instr *in = base;
+    const json_t *arr = json_object_get(obj, f->key);
+    if (arr == NULL)
+        return KR_OK;
+    size_t mc = kr__jpush_key(c, f->key);
     if (!json_is_array(arr))
         return kr__jfail(c, KR_EPARSE, NULL, "an array of {\"key\", \"slot\", \"sms\"}", arr);
     for (size_t i = 0; i < json_array_size(arr); i++) {
-        const json_t *e = json_array_get(arr, i);
         size_t m = kr__jpush_idx(c, i);
-        static const char *const f[] = {"key", "slot", "sms", NULL};
         if (in->ncomm >= KR_PLAN_MAX_COMM)
             return kr__jfailf(c, KR_ERANGE, NULL, "expected at most %d comm settings per instruction", KR_PLAN_MAX_COMM);
         kr_comm_setting *cs = &in->comm[in->ncomm];
-        int rc;
-        if ((rc = kr__jobject(c, e, f)) || (rc = kr__jstr(c, e, "key", 1, NULL, cs->key, sizeof cs->key)) ||
-            (rc = kr__jstr(c, e, "slot", 1, NULL, cs->slot, sizeof cs->slot)) ||
-            (rc = kr__jint32(c, e, "sms", 1, 0, 100000, 0, &cs->sms)))
+        int rc = kr__jtable_read(c, json_array_get(arr, i), &comm_table, cs);
+        if (rc)
             return rc;
-        cs->recompute = recompute;
+        cs->recompute = (int)f->off;
         in->ncomm++;
         kr__jpop(c, m);
+    }
+    kr__jpop(c, mc);
+    return KR_OK;
+}
+
+/* The settings whose recompute flag is the field's (off: 0 comm, 1 recompute); an empty
+ * recompute list is omitted. */
+static int comm_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
+{
+    const kr_plan_instr *in = base;
+    int any = 0;
+    for (int i = 0; i < in->ncomm; i++)
+        any |= in->comm[i].recompute == (int)f->off;
+    if (!any && f->off == 1)
+        return KR_OK;
+    *out = json_array();
+    for (int i = 0; i < in->ncomm; i++) {
+        json_t *o;
+        if (in->comm[i].recompute != (int)f->off)
+            continue;
+        int rc = kr__jtable_write(w, &comm_table, &in->comm[i], &o);
+        if (rc)
+            return rc;
+        json_array_append_new(*out, o);
     }
     return KR_OK;
 }
 
-static int plan_from_json(kr__jctx *c, const json_t *root, kr_plan *p)
+/* The instructions of a stage, after its "stage" field is checked against its position. */
+static int instrs_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
-    static const char *const top[] = {"schema", "version", "method", "variant", "job", "predicted", "solver", "stages", NULL};
-    char schema[32];
-    long long version;
-    int rc;
-    if ((rc = kr__jobject(c, root, top)) || (rc = kr__jstr(c, root, "schema", 1, NULL, schema, sizeof schema)))
-        return rc;
-    if (strcmp(schema, "kareus.plan") != 0)
-        return kr__jfail(c, KR_EPARSE, "schema", "\"kareus.plan\"", json_object_get(root, "schema"));
-    if ((rc = kr__jint(c, root, "version", 1, KR_PLAN_VERSION, KR_PLAN_VERSION, 0, &version)))
-        return rc;
-    p->version = (int)version;
-    if ((rc = kr__jstr(c, root, "method", 1, NULL, p->method, sizeof p->method)) ||
-        (rc = kr__jstr(c, root, "variant", 0, "kareus", p->variant, sizeof p->variant)))
-        return rc;
-    kr_variant var;
-    if (kr_variant_parse(p->variant, &var))
-        return kr__jfail(c, KR_EPARSE, "variant", "\"kareus\", \"sequential\" or \"default-overlap\"",
-                         json_object_get(root, "variant"));
-    const json_t *job = json_object_get(root, "job");
-    size_t m = kr__jpush_key(c, "job");
-    static const char *const jf[] = {"name", "fingerprint", "gpu", "model", "stages", "microbatches", "schedule",
-                                     "virtual_stages", NULL};
-    int nst;
-    if (job == NULL) {
-        kr__jpop(c, m);
-        return kr__jfailf(c, KR_EPARSE, "job", "missing required field");
-    }
-    if ((rc = kr__jobject(c, job, jf)) || (rc = kr__jstr(c, job, "name", 0, "", p->job_name, sizeof p->job_name)) ||
-        (rc = kr__jstr(c, job, "fingerprint", 0, "", p->job_fingerprint, sizeof p->job_fingerprint)) ||
-        (rc = kr__jstr(c, job, "gpu", 0, "", p->gpu, sizeof p->gpu)) ||
-        (rc = kr__jstr(c, job, "model", 0, "", p->model, sizeof p->model)) ||
-        (rc = kr__jint32(c, job, "stages", 1, 1, KR_MAX_STAGES, 0, &nst)) ||
-        (rc = kr__jint32(c, job, "microbatches", 1, 1, 1 << 20, 0, &p->num_microbatches)) ||
-        (rc = kr__jstr(c, job, "schedule", 0, "1f1b", p->schedule, sizeof p->schedule)) ||
-        (rc = kr__jint32(c, job, "virtual_stages", 0, 1, 1024, 1, &p->virtual_stages)))
-        return rc;
-    kr_schedule sch;
-    if (kr_schedule_parse(p->schedule, &sch))
-        return kr__jfail(c, KR_EPARSE, "schedule", "\"1f1b\", \"gpipe\" or \"interleaved-1f1b\"",
-                         json_object_get(job, "schedule"));
-    kr__jpop(c, m);
-    const json_t *pred = json_object_get(root, "predicted");
-    if (pred) {
-        m = kr__jpush_key(c, "predicted");
-        static const char *const pf[] = {"iteration_time_s", "energy_j", "effective_energy_j", "bound_j", "gap", NULL};
-        double gap_unused = 0;
-        if ((rc = kr__jobject(c, pred, pf)) ||
-            (rc = kr__jnum(c, pred, "iteration_time_s", 0, 0, 1e12, 0, &p->pred_time_s)) ||
-            (rc = kr__jnum(c, pred, "energy_j", 0, 0, 1e18, 0, &p->pred_energy_j)) ||
-            (rc = kr__jnum(c, pred, "effective_energy_j", 0, -1e18, 1e18, 0, &p->pred_eff_energy_j)) ||
-            (rc = kr__jnum(c, pred, "bound_j", 0, 0, 1e18, 0, &p->pred_bound_j)) ||
-            (rc = kr__jnum(c, pred, "gap", 0, -1e18, 1e18, 0, &gap_unused))) /* derived: not stored */
+    stage_io *sio = base;
+    if (sio->stage != sio->index)
+        return kr__jfailf(c, KR_EMISMATCH, "stage", "expected stage %d at this position, found %d", sio->index,
+                          sio->stage);
+    const json_t *ins = json_object_get(obj, f->key);
+    if (!json_is_array(ins))
+        return kr__jfail(c, KR_EPARSE, "instructions", "an array of instructions", ins);
+    size_t mi = kr__jpush_key(c, "instructions");
+    for (int i = 0; i < sio->st->ninstr; i++) {
+        size_t mo = kr__jpush_idx(c, (size_t)i);
+        int rc = kr__jtable_read(c, json_array_get(ins, (size_t)i), &instr_table, &sio->st->instr[i]);
+        if (rc)
             return rc;
-        kr__jpop(c, m);
+        kr__jpop(c, mo);
     }
-    const json_t *solver = json_object_get(root, "solver");
-    kr__strlcpy(p->cost_model, "", sizeof p->cost_model);
-    p->step = -1;
-    if (solver) {
-        m = kr__jpush_key(c, "solver");
-        static const char *const sf[] = {"cost_model", "unit_time_s", "step", NULL};
-        long long step;
-        if ((rc = kr__jobject(c, solver, sf)) ||
-            (rc = kr__jstr(c, solver, "cost_model", 0, "", p->cost_model, sizeof p->cost_model)) ||
-            (rc = kr__jnum(c, solver, "unit_time_s", 0, 0, 1e6, 0, &p->unit_time_s)) ||
-            (rc = kr__jint(c, solver, "step", 0, -1, 1LL << 40, -1, &step)))
+    kr__jpop(c, mi);
+    return KR_OK;
+}
+
+static int instrs_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
+{
+    (void)f;
+    const stage_io *sio = base;
+    *out = json_array();
+    for (int i = 0; i < sio->st->ninstr; i++) {
+        json_t *o;
+        int rc = kr__jtable_write(w, &instr_table, &sio->st->instr[i], &o);
+        if (rc)
             return rc;
-        p->step = (int)step;
-        kr__jpop(c, m);
+        json_array_append_new(*out, o);
     }
-    const json_t *stages = json_object_get(root, "stages");
+    return KR_OK;
+}
+
+static const kr__jhook stage_hook = {NULL, NULL, NULL, NULL, NULL, "its position"};
+static const kr__jhook instrs_hook = {instrs_read, instrs_write, NULL, "array", NULL, NULL};
+static const kr__jfield stage_fields[] = {
+    KR__JF_INTH(stage_io, stage, "stage", KR__JKEEP, 0, KR_MAX_STAGES, 0, &stage_hook, "the stage (its position)"),
+    KR__JF_HOOK("instructions", KR__JREQ, 0, &instr_table, &instrs_hook, "the stage's instructions in execution order"),
+};
+static const kr__jtable stage_table = KR__JTABLE(stage_fields);
+
+/* One entry per stage (job.stages); the stages are allocated here, with their instructions. */
+static int stages_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
+{
+    kr_plan *p = base;
+    int nst = p->num_stages, rc;
+    const json_t *stages = json_object_get(obj, f->key);
     if (!json_is_array(stages))
         return kr__jfail(c, KR_EPARSE, "stages", "an array with one entry per stage", stages);
     if ((int)json_array_size(stages) != nst)
         return kr__jfailf(c, KR_EMISMATCH, "stages", "expected %d stages (job.stages), found %zu", nst,
                           json_array_size(stages));
-    int counts[KR_MAX_STAGES];
+    int counts[KR_MAX_STAGES] = {0};
     for (int s = 0; s < nst; s++) {
         const json_t *ins = json_object_get(json_array_get(stages, (size_t)s), "instructions");
         counts[s] = json_is_array(ins) ? (int)json_array_size(ins) : 0;
     }
     if ((rc = alloc_stages(p, nst, counts, c->err)))
         return rc;
-    m = kr__jpush_key(c, "stages");
+    size_t m = kr__jpush_key(c, "stages");
     for (int s = 0; s < nst; s++) {
-        const json_t *st = json_array_get(stages, (size_t)s);
+        stage_io sio = {s, s, &p->stages[s]};
         size_t ms = kr__jpush_idx(c, (size_t)s);
-        static const char *const stf[] = {"stage", "instructions", NULL};
-        int sidx;
-        if ((rc = kr__jobject(c, st, stf)) || (rc = kr__jint32(c, st, "stage", 0, 0, KR_MAX_STAGES, s, &sidx)))
+        if ((rc = kr__jtable_read(c, json_array_get(stages, (size_t)s), &stage_table, &sio)))
             return rc;
-        if (sidx != s)
-            return kr__jfailf(c, KR_EMISMATCH, "stage", "expected stage %d at this position, found %d", s, sidx);
-        const json_t *ins = json_object_get(st, "instructions");
-        if (!json_is_array(ins))
-            return kr__jfail(c, KR_EPARSE, "instructions", "an array of instructions", ins);
-        size_t mi = kr__jpush_key(c, "instructions");
-        for (int i = 0; i < counts[s]; i++) {
-            const json_t *o = json_array_get(ins, (size_t)i);
-            size_t mo = kr__jpush_idx(c, (size_t)i);
-            kr_plan_instr *in = &p->stages[s].instr[i];
-            static const char *const inf[] = {"kind", "microbatch", "chunk", "freq_mhz", "time_s", "energy_j",
-                                              "comm", "recompute", NULL};
-            char kind[16];
-            if ((rc = kr__jobject(c, o, inf)) || (rc = kr__jstr(c, o, "kind", 1, NULL, kind, sizeof kind)))
-                return rc;
-            if (kr_instr_kind_parse(kind, &in->kind))
-                return kr__jfail(c, KR_EPARSE, "kind", "\"forward\" or \"backward\"", json_object_get(o, "kind"));
-            if ((rc = kr__jint32(c, o, "microbatch", 1, 0, 1 << 20, 0, &in->microbatch)) ||
-                (rc = kr__jint32(c, o, "chunk", 0, 0, 1024, 0, &in->chunk)) ||
-                (rc = kr__jint32(c, o, "freq_mhz", 1, 1, 100000, 0, &in->freq_mhz)) ||
-                (rc = kr__jnum(c, o, "time_s", 0, 0, 1e9, 0, &in->time_s)) ||
-                (rc = kr__jnum(c, o, "energy_j", 0, -1e15, 1e15, 0, &in->energy_j)))
-                return rc;
-            const json_t *cm = json_object_get(o, "comm");
-            if (cm) {
-                size_t mc = kr__jpush_key(c, "comm");
-                if ((rc = read_comm(c, cm, 0, in)))
-                    return rc;
-                kr__jpop(c, mc);
-            }
-            const json_t *rcm = json_object_get(o, "recompute");
-            if (rcm) {
-                size_t mc = kr__jpush_key(c, "recompute");
-                if ((rc = read_comm(c, rcm, 1, in)))
-                    return rc;
-                kr__jpop(c, mc);
-            }
-            kr__jpop(c, mo);
-        }
-        kr__jpop(c, mi);
         kr__jpop(c, ms);
     }
     kr__jpop(c, m);
     return KR_OK;
+}
+
+static int stages_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
+{
+    (void)f;
+    const kr_plan *p = base;
+    *out = json_array();
+    for (int s = 0; s < p->num_stages; s++) {
+        stage_io sio = {s, s, &p->stages[s]};
+        json_t *o;
+        int rc = kr__jtable_write(w, &stage_table, &sio, &o);
+        if (rc)
+            return rc;
+        json_array_append_new(*out, o);
+    }
+    return KR_OK;
+}
+
+/* bound_j and gap (energy_j / bound_j - 1, derived: read, not stored) are written only for a
+ * plan with a bound. */
+static int bound_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
+{
+    (void)w;
+    const kr_plan *p = base;
+    if (p->pred_bound_j > 0 && isfinite(p->pred_bound_j)) {
+        double v = f->off == KR__JNOSTORE ? p->pred_energy_j / p->pred_bound_j - 1 : p->pred_bound_j;
+        *out = isfinite(v) ? json_real(v) : json_null();
+    }
+    return KR_OK;
+}
+
+static int variant_parse(const char *name, int *out)
+{
+    kr_variant v = KR_VARIANT_KAREUS;
+    int rc = kr_variant_parse(name, &v);
+    *out = (int)v;
+    return rc;
+}
+
+static const char *variant_name(int v)
+{
+    return kr_variant_name((kr_variant)v);
+}
+
+static const kr__jchoice variant_choice = {variant_parse, variant_name,
+                                           "\"kareus\", \"sequential\" or \"default-overlap\""};
+static const kr__jhook bound_hook = {NULL, bound_write, NULL, NULL, NULL, "0 (none; written when > 0)"};
+static const kr__jhook gap_hook = {NULL, bound_write, NULL, NULL, NULL, "derived: not stored"};
+static const kr__jhook stages_hook = {stages_read, stages_write, NULL, "array", "job.stages entries", NULL};
+
+static const kr__jfield plan_job_fields[] = {
+    KR__JF_STR(kr_plan, job_name, "name", 0, "", NULL, "name of the job the plan was made for"),
+    KR__JF_STR(kr_plan, job_fingerprint, "fingerprint", 0, "", NULL,
+               "kr_job_fingerprint of that job (\"\": not checked)"),
+    KR__JF_STR(kr_plan, gpu, "gpu", 0, "", NULL, "its GPU"),
+    KR__JF_STR(kr_plan, model, "model", 0, "", NULL, "its model"),
+    KR__JF_INT(kr_plan, num_stages, "stages", KR__JREQ, 1, KR_MAX_STAGES, 0, "pipeline stages"),
+    KR__JF_INT(kr_plan, num_microbatches, "microbatches", KR__JREQ, 1, 1 << 20, 0, "microbatches per iteration"),
+    KR__JF_STR(kr_plan, schedule, "schedule", KR__JLATE, "1f1b", &kr__schedule_choice, "pipeline schedule"),
+    KR__JF_INT(kr_plan, virtual_stages, "virtual_stages", 0, 1, 1024, 1, "model chunks per stage"),
+};
+static const kr__jtable plan_job_table = KR__JTABLE(plan_job_fields);
+
+static const kr__jfield predicted_fields[] = {
+    KR__JF_NUM(kr_plan, pred_time_s, "iteration_time_s", 0, 0, 1e12, 0, "predicted iteration time, s"),
+    KR__JF_NUM(kr_plan, pred_energy_j, "energy_j", 0, 0, 1e18, 0, "predicted energy of the cluster per iteration, J"),
+    KR__JF_NUM(kr_plan, pred_eff_energy_j, "effective_energy_j", 0, -1e18, 1e18, 0,
+               "energy less static power x GPU-time, J"),
+    KR__JF_NUMH("bound_j", 0, offsetof(kr_plan, pred_bound_j), 0, 1e18, &bound_hook,
+                "the solver's lower bound on the energy of any plan no slower, J"),
+    KR__JF_NUMH("gap", 0, KR__JNOSTORE, -1e18, 1e18, &gap_hook, "energy_j / bound_j - 1"),
+};
+static const kr__jtable predicted_table = KR__JTABLE(predicted_fields);
+
+static const kr__jfield solver_fields[] = {
+    KR__JF_STR(kr_plan, cost_model, "cost_model", 0, "", NULL, "the solver's cost model (exact, lowtime, artifact)"),
+    KR__JF_NUM(kr_plan, unit_time_s, "unit_time_s", 0, 0, 1e6, 0, "the solver's unit time, s"),
+    KR__JF_INT(kr_plan, step, "step", 0, -1, (double)(1LL << 40), -1, "the solver's step (0: slowest; -1: none)"),
+};
+static const kr__jtable solver_table = KR__JTABLE(solver_fields);
+
+static const kr__jfield plan_fields[] = {
+    KR__JF_SCHEMA("kareus.plan", KR__JREQ, "the format"),
+    KR__JF_INT(kr_plan, version, "version", KR__JREQ | KR__JZDEF, KR_PLAN_VERSION, KR_PLAN_VERSION, KR_PLAN_VERSION,
+               "the format's version"),
+    KR__JF_STR(kr_plan, method, "method", KR__JREQ, NULL, NULL, "kareus, perseus, megatron, nanobatch, nanobatch+perseus"),
+    KR__JF_STR(kr_plan, variant, "variant", 0, "kareus", &variant_choice, "execution variant"),
+    KR__JF_OBJ("job", KR__JREQ, &plan_job_table, NULL, "the job the plan was made for"),
+    KR__JF_OBJ("predicted", 0, &predicted_table, NULL, "whole-cluster figures"),
+    KR__JF_OBJ("solver", 0, &solver_table, NULL, "what made the plan"),
+    KR__JF_HOOK("stages", KR__JREQ, 0, &stage_table, &stages_hook, "one entry per stage, in order"),
+};
+static const kr__jtable plan_table = KR__JTABLE(plan_fields);
+
+_Static_assert(sizeof(kr_instr_kind) == sizeof(int), "kr_instr_kind is read and written as an int");
+
+int kr_plan_write(const char *path, const kr_plan *plan, kr_error *err)
+{
+    kr__jwctx w = {path, err};
+    json_t *root = NULL;
+    int rc = kr__jtable_write(&w, &plan_table, plan, &root);
+    if (rc == KR_OK && root == NULL)
+        rc = kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
+    if (rc)
+        return rc;
+    rc = kr__json_write_atomic(path, root, err);
+    json_decref(root);
+    return rc;
+}
+
+int kr_plan_format_field(int i, kr_field_info *out)
+{
+    return kr__jtable_describe(&plan_table, NULL, i, out);
 }
 
 int kr_plan_read_text(const char *text, const char *name, kr_plan *out, kr_error *err)
@@ -340,7 +382,7 @@ int kr_plan_read_text(const char *text, const char *name, kr_plan *out, kr_error
         return rc;
     kr__jctx c;
     kr__jctx_init(&c, name, err);
-    rc = plan_from_json(&c, root, out);
+    rc = kr__jtable_read(&c, root, &plan_table, out);
     json_decref(root);
     if (rc)
         kr_plan_free(out);

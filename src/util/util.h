@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kareus/format.h"
 #include "kareus/status.h"
 
 #define KR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -221,6 +222,128 @@ static inline json_t *kr__jmut(const json_t *v)
 
 /* Adds a real that prints exactly (jansson uses %.17g). Returns 0 or -1 (oom). */
 int kr__jset_real(json_t *obj, const char *key, double v);
+
+/* ---- JSON field tables ------------------------------------------------------------- */
+
+/*
+ * A JSON object format as a table of fields (job specs, plans): one entry per field drives the
+ * reader (type, range, default, required, unknown keys refused), the writer (in table order)
+ * and the description (kr_field_info rows, docs/formats.md). Fields are read in table order,
+ * so the first error reported is the first field's; what does not fit a plain type (a name or
+ * an object, a list or a range, a derived value) is a hook of the field.
+ */
+typedef enum kr__jtype {
+    KR__JT_INT,    /* int member; JSON integer (or an integral real) in [lo, hi]. */
+    KR__JT_NUM,    /* double member; JSON number in [lo, hi], optionally in another unit. */
+    KR__JT_BOOL,   /* int member; true or false. */
+    KR__JT_STR,    /* char[cap] member; with a choice, the name must parse. */
+    KR__JT_ENUM,   /* int-sized enum member; JSON string read through a choice. */
+    KR__JT_SCHEMA, /* no member; JSON string that must equal sdef (written as sdef). */
+    KR__JT_OBJ,    /* nested object: the fields of sub, at the same base. */
+    KR__JT_HOOK    /* read and written by the field's hook only. */
+} kr__jtype;
+
+#define KR__JREQ 1u  /* Must be present. */
+#define KR__JKEEP 2u /* Absent: the member keeps the value it has (the built-in default's). */
+#define KR__JZDEF 4u /* INT: a member of 0 is written as def. */
+#define KR__JPOS 8u  /* INT: read in [lo, hi], refused later unless >= 1 (described as [1, hi]). */
+#define KR__JLATE 16u /* STR with a choice: the name is checked after the object's other fields. */
+#define KR__JNOSTORE ((size_t)-1) /* off: read and checked, not stored. */
+
+struct kr__jfield;
+struct kr__jtable;
+
+/* What a writer may need beyond the value: the output path (files written beside) and errors. */
+typedef struct kr__jwctx {
+    const char *path;
+    kr_error *err;
+} kr__jwctx;
+
+/* Names of an enumeration: parse (0 or nonzero), name, and the text an error expects. */
+typedef struct kr__jchoice {
+    int (*parse)(const char *name, int *out);
+    const char *(*name)(int v);
+    const char *expected;
+} kr__jchoice;
+
+/* A unit conversion between the member and the JSON value (e.g. B/s member, GB/s in JSON). */
+typedef struct kr__jconv {
+    double (*to_json)(double member);
+    double (*from_json)(double json);
+} kr__jconv;
+
+/*
+ * Custom behaviour of a field. read gets the enclosing object (the field may be absent) and
+ * replaces the typed reader; write sets *out to the value (NULL: the field is omitted) and
+ * replaces the typed writer; init runs before the field is read, present or not. type, range and
+ * def override the generated description.
+ */
+typedef struct kr__jhook {
+    int (*read)(kr__jctx *c, const json_t *obj, const struct kr__jfield *f, void *base);
+    int (*write)(const kr__jwctx *w, const struct kr__jfield *f, const void *base, json_t **out);
+    void (*init)(void *base);
+    const char *type, *range, *def;
+} kr__jhook;
+
+typedef struct kr__jfield {
+    const char *key;
+    kr__jtype type;
+    unsigned flags;                /* KR__JREQ, KR__JKEEP, KR__JZDEF. */
+    size_t off;                    /* Member offset in the base struct, or KR__JNOSTORE. */
+    size_t cap;                    /* STR/ENUM/SCHEMA: buffer size (longest string + 1). */
+    double lo, hi;                 /* INT/NUM: accepted range. */
+    double def;                    /* INT/NUM/BOOL/ENUM: value when absent. */
+    const char *sdef;              /* STR/SCHEMA: value when absent (the schema name). */
+    const kr__jchoice *choice;     /* STR/ENUM: accepted names. */
+    const kr__jconv *conv;         /* NUM: unit conversion. */
+    const struct kr__jtable *sub;  /* OBJ: its fields; HOOK: the entries' fields (description). */
+    const kr__jhook *hook;         /* Custom read, write, init, description. */
+    const char *doc;               /* Description, with the unit. */
+} kr__jfield;
+
+typedef struct kr__jtable {
+    const kr__jfield *f;
+    int n;
+} kr__jtable;
+
+#define KR__JTABLE(fields) {(fields), (int)KR_ARRAY_LEN(fields)}
+
+/* One-line field definitions: T is the base struct, m the member (may be nested: "cluster.nodes"). */
+#define KR__JF_INT(T, m, key, flags, lo, hi, def, doc)                                            \
+    {(key), KR__JT_INT, (flags), offsetof(T, m), 0, (lo), (hi), (def), NULL, NULL, NULL, NULL, NULL, (doc)}
+#define KR__JF_INTH(T, m, key, flags, lo, hi, def, hook, doc)                                     \
+    {(key), KR__JT_INT, (flags), offsetof(T, m), 0, (lo), (hi), (def), NULL, NULL, NULL, NULL, (hook), (doc)}
+#define KR__JF_VERSION(v, flags, doc)                                                             \
+    {"version", KR__JT_INT, (flags), KR__JNOSTORE, 0, (v), (v), (v), NULL, NULL, NULL, NULL, NULL, (doc)}
+#define KR__JF_NUM(T, m, key, flags, lo, hi, def, doc)                                            \
+    {(key), KR__JT_NUM, (flags), offsetof(T, m), 0, (lo), (hi), (def), NULL, NULL, NULL, NULL, NULL, (doc)}
+#define KR__JF_NUMCONV(T, m, key, flags, lo, hi, conv, doc)                                       \
+    {(key), KR__JT_NUM, (flags), offsetof(T, m), 0, (lo), (hi), 0, NULL, NULL, (conv), NULL, NULL, (doc)}
+#define KR__JF_NUMH(key, flags, off, lo, hi, hook, doc)                                           \
+    {(key), KR__JT_NUM, (flags), (off), 0, (lo), (hi), 0, NULL, NULL, NULL, NULL, (hook), (doc)}
+#define KR__JF_STR(T, m, key, flags, sdef, choice, doc)                                           \
+    {(key), KR__JT_STR, (flags), offsetof(T, m), sizeof(((T *)0)->m), 0, 0, 0, (sdef), (choice), NULL, NULL, \
+     NULL, (doc)}
+#define KR__JF_ENUM(T, m, key, flags, cap, def, choice, doc)                                      \
+    {(key), KR__JT_ENUM, (flags), offsetof(T, m), (cap), 0, 0, (def), NULL, (choice), NULL, NULL, NULL, (doc)}
+#define KR__JF_SCHEMA(name, flags, doc)                                                           \
+    {"schema", KR__JT_SCHEMA, (flags), KR__JNOSTORE, 32, 0, 0, 0, (name), NULL, NULL, NULL, NULL, (doc)}
+#define KR__JF_OBJ(key, flags, sub, hook, doc)                                                    \
+    {(key), KR__JT_OBJ, (flags), 0, 0, 0, 0, 0, NULL, NULL, NULL, (sub), (hook), (doc)}
+#define KR__JF_HOOK(key, flags, off, sub, hook, doc)                                              \
+    {(key), KR__JT_HOOK, (flags), (off), 0, 0, 0, 0, NULL, NULL, NULL, (sub), (hook), (doc)}
+
+/* Reads obj (an object with no keys outside t) into base, field by field. */
+int kr__jtable_read(kr__jctx *c, const json_t *obj, const kr__jtable *t, void *base);
+/* Reads one field of t (the typed reader or its hook). */
+int kr__jfield_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base);
+/* The field of t named key (NULL if none). */
+const kr__jfield *kr__jtable_find(const kr__jtable *t, const char *key);
+/* The fields of t as a new object (*out), in table order. KR_OK or a hook's error. */
+int kr__jtable_write(const kr__jwctx *w, const kr__jtable *t, const void *base, json_t **out);
+/* Row i of t's description, nested fields after their object; KR_ERANGE past the last row.
+ * keep_base (may be NULL) gives the values KEEP fields default to. */
+int kr__jtable_describe(const kr__jtable *t, const void *keep_base, int i, kr_field_info *out);
 
 /* ---- CSV ---------------------------------------------------------------------------- */
 

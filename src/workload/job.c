@@ -1,18 +1,17 @@
 /*
- * job.c — job specs: the built-in default and paper suite, JSON loading with validation,
- * writing, and derived quantities (GPU counts, planning clocks, p2p sizes, fingerprint).
+ * job.c — job specs: the built-in default and paper suite, the JSON format (a field table that
+ * drives reading, writing and the format's description), and derived quantities (GPU counts,
+ * planning clocks, p2p sizes, fingerprint). kr_job_validate is in job_validate.c.
  */
 #include "kareus/job.h"
-#include "kareus/sched.h"
 
 #include <libgen.h>
-#include <limits.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "util/util.h"
+#include "workload/workload_internal.h"
 
 const char *kr_schedule_name(kr_schedule s)
 {
@@ -144,161 +143,23 @@ int kr_job_builtin(const char *name, kr_job *job, kr_error *err)
                         name);
 }
 
-/* ---- validation --------------------------------------------------------------------- */
-
-static int check_smlist(const kr_job *job, const kr_smlist *l, const char *what, kr_error *err)
-{
-    if (l->n < 1)
-        return kr_error_set(err, KR_ERANGE, "job '%s': %s: expected at least one SM count, found an empty list",
-                            job->name, what);
-    for (int i = 0; i < l->n; i++) {
-        if (l->v[i] < 1 || l->v[i] >= (int)job->gpu.sm_count)
-            return kr_error_set(err, KR_ERANGE, "job '%s': %s[%d]: expected an SM count in [1, %d], found %d",
-                                job->name, what, i, (int)job->gpu.sm_count - 1, l->v[i]);
-        if (i && l->v[i] <= l->v[i - 1])
-            return kr_error_set(err, KR_ERANGE,
-                                "job '%s': %s[%d]: expected strictly ascending SM counts, found %d after %d",
-                                job->name, what, i, l->v[i], l->v[i - 1]);
-    }
-    return KR_OK;
-}
-
-int kr_job_validate(const kr_job *job, kr_error *err)
-{
-    const kr_model *m = &job->model;
-    const char *n = job->name;
-#define POS(field, value)                                                                         \
-    if ((value) < 1)                                                                              \
-        return kr_error_set(err, KR_ERANGE, "job '%s': %s: expected a positive integer, found %d", n, \
-                            field, (int)(value));
-    POS("model.hidden", m->hidden);
-    POS("model.ffn", m->ffn);
-    POS("model.heads", m->heads);
-    POS("model.kv_groups", m->kv_groups);
-    POS("model.head_dim", m->head_dim);
-    POS("model.layers", m->layers);
-    POS("model.vocab", m->vocab);
-    POS("parallelism.tp", job->tp);
-    POS("parallelism.cp", job->cp);
-    POS("parallelism.pp", job->pp);
-    POS("parallelism.dp", job->dp);
-    POS("microbatch_size", job->microbatch_size);
-    POS("seq_len", job->seq_len);
-    POS("num_microbatches", job->num_microbatches);
-    POS("virtual_stages", job->virtual_stages);
-    POS("cluster.gpus_per_node", job->cluster.gpus_per_node);
-    POS("cluster.nodes", job->cluster.nodes);
-#undef POS
-    if (kr_sched_length(job->num_microbatches, job->virtual_stages) < 0)
-        return kr_error_set(err, KR_ERANGE,
-                            "job '%s': num_microbatches: expected 2 x num_microbatches x virtual_stages <= %d "
-                            "instructions per stage, found 2 x %d x %d",
-                            n, KR_SCHED_MAX_LENGTH, job->num_microbatches, job->virtual_stages);
-    if (job->schedule != KR_SCHEDULE_INTERLEAVED_1F1B && job->virtual_stages != 1)
-        return kr_error_set(err, KR_EINVAL,
-                            "job '%s': virtual_stages: expected 1 for schedule %s (only interleaved-1f1b uses chunks), found %d",
-                            n, kr_schedule_name(job->schedule), job->virtual_stages);
-    if (job->schedule == KR_SCHEDULE_INTERLEAVED_1F1B) {
-        if (job->virtual_stages < 2)
-            return kr_error_set(err, KR_EINVAL, "job '%s': virtual_stages: expected >= 2 for interleaved-1f1b, found %d",
-                                n, job->virtual_stages);
-        if (job->num_microbatches % job->pp != 0)
-            return kr_error_set(err, KR_EINVAL,
-                                "job '%s': num_microbatches: expected a multiple of pp (%d) for interleaved-1f1b, found %d",
-                                n, job->pp, job->num_microbatches);
-    }
-    if (m->heads % m->kv_groups != 0)
-        return kr_error_set(err, KR_EINVAL, "job '%s': model.kv_groups: expected a divisor of heads (%d), found %d",
-                            n, m->heads, m->kv_groups);
-    if (m->heads % job->tp != 0)
-        return kr_error_set(err, KR_EINVAL,
-                            "job '%s': parallelism.tp: expected a divisor of the model's %d attention heads, found %d",
-                            n, m->heads, job->tp);
-    if (m->kv_groups % job->tp != 0 && job->tp % m->kv_groups != 0)
-        return kr_error_set(err, KR_EINVAL,
-                            "job '%s': parallelism.tp: expected a divisor or multiple of the model's %d KV groups, found %d",
-                            n, m->kv_groups, job->tp);
-    if (m->ffn % job->tp != 0 || m->hidden % job->tp != 0)
-        return kr_error_set(err, KR_EINVAL,
-                            "job '%s': parallelism.tp: expected a divisor of hidden (%d) and ffn (%d), found %d", n,
-                            m->hidden, m->ffn, job->tp);
-    if (job->seq_len % (2 * job->cp) != 0)
-        return kr_error_set(err, KR_EINVAL,
-                            "job '%s': seq_len: expected a multiple of 2*cp = %d (CP splits the sequence in 2*cp chunks), found %d",
-                            n, 2 * job->cp, job->seq_len);
-    if (job->pp > KR_MAX_STAGES)
-        return kr_error_set(err, KR_ERANGE, "job '%s': parallelism.pp: expected at most %d stages, found %d", n,
-                            KR_MAX_STAGES, job->pp);
-    if (job->pp > m->layers)
-        return kr_error_set(err, KR_EINVAL, "job '%s': parallelism.pp: expected at most %d stages (one layer each), found %d",
-                            n, m->layers, job->pp);
-    int sum = 0;
-    for (int s = 0; s < job->pp; s++) {
-        if (job->layers_per_stage[s] < 1)
-            return kr_error_set(err, KR_ERANGE, "job '%s': layers_per_stage[%d]: expected a positive integer, found %d",
-                                n, s, job->layers_per_stage[s]);
-        if (job->layers_per_stage[s] % job->virtual_stages != 0)
-            return kr_error_set(err, KR_EINVAL,
-                                "job '%s': layers_per_stage[%d]: expected a multiple of virtual_stages (%d), found %d",
-                                n, s, job->virtual_stages, job->layers_per_stage[s]);
-        sum += job->layers_per_stage[s];
-    }
-    if (sum != m->layers)
-        return kr_error_set(err, KR_EINVAL, "job '%s': layers_per_stage: expected layers summing to the model's %d, found a sum of %d",
-                            n, m->layers, sum);
-    long long total, avail;
-    if (kr__mul_ll(job->tp, job->cp, &total) || kr__mul_ll(total, job->pp, &total) ||
-        kr__mul_ll(total, job->dp, &total) || total > (1LL << 30))
-        return kr_error_set(err, KR_ERANGE,
-                            "job '%s': parallelism: expected tp*cp*pp*dp <= %lld GPUs, found %d*%d*%d*%d", n,
-                            1LL << 30, job->tp, job->cp, job->pp, job->dp);
-    if (kr__mul_ll(job->cluster.gpus_per_node, job->cluster.nodes, &avail))
-        avail = LLONG_MAX;
-    if (total > avail)
-        return kr_error_set(err, KR_EINVAL,
-                            "job '%s': cluster: expected at least tp*cp*pp*dp = %lld GPUs, found %d nodes x %d GPUs = %lld",
-                            n, total, job->cluster.nodes, job->cluster.gpus_per_node, avail);
-    if (!(job->cluster.inter_node_bw_Bps > 0) || !(job->cluster.inter_node_latency_s >= 0))
-        return kr_error_set(err, KR_ERANGE,
-                            "job '%s': cluster: expected inter_node_bw_GBps > 0 and inter_node_latency_us >= 0", n);
-    const kr_gpu *g = &job->gpu;
-    if (!kr_gpu_clock_supported(g, job->clock_max_mhz))
-        return kr_error_set(err, KR_ERANGE,
-                            "job '%s': planning.clock_max_mhz: expected a clock the %s supports (%d..%d step %d), found %d",
-                            n, g->name, (int)g->clock_min_mhz, (int)g->clock_max_mhz, (int)g->clock_step_mhz,
-                            job->clock_max_mhz);
-    if (!kr_gpu_clock_supported(g, job->clock_min_mhz))
-        return kr_error_set(err, KR_ERANGE,
-                            "job '%s': planning.clock_min_mhz: expected a clock the %s supports (%d..%d step %d), found %d",
-                            n, g->name, (int)g->clock_min_mhz, (int)g->clock_max_mhz, (int)g->clock_step_mhz,
-                            job->clock_min_mhz);
-    if (job->clock_min_mhz > job->clock_max_mhz)
-        return kr_error_set(err, KR_ERANGE, "job '%s': planning: expected clock_min_mhz <= clock_max_mhz, found %d > %d",
-                            n, job->clock_min_mhz, job->clock_max_mhz);
-    if (job->clock_step_mhz < 1 || job->clock_step_mhz % (int)g->clock_step_mhz != 0 ||
-        (job->clock_max_mhz - job->clock_min_mhz) % job->clock_step_mhz != 0)
-        return kr_error_set(err, KR_ERANGE,
-                            "job '%s': planning.clock_step_mhz: expected a multiple of the GPU's %d MHz step that divides "
-                            "clock_max_mhz - clock_min_mhz = %d, found %d",
-                            n, (int)g->clock_step_mhz, job->clock_max_mhz - job->clock_min_mhz, job->clock_step_mhz);
-    int rc;
-    if ((rc = check_smlist(job, &job->sms_allreduce, "planning.sms_allreduce", err)) ||
-        (rc = check_smlist(job, &job->sms_gather, "planning.sms_gather", err)))
-        return rc;
-    if (!(job->static_power_w >= 0) || job->static_power_w >= g->tdp_w)
-        return kr_error_set(err, KR_ERANGE, "job '%s': planning.static_power_w: expected a value in [0, %g), found %g", n,
-                            g->tdp_w, job->static_power_w);
-    return KR_OK;
-}
-
 /* ---- JSON --------------------------------------------------------------------------- */
 
-static int read_smlist(kr__jctx *c, const json_t *obj, const char *key, kr_smlist *out)
+/*
+ * The job spec as field tables (util.h, "JSON field tables"): job_fields and its objects list
+ * every field in the order it is written and listed as allowed, with its range and default
+ * (KEEP: the built-in default job's value). What is not a plain field is a hook below: the GPU
+ * and the model (a catalog name or an object), the layers per stage (default from the model and
+ * pp), recompute ("full", "none" or a boolean) and the SM lists (a list or a range).
+ */
+
+static int smlist_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
 {
-    const json_t *v = json_object_get(obj, key);
+    const json_t *v = json_object_get(obj, f->key);
+    kr_smlist *out = (kr_smlist *)((char *)base + f->off);
     if (v == NULL)
         return KR_OK;
-    size_t m = kr__jpush_key(c, key);
+    size_t m = kr__jpush_key(c, f->key);
     int rc = KR_OK;
     if (json_is_array(v)) {
         if (json_array_size(v) > KR_MAX_SMLIST) {
@@ -319,9 +180,9 @@ static int read_smlist(kr__jctx *c, const json_t *obj, const char *key, kr_smlis
             out->v[out->n++] = sms;
         }
     } else if (json_is_object(v)) {
-        static const char *const f[] = {"min", "max", "step", NULL};
+        static const char *const f3[] = {"min", "max", "step", NULL};
         int lo, hi, step;
-        if ((rc = kr__jobject(c, v, f)) || (rc = kr__jint32(c, v, "min", 1, 1, 100000, 1, &lo)) ||
+        if ((rc = kr__jobject(c, v, f3)) || (rc = kr__jint32(c, v, "min", 1, 1, 100000, 1, &lo)) ||
             (rc = kr__jint32(c, v, "max", 1, 1, 100000, 1, &hi)) ||
             (rc = kr__jint32(c, v, "step", 0, 1, 100000, 1, &step)))
             goto out;
@@ -339,8 +200,23 @@ out:
     return rc;
 }
 
-static int read_model(kr__jctx *c, const json_t *v, kr_model *m)
+static int smlist_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
 {
+    (void)w;
+    const kr_smlist *l = (const kr_smlist *)((const char *)base + f->off);
+    json_t *a = json_array();
+    for (int i = 0; i < l->n; i++)
+        json_array_append_new(a, json_integer(l->v[i]));
+    *out = a;
+    return KR_OK;
+}
+
+static int model_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
+{
+    const json_t *v = json_object_get(obj, f->key);
+    kr_model *m = &((kr_job *)base)->model;
+    if (v == NULL)
+        return KR_OK;
     if (json_is_string(v)) {
         kr_error e = {0};
         if (kr_catalog_model_find(json_string_value(v), m, &e))
@@ -348,22 +224,22 @@ static int read_model(kr__jctx *c, const json_t *v, kr_model *m)
         return KR_OK;
     }
     size_t mk = kr__jpush_key(c, "model");
-    static const char *const f[] = {"name", "display", "base", "hidden", "ffn", "heads", "kv_groups", "head_dim",
-                                    "layers", "vocab", "tied_embeddings", "qk_norm", "source", NULL};
-    int rc = kr__jobject(c, v, f);
+    static const char *const fm[] = {"name", "display", "base", "hidden", "ffn", "heads", "kv_groups", "head_dim",
+                                     "layers", "vocab", "tied_embeddings", "qk_norm", "source", NULL};
+    int rc = kr__jobject(c, v, fm);
     if (rc) {
         if (!json_is_object(v))
             kr__jfail(c, KR_EPARSE, NULL, "a model name or a model object", v);
         return rc;
     }
-    char base[KR_NAME_MAX];
+    char mbase[KR_NAME_MAX];
     memset(m, 0, sizeof *m);
-    if ((rc = kr__jstr(c, v, "base", 0, "", base, sizeof base)))
+    if ((rc = kr__jstr(c, v, "base", 0, "", mbase, sizeof mbase)))
         return rc;
     int req = 1;
-    if (base[0]) {
+    if (mbase[0]) {
         kr_error e = {0};
-        if (kr_catalog_model_find(base, m, &e))
+        if (kr_catalog_model_find(mbase, m, &e))
             return kr__jfailf(c, KR_ENOTFOUND, "base", "%s", e.msg);
         req = 0;
     }
@@ -379,14 +255,31 @@ static int read_model(kr__jctx *c, const json_t *v, kr_model *m)
         (rc = kr__jint32(c, v, "vocab", req, 1, big, m->vocab, &m->vocab)) ||
         (rc = kr__jbool(c, v, "tied_embeddings", 0, m->tied_embeddings, &m->tied_embeddings)) ||
         (rc = kr__jbool(c, v, "qk_norm", 0, m->qk_norm, &m->qk_norm)) ||
-        (rc = kr__jstr(c, v, "source", 0, base[0] ? m->source : "user-supplied model", m->source, sizeof m->source)))
+        (rc = kr__jstr(c, v, "source", 0, mbase[0] ? m->source : "user-supplied model", m->source, sizeof m->source)))
         return rc;
     kr__jpop(c, mk);
     return KR_OK;
 }
 
-static int read_gpu(kr__jctx *c, const json_t *v, kr_gpu *g)
+/* A catalog model is written by name, any other as an object. */
+static int model_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
 {
+    (void)w, (void)f;
+    const kr_model *m = &((const kr_job *)base)->model;
+    kr_model bm;
+    if (kr_catalog_model_find(m->name, &bm, NULL) == KR_OK && memcmp(&bm, m, sizeof bm) == 0)
+        *out = json_string(m->name);
+    else
+        *out = kr_model_json(m);
+    return KR_OK;
+}
+
+static int gpu_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
+{
+    const json_t *v = json_object_get(obj, f->key);
+    kr_gpu *g = &((kr_job *)base)->gpu;
+    if (v == NULL)
+        return KR_OK;
     if (json_is_string(v)) {
         kr_error e = {0};
         if (kr_catalog_gpu_find(json_string_value(v), g, &e))
@@ -394,8 +287,8 @@ static int read_gpu(kr__jctx *c, const json_t *v, kr_gpu *g)
         return KR_OK;
     }
     size_t m = kr__jpush_key(c, "gpu");
-    static const char *const f[] = {"file", NULL};
-    int rc = kr__jobject(c, v, f);
+    static const char *const fg[] = {"file", NULL};
+    int rc = kr__jobject(c, v, fg);
     if (rc) {
         if (!json_is_object(v))
             kr__jfail(c, KR_EPARSE, NULL, "a GPU name or {\"file\": PATH}", v);
@@ -418,69 +311,53 @@ static int read_gpu(kr__jctx *c, const json_t *v, kr_gpu *g)
     return KR_OK;
 }
 
-static int job_from_json(kr__jctx *c, const json_t *root, kr_job *job)
+/* A built-in GPU is written by name; any other goes to NAME.gpu.json beside the job. */
+static int gpu_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
 {
-    static const char *const top[] = {"schema", "version", "name", "gpu", "model", "cluster", "parallelism",
-                                      "microbatch_size", "seq_len", "num_microbatches", "layers_per_stage",
-                                      "virtual_stages", "recompute", "schedule", "planning", NULL};
-    int rc = kr__jobject(c, root, top);
+    (void)f;
+    const kr_gpu *g = &((const kr_job *)base)->gpu;
+    kr_gpu builtin;
+    if (kr_catalog_gpu_find(g->name, &builtin, NULL) == KR_OK && memcmp(&builtin, g, sizeof builtin) == 0) {
+        *out = json_string(g->name);
+        return KR_OK;
+    }
+    /* Its name comes from input, so it must be one plain file name (never "../x" or "/etc/x"). */
+    if (!kr__safe_filename(g->name) || strlen(g->name) > 200)
+        return kr_error_set(w->err, KR_EINVAL,
+                            "%s: gpu.name: expected a name usable as a file name (1..200 of A-Z a-z 0-9 . _ + -, "
+                            "not starting with '.' or '-') to write NAME.gpu.json beside the job, found '%s'",
+                            w->path, g->name);
+    char gpath[4200], gname[300], dir[4096];
+    snprintf(gname, sizeof gname, "%s.gpu.json", g->name);
+    kr__strlcpy(dir, w->path, sizeof dir);
+    snprintf(gpath, sizeof gpath, "%s/%s", dirname(dir), gname);
+    int rc = kr_gpu_write_json(gpath, g, w->err);
     if (rc)
         return rc;
-    char schema[32], buf[64];
-    long long version;
-    if ((rc = kr__jstr(c, root, "schema", 0, "kareus.job", schema, sizeof schema)))
-        return rc;
-    if (strcmp(schema, "kareus.job") != 0)
-        return kr__jfail(c, KR_EPARSE, "schema", "\"kareus.job\"", json_object_get(root, "schema"));
-    if ((rc = kr__jint(c, root, "version", 0, KR_JOB_VERSION, KR_JOB_VERSION, KR_JOB_VERSION, &version)))
-        return rc;
+    *out = json_object();
+    json_object_set_new(*out, "file", json_string(gname));
+    return KR_OK;
+}
 
-    kr_job_default(job);
-    if ((rc = kr__jstr(c, root, "name", 0, "job", job->name, sizeof job->name)))
-        return rc;
-    const json_t *v;
-    if ((v = json_object_get(root, "gpu")) && (rc = read_gpu(c, v, &job->gpu)))
-        return rc;
-    if ((v = json_object_get(root, "model")) && (rc = read_model(c, v, &job->model)))
-        return rc;
-    planning_defaults(job);
+static const kr__jtable job_table;
 
-    if ((v = json_object_get(root, "cluster"))) {
-        size_t m = kr__jpush_key(c, "cluster");
-        static const char *const f[] = {"gpus_per_node", "nodes", "inter_node_bw_GBps", "inter_node_latency_us", NULL};
-        double bw, lat;
-        if ((rc = kr__jobject(c, v, f)) ||
-            (rc = kr__jint32(c, v, "gpus_per_node", 0, 1, 1024, job->cluster.gpus_per_node, &job->cluster.gpus_per_node)) ||
-            (rc = kr__jint32(c, v, "nodes", 0, 1, 1 << 20, 0, &job->cluster.nodes)) ||
-            (rc = kr__jnum(c, v, "inter_node_bw_GBps", 0, 1e-6, 1e6, job->cluster.inter_node_bw_Bps / 1e9, &bw)) ||
-            (rc = kr__jnum(c, v, "inter_node_latency_us", 0, 0, 1e7, job->cluster.inter_node_latency_s * 1e6, &lat)))
-            return rc;
-        job->cluster.inter_node_bw_Bps = bw * 1e9;
-        job->cluster.inter_node_latency_s = lat * 1e-6;
-        kr__jpop(c, m);
-    } else {
-        job->cluster.nodes = 0;
-    }
-    if ((v = json_object_get(root, "parallelism"))) {
-        size_t m = kr__jpush_key(c, "parallelism");
-        static const char *const f[] = {"tp", "cp", "pp", "dp", NULL};
-        if ((rc = kr__jobject(c, v, f)) || (rc = kr__jint32(c, v, "tp", 0, -1000000, 1000000, job->tp, &job->tp)) ||
-            (rc = kr__jint32(c, v, "cp", 0, -1000000, 1000000, job->cp, &job->cp)) ||
-            (rc = kr__jint32(c, v, "pp", 0, -1000000, 1000000, job->pp, &job->pp)) ||
-            (rc = kr__jint32(c, v, "dp", 0, -1000000, 1000000, job->dp, &job->dp)))
-            return rc;
-        kr__jpop(c, m);
-    }
-    if ((rc = kr__jint32(c, root, "microbatch_size", 0, -1000000, 1000000, job->microbatch_size, &job->microbatch_size)) ||
-        (rc = kr__jint32(c, root, "seq_len", 0, -100000000, 100000000, job->seq_len, &job->seq_len)) ||
-        (rc = kr__jint32(c, root, "num_microbatches", 0, -1000000, 1000000, job->num_microbatches,
-                         &job->num_microbatches)) ||
-        (rc = kr__jint32(c, root, "virtual_stages", 0, -1000, 1000, 1, &job->virtual_stages)))
+/*
+ * virtual_stages is read before layers_per_stage, the order in which errors have always been
+ * reported: the hook reads it through its own table entry (which then reads it again, to the
+ * same value). Absent, the layers default to the artifact's 15 + 13 for Llama 3.2 3B on two
+ * stages, else to an even split.
+ */
+static int layers_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
+{
+    kr_job *job = base;
+    int rc = kr__jfield_read(c, obj, kr__jtable_find(&job_table, "virtual_stages"), base);
+    if (rc)
         return rc;
     for (int s = 0; s < KR_MAX_STAGES; s++)
         job->layers_per_stage[s] = 0;
-    if ((v = json_object_get(root, "layers_per_stage"))) {
-        size_t m = kr__jpush_key(c, "layers_per_stage");
+    const json_t *v = json_object_get(obj, f->key);
+    if (v) {
+        size_t m = kr__jpush_key(c, f->key);
         if (!json_is_array(v))
             return kr__jfail(c, KR_EPARSE, NULL, "an array of layer counts, one per stage", v);
         if ((int)json_array_size(v) != job->pp)
@@ -504,36 +381,154 @@ static int job_from_json(kr__jctx *c, const json_t *root, kr_job *job)
             even_layers(job);
         }
     }
-    v = json_object_get(root, "recompute");
-    if (v) {
-        if (json_is_string(v) && strcmp(json_string_value(v), "full") == 0)
-            job->recompute = 1;
-        else if (json_is_string(v) && strcmp(json_string_value(v), "none") == 0)
-            job->recompute = 0;
-        else if (json_is_boolean(v))
-            job->recompute = json_is_true(v);
-        else
-            return kr__jfail(c, KR_EPARSE, "recompute", "\"full\" or \"none\"", v);
-    }
-    if ((rc = kr__jstr(c, root, "schedule", 0, "1f1b", buf, sizeof buf)))
+    return KR_OK;
+}
+
+static int layers_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
+{
+    (void)w, (void)f;
+    const kr_job *job = base;
+    *out = json_array();
+    for (int s = 0; s < job->pp; s++)
+        json_array_append_new(*out, json_integer(job->layers_per_stage[s]));
+    return KR_OK;
+}
+
+static int recompute_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
+{
+    const json_t *v = json_object_get(obj, f->key);
+    int *out = &((kr_job *)base)->recompute;
+    if (v == NULL)
+        return KR_OK;
+    if (json_is_string(v) && strcmp(json_string_value(v), "full") == 0)
+        *out = 1;
+    else if (json_is_string(v) && strcmp(json_string_value(v), "none") == 0)
+        *out = 0;
+    else if (json_is_boolean(v))
+        *out = json_is_true(v);
+    else
+        return kr__jfail(c, KR_EPARSE, "recompute", "\"full\" or \"none\"", v);
+    return KR_OK;
+}
+
+static int recompute_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
+{
+    (void)w, (void)f;
+    *out = json_string(((const kr_job *)base)->recompute ? "full" : "none");
+    return KR_OK;
+}
+
+static void planning_init(void *base)
+{
+    planning_defaults(base);
+}
+
+static int schedule_parse(const char *name, int *out)
+{
+    kr_schedule s = KR_SCHEDULE_1F1B;
+    int rc = kr_schedule_parse(name, &s);
+    *out = (int)s;
+    return rc;
+}
+
+static const char *schedule_name(int v)
+{
+    return kr_schedule_name((kr_schedule)v);
+}
+
+static double bps_to_gbps(double x) { return x / 1e9; }
+static double gbps_to_bps(double x) { return x * 1e9; }
+static double s_to_us(double x) { return x * 1e6; }
+static double us_to_s(double x) { return x * 1e-6; }
+
+static const kr__jconv conv_gbps = {bps_to_gbps, gbps_to_bps};
+static const kr__jconv conv_us = {s_to_us, us_to_s};
+const kr__jchoice kr__schedule_choice = {schedule_parse, schedule_name,
+                                         "\"1f1b\", \"gpipe\" or \"interleaved-1f1b\""};
+static const kr__jhook gpu_hook = {gpu_read, gpu_write, NULL, "string or object", "a catalog GPU or {\"file\": PATH}",
+                                   "a100-sxm4-40gb"};
+static const kr__jhook model_hook = {model_read, model_write, NULL, "string or object",
+                                     "a catalog model or a model object", "llama3.2-3b"};
+static const kr__jhook layers_hook = {layers_read, layers_write, NULL, "array", "pp integers summing to the layers",
+                                      "15 + 13 (Llama 3.2 3B, pp 2), else even"};
+static const kr__jhook recompute_hook = {recompute_read, recompute_write, NULL, "string or boolean",
+                                         "\"full\", \"none\", true, false", "\"full\""};
+static const kr__jhook sms_ar_hook = {smlist_read, smlist_write, NULL, "array or object",
+                                      "SM counts in [1, 100000], or {\"min\", \"max\", \"step\"}", "3..30 step 3"};
+static const kr__jhook sms_ag_hook = {smlist_read, smlist_write, NULL, "array or object",
+                                      "SM counts in [1, 100000], or {\"min\", \"max\", \"step\"}", "1..20"};
+static const kr__jhook clock_hook = {NULL, NULL, NULL, NULL, "a clock the GPU supports", NULL};
+static const kr__jhook step_hook = {NULL, NULL, NULL, NULL, "a multiple of the GPU's clock step", NULL};
+static const kr__jhook static_hook = {NULL, NULL, NULL, NULL, "[0, the GPU's tdp_w)", NULL};
+static const kr__jhook nodes_hook = {NULL, NULL, NULL, NULL, NULL, "enough for tp*cp*pp*dp"};
+static const kr__jhook planning_hook = {NULL, NULL, planning_init, NULL, NULL, NULL};
+
+#define JK KR__JKEEP
+#define JP (KR__JKEEP | KR__JPOS)
+static const kr__jfield cluster_fields[] = {
+    KR__JF_INT(kr_job, cluster.gpus_per_node, "gpus_per_node", JP, 1, 1024, 0, "GPUs in one node (NVLink domain)"),
+    KR__JF_INTH(kr_job, cluster.nodes, "nodes", 0, 1, 1 << 20, 0, &nodes_hook, "nodes the job uses"),
+    KR__JF_NUMCONV(kr_job, cluster.inter_node_bw_Bps, "inter_node_bw_GBps", JK, 1e-6, 1e6, &conv_gbps,
+                   "inter-node bandwidth per GPU and direction, GB/s"),
+    KR__JF_NUMCONV(kr_job, cluster.inter_node_latency_s, "inter_node_latency_us", JK, 0, 1e7, &conv_us,
+                   "inter-node message latency, us"),
+};
+static const kr__jtable cluster_table = KR__JTABLE(cluster_fields);
+
+static const kr__jfield parallelism_fields[] = {
+    KR__JF_INT(kr_job, tp, "tp", JP, -1000000, 1000000, 0, "tensor-parallel degree (divides heads, hidden, ffn)"),
+    KR__JF_INT(kr_job, cp, "cp", JP, -1000000, 1000000, 0, "context-parallel degree (seq_len a multiple of 2*cp)"),
+    KR__JF_INT(kr_job, pp, "pp", JP, -1000000, 1000000, 0, "pipeline stages (at most 64 and the layers)"),
+    KR__JF_INT(kr_job, dp, "dp", JP, -1000000, 1000000, 0, "data-parallel replicas"),
+};
+static const kr__jtable parallelism_table = KR__JTABLE(parallelism_fields);
+
+static const kr__jfield planning_fields[] = {
+    KR__JF_INTH(kr_job, clock_min_mhz, "clock_min_mhz", JK, -100000, 100000, 0, &clock_hook,
+                "lowest planning clock, MHz (default: the GPU's plan_min_mhz)"),
+    KR__JF_INTH(kr_job, clock_max_mhz, "clock_max_mhz", JK, -100000, 100000, 0, &clock_hook,
+                "highest planning clock, MHz (default: the GPU's plan_max_mhz)"),
+    KR__JF_INTH(kr_job, clock_step_mhz, "clock_step_mhz", JK, -100000, 100000, 0, &step_hook,
+                "planning clock step, MHz, dividing max - min (default: the GPU's plan_step_mhz)"),
+    KR__JF_HOOK("sms_allreduce", 0, offsetof(kr_job, sms_allreduce), NULL, &sms_ar_hook,
+                "comm SMs searched for all-reduce partitions: ascending, below the GPU's SM count"),
+    KR__JF_HOOK("sms_gather", 0, offsetof(kr_job, sms_gather), NULL, &sms_ag_hook,
+                "comm SMs searched for all-gather / reduce-scatter partitions: ascending, below the SM count"),
+    KR__JF_NUMH("static_power_w", JK, offsetof(kr_job, static_power_w), -1e6, 1e6, &static_hook,
+                "static power for effective energy, W (default: the GPU's static_w)"),
+};
+static const kr__jtable planning_table = KR__JTABLE(planning_fields);
+
+static const kr__jfield job_fields[] = {
+    KR__JF_SCHEMA("kareus.job", 0, "the format"),
+    KR__JF_VERSION(KR_JOB_VERSION, 0, "the format's version"),
+    KR__JF_STR(kr_job, name, "name", 0, "job", NULL, "job name"),
+    KR__JF_HOOK("gpu", 0, 0, NULL, &gpu_hook, "the GPU type: a catalog name, or a GPU entry file (relative to the job)"),
+    KR__JF_HOOK("model", 0, 0, NULL, &model_hook, "the model: a catalog name, or an object of model fields (docs/formats.md)"),
+    KR__JF_OBJ("cluster", 0, &cluster_table, NULL, "the machines"),
+    KR__JF_OBJ("parallelism", 0, &parallelism_table, NULL, "the parallel degrees"),
+    KR__JF_INT(kr_job, microbatch_size, "microbatch_size", JP, -1000000, 1000000, 0, "sequences per microbatch"),
+    KR__JF_INT(kr_job, seq_len, "seq_len", JP, -100000000, 100000000, 0, "tokens per sequence"),
+    KR__JF_INT(kr_job, num_microbatches, "num_microbatches", JP, -1000000, 1000000, 0, "microbatches per iteration"),
+    KR__JF_HOOK("layers_per_stage", 0, 0, NULL, &layers_hook, "transformer layers of each stage, one entry per stage"),
+    KR__JF_INT(kr_job, virtual_stages, "virtual_stages", KR__JPOS, -1000, 1000, 1,
+               "model chunks per stage: > 1 only with interleaved-1f1b"),
+    KR__JF_HOOK("recompute", 0, 0, NULL, &recompute_hook, "full activation recomputation, or none"),
+    KR__JF_ENUM(kr_job, schedule, "schedule", 0, 64, KR_SCHEDULE_1F1B, &kr__schedule_choice, "pipeline schedule"),
+    KR__JF_OBJ("planning", 0, &planning_table, &planning_hook, "the planning knobs"),
+};
+static const kr__jtable job_table = KR__JTABLE(job_fields);
+#undef JK
+#undef JP
+
+_Static_assert(sizeof(kr_schedule) == sizeof(int), "kr_schedule is read and written as an int");
+
+static int job_from_json(kr__jctx *c, const json_t *root, kr_job *job)
+{
+    kr_job_default(job);
+    int rc = kr__jtable_read(c, root, &job_table, job);
+    if (rc)
         return rc;
-    if (kr_schedule_parse(buf, &job->schedule))
-        return kr__jfail(c, KR_EPARSE, "schedule", "\"1f1b\", \"gpipe\" or \"interleaved-1f1b\"",
-                         json_object_get(root, "schedule"));
-    if ((v = json_object_get(root, "planning"))) {
-        size_t m = kr__jpush_key(c, "planning");
-        static const char *const f[] = {"clock_min_mhz", "clock_max_mhz", "clock_step_mhz", "sms_allreduce",
-                                        "sms_gather", "static_power_w", NULL};
-        if ((rc = kr__jobject(c, v, f)) ||
-            (rc = kr__jint32(c, v, "clock_min_mhz", 0, -100000, 100000, job->clock_min_mhz, &job->clock_min_mhz)) ||
-            (rc = kr__jint32(c, v, "clock_max_mhz", 0, -100000, 100000, job->clock_max_mhz, &job->clock_max_mhz)) ||
-            (rc = kr__jint32(c, v, "clock_step_mhz", 0, -100000, 100000, job->clock_step_mhz, &job->clock_step_mhz)) ||
-            (rc = read_smlist(c, v, "sms_allreduce", &job->sms_allreduce)) ||
-            (rc = read_smlist(c, v, "sms_gather", &job->sms_gather)) ||
-            (rc = kr__jnum(c, v, "static_power_w", 0, -1e6, 1e6, job->static_power_w, &job->static_power_w)))
-            return rc;
-        kr__jpop(c, m);
-    }
     if (job->cluster.nodes == 0) {
         /* Nodes for tp*cp*pp*dp GPUs; a product that overflows or is out of range is left to
          * kr_job_validate, which names the parallelism fields (not cluster.nodes). */
@@ -581,88 +576,23 @@ int kr_job_load(const char *path, kr_job *job, kr_error *err)
     return rc;
 }
 
-static json_t *smlist_json(const kr_smlist *l)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < l->n; i++)
-        json_array_append_new(a, json_integer(l->v[i]));
-    return a;
-}
-
 int kr_job_write(const char *path, const kr_job *job, kr_error *err)
 {
-    kr_gpu builtin;
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("kareus.job"));
-    json_object_set_new(root, "version", json_integer(KR_JOB_VERSION));
-    json_object_set_new(root, "name", json_string(job->name));
-    int gpu_is_builtin = kr_catalog_gpu_find(job->gpu.name, &builtin, NULL) == KR_OK &&
-                         memcmp(&builtin, &job->gpu, sizeof builtin) == 0;
-    if (gpu_is_builtin) {
-        json_object_set_new(root, "gpu", json_string(job->gpu.name));
-    } else {
-        /* A GPU that is not a built-in entry goes to a file beside the job; its name comes from
-         * input, so it must be one plain file name (never "../x" or "/etc/x"). */
-        if (!kr__safe_filename(job->gpu.name) || strlen(job->gpu.name) > 200) {
-            json_decref(root);
-            return kr_error_set(err, KR_EINVAL,
-                                "%s: gpu.name: expected a name usable as a file name (1..200 of A-Z a-z 0-9 . _ + -, "
-                                "not starting with '.' or '-') to write NAME.gpu.json beside the job, found '%s'",
-                                path, job->gpu.name);
-        }
-        char gpath[4200], gname[300];
-        snprintf(gname, sizeof gname, "%s.gpu.json", job->gpu.name);
-        char dir[4096];
-        kr__strlcpy(dir, path, sizeof dir);
-        snprintf(gpath, sizeof gpath, "%s/%s", dirname(dir), gname);
-        int rc = kr_gpu_write_json(gpath, &job->gpu, err);
-        if (rc) {
-            json_decref(root);
-            return rc;
-        }
-        json_t *g = json_object();
-        json_object_set_new(g, "file", json_string(gname));
-        json_object_set_new(root, "gpu", g);
-    }
-    kr_model bm;
-    if (kr_catalog_model_find(job->model.name, &bm, NULL) == KR_OK && memcmp(&bm, &job->model, sizeof bm) == 0) {
-        json_object_set_new(root, "model", json_string(job->model.name));
-    } else {
-        json_object_set_new(root, "model", kr_model_json(&job->model));
-    }
-    json_t *cl = json_object();
-    json_object_set_new(cl, "gpus_per_node", json_integer(job->cluster.gpus_per_node));
-    json_object_set_new(cl, "nodes", json_integer(job->cluster.nodes));
-    kr__jset_real(cl, "inter_node_bw_GBps", job->cluster.inter_node_bw_Bps / 1e9);
-    kr__jset_real(cl, "inter_node_latency_us", job->cluster.inter_node_latency_s * 1e6);
-    json_object_set_new(root, "cluster", cl);
-    json_t *par = json_object();
-    json_object_set_new(par, "tp", json_integer(job->tp));
-    json_object_set_new(par, "cp", json_integer(job->cp));
-    json_object_set_new(par, "pp", json_integer(job->pp));
-    json_object_set_new(par, "dp", json_integer(job->dp));
-    json_object_set_new(root, "parallelism", par);
-    json_object_set_new(root, "microbatch_size", json_integer(job->microbatch_size));
-    json_object_set_new(root, "seq_len", json_integer(job->seq_len));
-    json_object_set_new(root, "num_microbatches", json_integer(job->num_microbatches));
-    json_t *lps = json_array();
-    for (int s = 0; s < job->pp; s++)
-        json_array_append_new(lps, json_integer(job->layers_per_stage[s]));
-    json_object_set_new(root, "layers_per_stage", lps);
-    json_object_set_new(root, "virtual_stages", json_integer(job->virtual_stages));
-    json_object_set_new(root, "recompute", json_string(job->recompute ? "full" : "none"));
-    json_object_set_new(root, "schedule", json_string(kr_schedule_name(job->schedule)));
-    json_t *pl = json_object();
-    json_object_set_new(pl, "clock_min_mhz", json_integer(job->clock_min_mhz));
-    json_object_set_new(pl, "clock_max_mhz", json_integer(job->clock_max_mhz));
-    json_object_set_new(pl, "clock_step_mhz", json_integer(job->clock_step_mhz));
-    json_object_set_new(pl, "sms_allreduce", smlist_json(&job->sms_allreduce));
-    json_object_set_new(pl, "sms_gather", smlist_json(&job->sms_gather));
-    kr__jset_real(pl, "static_power_w", job->static_power_w);
-    json_object_set_new(root, "planning", pl);
-    int rc = kr__json_write_atomic(path, root, err);
+    kr__jwctx w = {path, err};
+    json_t *root;
+    int rc = kr__jtable_write(&w, &job_table, job, &root);
+    if (rc)
+        return rc;
+    rc = kr__json_write_atomic(path, root, err);
     json_decref(root);
     return rc;
+}
+
+int kr_job_format_field(int i, kr_field_info *out)
+{
+    kr_job def;
+    kr_job_default(&def);
+    return kr__jtable_describe(&job_table, &def, i, out);
 }
 
 /* ---- derived quantities ------------------------------------------------------------- */

@@ -31,3 +31,19 @@ finish() {
   fi
   exit 0
 }
+
+# check_doc_table DOC SECTION: the block of DOC between <!-- BEGIN kareus SECTION --> and
+# <!-- END kareus SECTION --> is what `kareus SECTION` prints (scripts/regen-doc-tables.sh).
+check_doc_table() {
+  local doc=$1 section=$2
+  sed -n "/<!-- BEGIN kareus $section -->/,/<!-- END kareus $section -->/p" "$doc" | sed '1d;$d' > "$TMP/doc.md"
+  # shellcheck disable=SC2086
+  "$KAREUS" $section > "$TMP/now.md"
+  if ! diff -u "$TMP/doc.md" "$TMP/now.md" > "$TMP/diff.txt"; then
+    echo "FAIL: $doc is out of date for 'kareus $section'; run scripts/regen-doc-tables.sh:" >&2
+    head -20 "$TMP/diff.txt" >&2
+    fails=$((fails + 1))
+  else
+    echo "ok: $doc matches 'kareus $section'"
+  fi
+}

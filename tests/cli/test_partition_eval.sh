@@ -60,17 +60,7 @@ expect_exit 2 "/nonexistent-dir/x.json: cannot write" -- \
   partition eval --partition fwd_attn --freq 1410 --sms 3 --slot norm_0 --timeline /nonexistent-dir/x.json
 
 # docs/calibration.md holds the current constant tables and calibration comparison verbatim.
-doc="${KR_SOURCE_DIR:?}/docs/calibration.md"
 for section in "catalog --markdown" "catalog --check"; do
-  sed -n "/<!-- BEGIN kareus $section -->/,/<!-- END kareus $section -->/p" "$doc" | sed '1d;$d' > "$TMP/doc.md"
-  # shellcheck disable=SC2086
-  "$KAREUS" $section > "$TMP/now.md"
-  if ! diff -u "$TMP/doc.md" "$TMP/now.md" > "$TMP/diff.txt"; then
-    echo "FAIL: docs/calibration.md is out of date for 'kareus $section'; regenerate it:" >&2
-    head -20 "$TMP/diff.txt" >&2
-    fails=$((fails + 1))
-  else
-    echo "ok: docs/calibration.md matches 'kareus $section'"
-  fi
+  check_doc_table "${KR_SOURCE_DIR:?}/docs/calibration.md" "$section"
 done
 finish
