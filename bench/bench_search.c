@@ -17,7 +17,10 @@
  * Issue 16 sections (last): the physics prior on perturbed simulated GPUs (KR_BENCH_GPUS, default
  * 20; seeds 1-2) and the measured A100 partition replayed over its rows. KR_BENCH_ONLY=prior or
  * KR_BENCH_ONLY=a100 runs one of them alone; KR_BENCH_PRIOR_STOP / KR_BENCH_PRIOR_INIT set bo_stop
- * / bo_init of the runs with the prior (threshold and design experiments).
+ * / bo_init of the runs with the prior (threshold and design experiments). For iterating on a
+ * subset and checking on held-out ones: KR_BENCH_GPU0 (first perturbed GPU, default 0),
+ * KR_BENCH_SEED0 (first seed, default 1), KR_BENCH_SIDE=prior|none (one side only; the other's
+ * columns print as zeros), KR_BENCH_JOB=0|1 (the default or the CP job only).
  */
 #include <math.h>
 #include <stdio.h>
@@ -351,6 +354,7 @@ typedef struct ppool {
     double pct[2][PMAX], q99[2][PMAX], to99[2][PMAX], q2e[2][PMAX], q2t[2][PMAX], q5e[2][PMAX], q5t[2][PMAX];
     double qse[2][PMAX], qst[2][PMAX];
     int reached[2], stops_abs;
+    char stop_why[48];
 } ppool;
 
 static void bench_prior(int ngpus, int seeds)
@@ -368,7 +372,17 @@ static void bench_prior(int ngpus, int seeds)
            ngpus, seeds);
     printf("%-30s %-10s %5s | %-36s | %-36s\n", "job", "key", "space",
            "no prior: stop%  Q>=.99  to.99%  Q@5%", "prior: stop%  Q>=.99  to.99%  Q@5%");
+    int gpu0 = getenv("KR_BENCH_GPU0") ? atoi(getenv("KR_BENCH_GPU0")) : 0;
+    int seed0 = getenv("KR_BENCH_SEED0") ? atoi(getenv("KR_BENCH_SEED0")) : 1;
+    const char *side = getenv("KR_BENCH_SIDE");
+    int wp0 = side && strcmp(side, "prior") == 0, wp1 = side && strcmp(side, "none") == 0 ? 0 : 1;
+    int job_only = getenv("KR_BENCH_JOB") ? atoi(getenv("KR_BENCH_JOB")) : -1;
+    if (gpu0 || seed0 != 1 || side || job_only >= 0)
+        printf("subset: GPUs %d-%d, seeds %d-%d, side %s, job %s\n", gpu0, gpu0 + ngpus - 1, seed0,
+               seed0 + seeds - 1, side ? side : "both", job_only >= 0 ? jobs[job_only % 2] : "both");
     for (int ji = 0; ji < 2; ji++) {
+        if (job_only >= 0 && ji != job_only % 2)
+            continue;
         kr_job nominal;
         kr_error e = {0};
         kr_partition_set set;
@@ -378,7 +392,7 @@ static void bench_prior(int ngpus, int seeds)
             const kr_partition *p = &set.p[i];
             int first = pp.n;
             long psize = 0;
-            for (int gi = 0; gi < ngpus; gi++) {
+            for (int gi = gpu0; gi < gpu0 + ngpus; gi++) {
                 kr_job gjob = nominal;
                 perturb(&gjob.gpu, (unsigned long long)gi + 1000 * (unsigned long long)ji + 7);
                 kr_backend *b;
@@ -397,9 +411,9 @@ static void bench_prior(int ngpus, int seeds)
                     die(p->key, &e);
                 long size = st.space_size;
                 psize = size;
-                for (int sd = 1; sd <= seeds && pp.n < PMAX; sd++) {
+                for (int sd = seed0; sd < seed0 + seeds && pp.n < PMAX; sd++) {
                     int j = pp.n++;
-                    for (int wp = 0; wp < 2; wp++) {
+                    for (int wp = wp0; wp <= wp1; wp++) {
                         kr_search_options_default(&o);
                         o.seed = (unsigned long long)sd;
                         o.prior = wp ? &nominal : NULL;
@@ -418,6 +432,7 @@ static void bench_prior(int ngpus, int seeds)
                         pp.q99[wp][j] = qe >= 0.99 && qt >= 0.99;
                         pp.qse[wp][j] = qe;
                         pp.qst[wp][j] = qt;
+                        snprintf(pp.stop_why, sizeof pp.stop_why, "%s", fs.stop);
                         if (wp && strstr(fs.stop, "A"))
                             pp.stops_abs++;
                         kr_frontier_free(&f);
@@ -435,6 +450,10 @@ static void bench_prior(int ngpus, int seeds)
                             }
                         }
                         pp.to99[wp][j] = to;
+                        if (getenv("KR_BENCH_VERBOSE"))
+                            printf("    run %s gpu %d seed %d %s: stop %.1f%% Q %.4f | %.4f (%s); to.99 %.1f%%\n",
+                                   p->key, gi, sd, wp ? "prior" : "none", pp.pct[wp][j], pp.qse[wp][j],
+                                   pp.qst[wp][j], pp.stop_why, to);
                         pp.reached[wp] += isfinite(to);
                         prefix_q(&ref, rb, (size_t)(0.02 * (double)size + 0.5), gjob.static_power_w, &pp.q2e[wp][j],
                                  &pp.q2t[wp][j]);

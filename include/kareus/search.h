@@ -233,8 +233,12 @@ typedef struct kr_search_stats {
                               with the absolute rule "converged (eff R, total A)": which bound
                               each plane met, R relative (bo_stop · HV), A absolute. */
     double hv_eff;         /* Hypervolume of the (time, effective energy) frontier, s·J, against
-                              the nadir of all measured points + 10 % of their range. */
-    double hv_total;       /* Same for (time, total energy). */
+                              (ref_time_s, ref_eff_energy_j): a reference that depends on the job
+                              and the partition only, so runs of one partition compare directly. */
+    double hv_total;       /* Same for (time, total energy), against (ref_time_s, ref_energy_j). */
+    double ref_time_s;     /* The reference: 1.1 × the largest time, effective energy and energy */
+    double ref_eff_energy_j; /* the job's simulator predicts over the partition's whole space */
+    double ref_energy_j;   /* (max + 0.1·|max|; docs/search.md, "Summary hypervolumes"). */
     long front_eff;        /* Points on the (time, effective energy) frontier. */
     long front_total;      /* Points on the (time, total energy) frontier. */
     double wall_s;         /* Wall time of the search. */
