@@ -17,6 +17,14 @@
  * of the same clock only (kareus-method.md §5), so after convergence any clock still without a
  * point gets its most promising configuration ("cover").
  *
+ * With a prior (the simulator's prediction q of every configuration; docs/search.md) each model
+ * is a + b·q plus a GP on the residual, and three things change, each measured on perturbed
+ * simulated GPUs (docs/search.md, "Issue 16, round 2"): the initial design is the prior's
+ * BO_PRIOR_DESIGN best frontier points (greedy by the hypervolume they add as predicted, both
+ * planes) instead of a grid; each plane's reference box also covers the frontier the models
+ * predict (widen_ref), so a predicted frontier extension beyond the measured one counts in the
+ * acquisition and the stopping rule; batches are BO_PRIOR_BATCH and bo_stop BO_PRIOR_STOP.
+ *
  * Batch (size q). Built greedily; each member is the argmax of one criterion over the
  * unevaluated configurations, and after each pick the batch "believes" the pick's predicted
  * median (kriging believer): the median joins the current frontiers and the posterior
@@ -533,9 +541,12 @@ static int prior_compute(bo *b, kr_error *err)
 }
 
 /*
- * The initial design with a prior: what identifies the prior's line and a first residual —
- * clocks {highest, middle, lowest} × comm-SM counts {lowest, (middle,) highest} (the middle one
- * for spaces of 400 or more), each at a slot rotated by the seed so the slots are spread.
+ * The rest of the initial design with a prior when its frontiers hold fewer than
+ * BO_PRIOR_DESIGN points (prior_frontier_design): a grid that identifies the prior's line and a
+ * first residual — clocks {highest, middle, lowest} × comm-SM counts {lowest, (middle,) highest}
+ * (the middle one for spaces of 400 or more), each at a slot rotated by the seed. (Until issue
+ * 16 round 2 this grid was the whole design; the prior's frontier points reach Q 0.99 with
+ * about half the measurements.)
  */
 static int prior_design(kr__search *s, kr_error *err)
 {
