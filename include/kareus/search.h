@@ -242,6 +242,10 @@ typedef struct kr_search_stats {
     double ref_time_s;     /* The reference: 1.1 × the largest time, effective energy and energy */
     double ref_eff_energy_j; /* the job's simulator predicts over the partition's whole space */
     double ref_energy_j;   /* (max + 0.1·|max|; docs/search.md, "Summary hypervolumes"). */
+    int ref_from_sim;      /* 1 as above; 0 when the job's simulator cannot predict the space (a
+                              custom backend over a space of another meaning): the reference is
+                              then the measured points' nadir + 10 % of their range, which is not
+                              comparable across runs. */
     long front_eff;        /* Points on the (time, effective energy) frontier. */
     long front_total;      /* Points on the (time, total energy) frontier. */
     double wall_s;         /* Wall time of the search. */

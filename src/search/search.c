@@ -123,10 +123,11 @@ int kr__search_exhaustive(kr__search *s, kr_error *err)
  * time and the largest predicted energy of the plane (max + 0.1·|max|). A box around the whole
  * predicted space rather than around a predicted frontier, so a device that is slower or
  * hungrier than the simulator still scores: only a measurement beyond 110 % of the predicted
- * worst is clipped.
+ * worst is clipped. Returns the simulator's error when it cannot predict some configuration (a
+ * custom backend over a space of another meaning); the caller then falls back to the measured
+ * points' nadir + 10 % of their range, which is not comparable across runs.
  */
-static int summary_ref(const kr_job *job, const kr_partition *p, const kr_search_space *sp, long size, double ref[3],
-                       kr_error *err)
+static int summary_ref(const kr_job *job, const kr_partition *p, const kr_search_space *sp, long size, double ref[3])
 {
     double tmax = -INFINITY, emax = -INFINITY, eemax = -INFINITY;
     for (long i = 0; i < size; i++) {
@@ -137,8 +138,7 @@ static int summary_ref(const kr_job *job, const kr_partition *p, const kr_search
         kr_error e = {0};
         int rc = kr_sim_measure(job, p, &c, &m, &e);
         if (rc)
-            return kr_error_set(err, rc, "search %s: the summary's reference point: simulating %d MHz, %d SMs: %s",
-                                p->key, c.freq_mhz, c.sms, e.msg);
+            return rc;
         tmax = fmax(tmax, m.time_s);
         emax = fmax(emax, m.energy_j);
         eemax = fmax(eemax, m.energy_j - job->static_power_w * m.time_s);
@@ -147,6 +147,22 @@ static int summary_ref(const kr_job *job, const kr_partition *p, const kr_search
     ref[1] = eemax + 0.1 * fabs(eemax);
     ref[2] = emax + 0.1 * fabs(emax);
     return KR_OK;
+}
+
+/* The fallback reference: the nadir of the measured points + 10 % of their range per coordinate
+ * (time, effective energy, energy), the summary's reference until issue 16 round 2. */
+static void measured_ref(const kr_measured *pts, long n, double P, double ref[3])
+{
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (long i = 0; i < n; i++) {
+        double v[3] = {pts[i].time_s, pts[i].energy_j - P * pts[i].time_s, pts[i].energy_j};
+        for (int k = 0; k < 3; k++) {
+            lo[k] = fmin(lo[k], v[k]);
+            hi[k] = fmax(hi[k], v[k]);
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        ref[k] = n == 0 ? NAN : hi[k] > lo[k] ? hi[k] + 0.1 * (hi[k] - lo[k]) : hi[k] + 0.1 * fabs(hi[k]) + 1e-12;
 }
 
 /* Hypervolume of the points in the plane (P) against (rt, ry); *front: its frontier's size. */
@@ -302,8 +318,9 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
     if (rc == KR_OK)
         rc = kr__search_batch_end(&s, 1, err);
     double ref[3] = {NAN, NAN, NAN};
-    if (rc == KR_OK && stats)
-        rc = summary_ref(job, p, &s.sp, s.size, ref, err);
+    int ref_sim = rc == KR_OK && stats && summary_ref(job, p, &s.sp, s.size, ref) == KR_OK;
+    if (rc == KR_OK && stats && !ref_sim)
+        measured_ref(s.pts, s.n, job->static_power_w, ref);
     if (rc == KR_OK) {
         if (stats) {
             memset(stats, 0, sizeof *stats);
@@ -313,6 +330,7 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
             stats->from_log = s.from_log;
             stats->batches = s.batch;
             snprintf(stats->stop, sizeof stats->stop, "%s", s.stop);
+            stats->ref_from_sim = ref_sim;
             stats->ref_time_s = ref[0];
             stats->ref_eff_energy_j = ref[1];
             stats->ref_energy_j = ref[2];

@@ -88,7 +88,7 @@ p = {n: json.load(open(f"{d}/{n}.json"))["partitions"][0] for n in ("ex", "bo", 
 refs = {json.dumps(q["reference"], sort_keys=True) for q in p.values()}
 assert len(refs) == 1, refs
 ref = p["ex"]["reference"]
-assert ref["time_s"] > 0 and ref["energy_j"] > ref["eff_energy_j"] > 0, ref
+assert ref["source"] == "simulator" and ref["time_s"] > 0 and ref["energy_j"] > ref["eff_energy_j"] > 0, ref
 for plane in ("hypervolume_eff", "hypervolume_total"):
     for n in ("bo", "art", "bo100", "bo50"):
         assert 0 < p[n][plane] <= p["ex"][plane] * (1 + 1e-12), (plane, n, p[n][plane], p["ex"][plane])
