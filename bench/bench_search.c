@@ -17,7 +17,12 @@
  * Issue 16 sections (last): the physics prior on perturbed simulated GPUs (KR_BENCH_GPUS, default
  * 20; seeds 1-2) and the measured A100 partition replayed over its rows. KR_BENCH_ONLY=prior or
  * KR_BENCH_ONLY=a100 runs one of them alone; KR_BENCH_PRIOR_STOP / KR_BENCH_PRIOR_INIT set bo_stop
- * / bo_init of the runs with the prior (threshold and design experiments).
+ * / bo_init of the runs with the prior (threshold and design experiments). For iterating on a
+ * subset and checking on held-out ones: KR_BENCH_GPU0 (first perturbed GPU, default 0),
+ * KR_BENCH_SEED0 (first seed, default 1), KR_BENCH_SIDE=prior|none (one side only; the other's
+ * columns print as zeros), KR_BENCH_JOB=0|1 (the default or the CP job only). KR_BENCH_VERBOSE prints
+ * every run, KR_BENCH_DIAG each run below 0.99 with the truth's frontier and what it measured,
+ * KR_BENCH_ORACLE the median count of a greedy search that knows the truth (a floor for to.99).
  */
 #include <math.h>
 #include <stdio.h>
@@ -344,6 +349,84 @@ static void prefix_q(const kr_partition_frontier *ref, recb *r, size_t n, double
     *qt = quality(ref, &g, 0.0);
 }
 
+/* Diagnostics of a run that did not reach 0.99 (KR_BENCH_DIAG): each plane's exhaustive
+ * frontier points, marked when measured, with what the nominal simulator (the prior) says of
+ * the same configuration: its rank in the prior's own frontier (or "-" when the prior does not
+ * put it on its frontier). */
+static void diag_missing(const kr_partition_frontier *ref, const recb *r, double P, const kr_job *nominal,
+                         const kr_partition *p)
+{
+    for (int pl = 0; pl < 2; pl++) {
+        double PP = pl ? 0.0 : P;
+        printf("      %s plane, exhaustive frontier (truth):\n", pl ? "total" : "eff");
+        for (size_t i = 0; i < ref->n; i++) {
+            const kr_measured *q0 = &ref->pts[i];
+            struct {
+                int freq_mhz, slot, sms;
+                double time_s, energy_j;
+                unsigned flags;
+            } qq = {q0->config.freq_mhz, q0->config.slot, q0->config.sms, q0->time_s, q0->energy_j, q0->flags}, *q = &qq;
+            if (!(q->flags & (pl ? KR_FP_PARETO_TOTAL : KR_FP_PARETO_EFF)))
+                continue;
+            int found = 0;
+            for (size_t k = 0; k < r->n && !found; k++)
+                found = r->pts[k].config.freq_mhz == q->freq_mhz && r->pts[k].config.slot == q->slot &&
+                        r->pts[k].config.sms == q->sms;
+            kr_config c = q0->config;
+            kr_measurement m;
+            kr_error e = {0};
+            kr_sim_measure(nominal, p, &c, &m, &e);
+            printf("        %c %4d MHz slot %d sms %2d  t %.6g y %.6g | prior t %.6g y %.6g\n", found ? '*' : ' ',
+                   q->freq_mhz, q->slot, q->sms, q->time_s, q->energy_j - PP * q->time_s, m.time_s,
+                   m.energy_j - PP * m.time_s);
+        }
+    }
+}
+
+/* An oracle's count: measurements a search that knew the truth would need for Q >= 0.99 in
+ * both planes — greedy over the truth's frontier points (either plane), each pick the one that
+ * raises Q_eff + Q_tot most. A lower bound (up to greedy's slack) for any search's to.99. */
+static long oracle_to99(const kr_partition_frontier *ref, double P)
+{
+    size_t nc = 0;
+    kr_measured *cand = malloc(ref->n * sizeof *cand), *got = malloc(ref->n * sizeof *got);
+    unsigned char *used = calloc(ref->n, 1);
+    if (!cand || !got || !used)
+        exit(1);
+    for (size_t i = 0; i < ref->n; i++)
+        if (ref->pts[i].flags & (KR_FP_PARETO_EFF | KR_FP_PARETO_TOTAL))
+            cand[nc++] = ref->pts[i];
+    kr_partition_frontier g = *ref;
+    g.pts = got;
+    long k = 0;
+    for (g.n = 0; g.n < nc;) {
+        double qe = quality(ref, &g, P), qt = quality(ref, &g, 0.0);
+        if (g.n > 0 && qe >= 0.99 && qt >= 0.99)
+            break;
+        double bv = -1;
+        size_t bi = 0;
+        for (size_t i = 0; i < nc; i++) {
+            if (used[i])
+                continue;
+            got[g.n] = cand[i];
+            g.n++;
+            double v = quality(ref, &g, P) + quality(ref, &g, 0.0);
+            g.n--;
+            if (v > bv) {
+                bv = v;
+                bi = i;
+            }
+        }
+        used[bi] = 1;
+        got[g.n++] = cand[bi];
+        k = (long)g.n;
+    }
+    free(cand);
+    free(got);
+    free(used);
+    return k;
+}
+
 #define PMAX 2048
 
 typedef struct ppool {
@@ -351,6 +434,9 @@ typedef struct ppool {
     double pct[2][PMAX], q99[2][PMAX], to99[2][PMAX], q2e[2][PMAX], q2t[2][PMAX], q5e[2][PMAX], q5t[2][PMAX];
     double qse[2][PMAX], qst[2][PMAX];
     int reached[2], stops_abs;
+    char stop_why[48];
+    double oracle[PMAX];
+    int noracle;
 } ppool;
 
 static void bench_prior(int ngpus, int seeds)
@@ -368,7 +454,17 @@ static void bench_prior(int ngpus, int seeds)
            ngpus, seeds);
     printf("%-30s %-10s %5s | %-36s | %-36s\n", "job", "key", "space",
            "no prior: stop%  Q>=.99  to.99%  Q@5%", "prior: stop%  Q>=.99  to.99%  Q@5%");
+    int gpu0 = getenv("KR_BENCH_GPU0") ? atoi(getenv("KR_BENCH_GPU0")) : 0;
+    int seed0 = getenv("KR_BENCH_SEED0") ? atoi(getenv("KR_BENCH_SEED0")) : 1;
+    const char *side = getenv("KR_BENCH_SIDE");
+    int wp0 = side && strcmp(side, "prior") == 0, wp1 = side && strcmp(side, "none") == 0 ? 0 : 1;
+    int job_only = getenv("KR_BENCH_JOB") ? atoi(getenv("KR_BENCH_JOB")) : -1;
+    if (gpu0 || seed0 != 1 || side || job_only >= 0)
+        printf("subset: GPUs %d-%d, seeds %d-%d, side %s, job %s\n", gpu0, gpu0 + ngpus - 1, seed0,
+               seed0 + seeds - 1, side ? side : "both", job_only >= 0 ? jobs[job_only % 2] : "both");
     for (int ji = 0; ji < 2; ji++) {
+        if (job_only >= 0 && ji != job_only % 2)
+            continue;
         kr_job nominal;
         kr_error e = {0};
         kr_partition_set set;
@@ -378,7 +474,7 @@ static void bench_prior(int ngpus, int seeds)
             const kr_partition *p = &set.p[i];
             int first = pp.n;
             long psize = 0;
-            for (int gi = 0; gi < ngpus; gi++) {
+            for (int gi = gpu0; gi < gpu0 + ngpus; gi++) {
                 kr_job gjob = nominal;
                 perturb(&gjob.gpu, (unsigned long long)gi + 1000 * (unsigned long long)ji + 7);
                 kr_backend *b;
@@ -397,9 +493,16 @@ static void bench_prior(int ngpus, int seeds)
                     die(p->key, &e);
                 long size = st.space_size;
                 psize = size;
-                for (int sd = 1; sd <= seeds && pp.n < PMAX; sd++) {
+                if (getenv("KR_BENCH_ORACLE") && pp.noracle < PMAX) {
+                    long k = oracle_to99(&ref, gjob.static_power_w);
+                    pp.oracle[pp.noracle++] = 100.0 * (double)k / (double)size;
+                    if (getenv("KR_BENCH_VERBOSE"))
+                        printf("    oracle %s gpu %d: %ld measurements (%.1f%%) for Q >= 0.99 in both planes\n", p->key,
+                               gi, k, 100.0 * (double)k / (double)size);
+                }
+                for (int sd = seed0; sd < seed0 + seeds && pp.n < PMAX; sd++) {
                     int j = pp.n++;
-                    for (int wp = 0; wp < 2; wp++) {
+                    for (int wp = wp0; wp <= wp1; wp++) {
                         kr_search_options_default(&o);
                         o.seed = (unsigned long long)sd;
                         o.prior = wp ? &nominal : NULL;
@@ -418,6 +521,15 @@ static void bench_prior(int ngpus, int seeds)
                         pp.q99[wp][j] = qe >= 0.99 && qt >= 0.99;
                         pp.qse[wp][j] = qe;
                         pp.qst[wp][j] = qt;
+                        if (getenv("KR_BENCH_DIAG") && !pp.q99[wp][j]) {
+                            printf("    diag %s gpu %d seed %d %s: %s\n", p->key, gi, sd, wp ? "prior" : "none", fs.stop);
+                            diag_missing(&ref, rb, gjob.static_power_w, &nominal, p);
+                            for (size_t k = 0; k < rb->n; k++)
+                                printf("      measured %zu: %d MHz slot %d sms %d t %.6g E %.6g\n", k,
+                                       rb->pts[k].config.freq_mhz, rb->pts[k].config.slot, rb->pts[k].config.sms,
+                                       rb->pts[k].time_s, rb->pts[k].energy_j);
+                        }
+                        snprintf(pp.stop_why, sizeof pp.stop_why, "%s", fs.stop);
                         if (wp && strstr(fs.stop, "A"))
                             pp.stops_abs++;
                         kr_frontier_free(&f);
@@ -435,6 +547,10 @@ static void bench_prior(int ngpus, int seeds)
                             }
                         }
                         pp.to99[wp][j] = to;
+                        if (getenv("KR_BENCH_VERBOSE"))
+                            printf("    run %s gpu %d seed %d %s: stop %.1f%% Q %.4f | %.4f (%s); to.99 %.1f%%\n",
+                                   p->key, gi, sd, wp ? "prior" : "none", pp.pct[wp][j], pp.qse[wp][j],
+                                   pp.qst[wp][j], pp.stop_why, to);
                         pp.reached[wp] += isfinite(to);
                         prefix_q(&ref, rb, (size_t)(0.02 * (double)size + 0.5), gjob.static_power_w, &pp.q2e[wp][j],
                                  &pp.q2t[wp][j]);
@@ -481,6 +597,10 @@ static void bench_prior(int ngpus, int seeds)
                median(pp.to99[wp], n), pp.reached[wp], n, median(pp.q2e[wp], n), median(pp.q2t[wp], n),
                median(pp.q5e[wp], n), median(pp.q5t[wp], n));
     }
+    if (pp.noracle)
+        printf("  oracle (KR_BENCH_ORACLE: greedy over the truth's own frontier points, knowing every value): median "
+               "%.2f%% of the space to Q >= 0.99 in both planes, over the %d GPU x partition pairs\n",
+               median(pp.oracle, pp.noracle), pp.noracle);
     printf("  with the prior %d of %d runs stopped on the absolute bound in some plane; %.0f s\n", pp.stops_abs, n,
            now_s() - t0);
 }

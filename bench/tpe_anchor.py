@@ -18,7 +18,15 @@ For every kareus-variant partition of the jobs and seeds 1..S:
 Prints per partition the medians and, over all runs, in how many bo is at least as good as TPE
 in both planes. Figures only.
 
+With --perturbed G (issue 16, round 2): the same pairing on G perturbed simulated GPUs, bench_search's
+"GPU" construction (its 16 constants, each uniform within the same ± half-widths, clamped the same
+way; seeded here with Python's random.Random(4242 + g), so GPUs other than bench_search's): the
+job runs on a GPU entry `{"base": <the job's GPU>, "params": {perturbed values}}`, the exhaustive
+frontier of that GPU is the reference, bo runs with `--prior` the nominal GPU entry (the search
+never sees the perturbed constants), and TPE (which has no prior) measures the perturbed GPU.
+
 usage: tpe_anchor.py --kareus build/kareus [--seeds 2] [--jobs default,llama3.2-3b-cp2tp4-mbs8-s4096]
+                     [--perturbed G]
 """
 import argparse
 import json
@@ -78,6 +86,43 @@ def quality(ref_pts, pts, P):
     return hv(pareto(pts, P), rt, ry) / h_ref if h_ref > 0 else 1.0
 
 
+# bench_search.c's perturbed constants and half-widths (keep in step with its perts[]).
+PERTS = [("gemm_eff", 0.15), ("attn_eff", 0.15), ("attn_bwd_eff", 0.15), ("v_max", 0.05), ("v_exp", 0.20),
+         ("dyn_coeff_w", 0.10), ("tuned_cta_Bps", 0.20), ("tuned_cap_frac", 0.15), ("busbw_per_cta_Bps", 0.20),
+         ("comm_clock_exp", 0.20), ("host_op_s", 0.20), ("launch_s", 0.20), ("sync_s", 0.20),
+         ("kappa_tensor", 0.20), ("mem_eff", 0.10), ("attn_activity", 0.10)]
+
+
+def perturbed_jobs(K, job, g, tmp):
+    """(job spec path on perturbed GPU g, nominal GPU entry path) for built-in job `job`."""
+    import random
+    spec = f"{tmp}/{job}.json"
+    subprocess.run([K, "job", "write", "--job", job, "--out", spec], check=True, capture_output=True)
+    js = json.load(open(spec))
+    gname = js["gpu"] if isinstance(js["gpu"], str) else js["gpu"]["name"]
+    cat = run_json([K, "catalog", "--gpu", gname, "--json"])["params"]
+    r = random.Random(4242 + g)
+    params = {}
+    for name, rel in PERTS:
+        params[name] = cat[name]["value"] * (1 + rel * (2 * r.random() - 1))
+    for name in ("tuned_cap_frac",):
+        params[name] = min(params[name], 1.0)
+    for name in ("gemm_eff", "attn_eff", "attn_bwd_eff", "mem_eff"):
+        params[name] = min(params[name], 0.98)
+    params["v_max"] = max(params["v_max"], cat["v_min"]["value"] + 0.02)
+    gpu = {"schema": "kareus.gpu", "version": 1, "name": f"perturbed-{g}", "base": gname,
+           "params": {k: {"value": v, "source": f"tpe_anchor.py perturbed GPU {g}"} for k, v in params.items()}}
+    gpath = f"{tmp}/gpu-{g}.json"
+    json.dump(gpu, open(gpath, "w"))
+    js["gpu"] = {"file": gpath}
+    jpath = f"{tmp}/{job}-gpu{g}.json"
+    json.dump(js, open(jpath, "w"))
+    npath = f"{tmp}/nominal-{gname}.json"
+    json.dump({"schema": "kareus.gpu", "version": 1, "name": f"{gname}-nominal", "base": gname, "params": {}},
+              open(npath, "w"))
+    return jpath, npath
+
+
 def median(v):
     v = sorted(v)
     n = len(v)
@@ -89,6 +134,7 @@ def main():
     ap.add_argument("--kareus", required=True)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--jobs", default="default,llama3.2-3b-cp2tp4-mbs8-s4096")
+    ap.add_argument("--perturbed", type=int, default=0)
     ap.add_argument("--venv", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".venv-tpe"))
     a = ap.parse_args()
     ensure_optuna(a.venv)
@@ -100,7 +146,12 @@ def main():
           f"count; seeds 1-{a.seeds}; Q = HV found / HV exhaustive, eff | total")
     print(f"{'job':30s} {'key':11s} {'space':>5s} {'n':>5s} | {'bo Q_eff Q_tot':>15s} | {'TPE Q_eff Q_tot':>15s}")
     with tempfile.TemporaryDirectory() as tmp:
-        for job in a.jobs.split(","):
+        cases = [(job, job, [], "") for job in a.jobs.split(",")] if a.perturbed == 0 else []
+        for g in range(a.perturbed):
+            for job in a.jobs.split(","):
+                jpath, npath = perturbed_jobs(K, job, g, tmp)
+                cases.append((job, jpath, ["--prior", npath], f" gpu{g}"))
+        for name, job, prior, tag in cases:
             ex = run_json([K, "search", "--job", job, "--strategy", "exhaustive", "--partition", "all",
                            "--variant", "kareus", "--log", "none", "--out", f"{tmp}/ex", "--json", "--quiet"])
             for part in ex["partitions"]:
@@ -116,7 +167,7 @@ def main():
                 rows = []
                 for s in range(1, a.seeds + 1):
                     bo = run_json([K, "search", "--job", job, "--partition", key, "--seed", str(s), "--log", "none",
-                                   "--out", f"{tmp}/bo", "--json", "--quiet"])
+                                   "--out", f"{tmp}/bo", "--json", "--quiet"] + prior)
                     n = bo["partitions"][0]["measurements"]
                     bf = json.load(open(f"{tmp}/bo/{bo['partitions'][0]['json']}"))
                     bpts = [(p["time_s"], p["energy_j"]) for p in bf["points"]]
@@ -144,7 +195,7 @@ def main():
                     rows.append((n, qb, qt))
                     runs += 1
                     wins += qb[0] >= qt[0] and qb[1] >= qt[1]
-                print(f"{job:30s} {key:11s} {len(ref):5d} {median([r[0] for r in rows]):5.0f} | "
+                print(f"{name + tag:30s} {key:11s} {len(ref):5d} {median([r[0] for r in rows]):5.0f} | "
                       f"{median([r[1][0] for r in rows]):.4f} {median([r[1][1] for r in rows]):.4f} | "
                       f"{median([r[2][0] for r in rows]):.4f} {median([r[2][1] for r in rows]):.4f}", flush=True)
     print(f"bo at least as good as TPE in both planes at equal counts in {wins} of {runs} paired runs")

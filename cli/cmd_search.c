@@ -18,7 +18,8 @@ static const char usage_text[] =
     "usage: kareus search [--job FILE] [--partition KEY|all] [--strategy exhaustive|bo|artifact]\n"
     "                     [--variant kareus|sequential|default-overlap] [--log FILE|none] [--seed N]\n"
     "                     [--out DIR] [--backend sim|replay|gpu] [--replay [KEY=]FILE]... [--max-evals N]\n"
-    "                     [--stop X] [--clock-step MHZ] [--prior none|sim|FILE] [--json] [--quiet]\n\n"
+    "                     [--stop X] [--budget N] [--clock-step MHZ] [--prior none|sim|FILE] [--json]\n"
+    "                     [--quiet]\n\n"
     "  --job FILE          job spec or built-in name (default: the built-in default job)\n"
     "  --partition KEY     one partition key, or all (default): every layer partition of the\n"
     "                      variant plus the non-partition work (embedding, LM head, loss)\n"
@@ -40,6 +41,9 @@ static const char usage_text[] =
     "  --max-evals N       cap on configurations evaluated per partition\n"
     "  --stop X            bo: stop when the expected remaining hypervolume gain is below X of\n"
     "                      the current hypervolume (default 0.02)\n"
+    "  --budget N          exactly N evaluations per partition, for equal-count comparisons: artifact\n"
+    "                      runs its published schedule (initial draw + batches) scaled to N; bo runs\n"
+    "                      to N without its stopping rule (clock-only work still measures every clock)\n"
     "  --clock-step MHZ    planning clock step (down to the GPU's native step)\n"
     "  --prior SPEC        bo: the simulator's prediction as the surrogate's prior mean (docs/search.md):\n"
     "                      none, sim (the job's GPU) or FILE (a GPU entry, e.g. a calibrated one);\n"
@@ -133,7 +137,7 @@ int cmd_search(int argc, char **argv)
         return 0;
     }
     enum { O_JOB = 1, O_PART, O_STRAT, O_VAR, O_LOG, O_SEED, O_OUT, O_BACKEND, O_REPLAY, O_MAX, O_STOP, O_STEP, O_JSON,
-           O_QUIET, O_PRIOR };
+           O_QUIET, O_PRIOR, O_BUDGET };
     static const struct option lopts[] = {
         {"job", required_argument, 0, O_JOB},         {"partition", required_argument, 0, O_PART},
         {"strategy", required_argument, 0, O_STRAT},  {"variant", required_argument, 0, O_VAR},
@@ -142,12 +146,13 @@ int cmd_search(int argc, char **argv)
         {"replay", required_argument, 0, O_REPLAY},   {"max-evals", required_argument, 0, O_MAX},
         {"stop", required_argument, 0, O_STOP},       {"clock-step", required_argument, 0, O_STEP},
         {"json", no_argument, 0, O_JSON},             {"quiet", no_argument, 0, O_QUIET},
-        {"prior", required_argument, 0, O_PRIOR},     {0, 0, 0, 0}};
+        {"prior", required_argument, 0, O_PRIOR},     {"budget", required_argument, 0, O_BUDGET},
+        {0, 0, 0, 0}};
     const char *jobpath = NULL, *part = "all", *strat = NULL, *var = "kareus", *logpath = NULL, *out = "frontiers",
                *backend = NULL, *prior_spec = NULL;
     const char *replay[64];
     int nreplay = 0, json = 0, quiet = 0, step = 0, c, rc;
-    long seed = 1, max_evals = 0;
+    long seed = 1, max_evals = 0, budget = 0;
     double stop = 0;
     optind = 1;
     opterr = 0;
@@ -172,6 +177,10 @@ int cmd_search(int argc, char **argv)
             break;
         case O_MAX:
             if ((rc = cli_parse_long("search", "--max-evals", optarg, 1, 100000000L, &max_evals)))
+                return rc;
+            break;
+        case O_BUDGET:
+            if ((rc = cli_parse_long("search", "--budget", optarg, 1, 100000000L, &budget)))
                 return rc;
             break;
         case O_STOP:
@@ -209,6 +218,20 @@ int cmd_search(int argc, char **argv)
     opt.seed = (unsigned long long)seed;
     opt.max_evals = max_evals;
     opt.bo_stop = stop;
+    if (budget) {
+        /* An equal-count run: N evaluations whatever the strategy's own rule would do. */
+        if (opt.strategy == KR_STRATEGY_EXHAUSTIVE)
+            return cli_usage_error("search", "--budget: expected --strategy bo or artifact (exhaustive evaluates "
+                                   "every configuration; --max-evals caps it)");
+        if (max_evals || stop != 0)
+            return cli_usage_error("search", "--budget N sets the evaluation count: expected no --max-evals or --stop "
+                                   "with it");
+        opt.max_evals = budget;
+        if (opt.strategy == KR_STRATEGY_ARTIFACT)
+            opt.artifact_budget = budget;
+        else
+            opt.bo_stop = opt.bo_stop_abs = -1; /* neither the relative nor the absolute rule */
+    }
     kr_job job;
     if ((rc = cli_load_job(jobpath, &job)))
         return rc;
@@ -354,13 +377,15 @@ int cmd_search(int argc, char **argv)
             printf("    {\"key\": \"%s\", \"variant\": \"%s\", \"space_size\": %ld, \"recorded\": %ld, \"measurements\": %ld, "
                    "\"measured_now\": %ld, \"from_log\": %ld, \"percent_of_space\": %.2f, \"batches\": %d, "
                    "\"stop\": \"%s\", \"prior\": %s, \"remaining_gain_eff\": %s, \"remaining_gain_total\": %s, "
-                   "\"hypervolume_eff\": %.9g, \"hypervolume_total\": %.9g, "
+                   "\"hypervolume_eff\": %.9g, \"hypervolume_total\": %.9g, \"reference\": {\"time_s\": %.9g, "
+                   "\"eff_energy_j\": %.9g, \"energy_j\": %.9g, \"source\": \"%s\"}, "
                    "\"frontier_size_eff\": %ld, \"frontier_size_total\": %ld, \"wall_s\": %.6f, "
                    "\"json\": \"%s\", \"csv\": \"%s\"}%s\n",
                    f->key, kr_variant_name(f->variant), s->space_size, s->recorded, s->evaluated, s->measured, s->from_log,
                    100.0 * (double)s->evaluated / (double)s->space_size, s->batches, s->stop,
                    s->prior ? "true" : "false", num_or_null(s->gain_eff, g1, sizeof g1),
-                   num_or_null(s->gain_total, g2, sizeof g2), s->hv_eff, s->hv_total,
+                   num_or_null(s->gain_total, g2, sizeof g2), s->hv_eff, s->hv_total, s->ref_time_s,
+                   s->ref_eff_energy_j, s->ref_energy_j, s->ref_from_sim ? "simulator" : "measured",
                    s->front_eff, s->front_total, s->wall_s, jn, cn, i + 1 < nres ? "," : "");
         }
         printf("  ],\n  \"total\": {\"measurements\": %ld, \"measured_now\": %ld, \"space_size\": %ld, "

@@ -191,8 +191,11 @@ typedef struct kr_search_options {
     /* bo */
     double bo_stop;              /* Stop when the batch's expected hypervolume improvement is
                                     below this fraction of the current hypervolume in both planes
-                                    (0: default; < 0: never stop, run to max_evals). */
-    int bo_batch;                /* Batch size (0: default, see docs/search.md). */
+                                    (0: default, 0.02, or 0.01 with a prior; < 0: never stop
+                                    on it, run to max_evals — with a prior also set bo_stop_abs
+                                    < 0). */
+    int bo_batch;                /* Batch size (0: default, 8 for spaces >= 400, else 4; 4 with a
+                                    prior; see docs/search.md). */
     int bo_init;                 /* Initial design size (0: default). */
     /* artifact */
     long artifact_budget;        /* Total evaluations (0: the per-key n_init + batches × acq of
@@ -204,7 +207,7 @@ typedef struct kr_search_options {
        prior's GPU: nominal or calibrated constants) predicts every configuration of the
        partition, and each surrogate models the measurement as a + b·prediction (log scale,
        fitted per partition by ridge-regularised least squares toward b = 1) plus a GP on the
-       residual; the initial design shrinks to a few clocks × a few comm-SM counts. The prior
+       residual; the initial design is the prior's 16 best frontier points. The prior
        job must describe the same model and parallelism as the searched one. */
     const kr_job *prior;
     /* A prior other than the simulator (e.g. a model of a different space mapped onto this one):
@@ -233,8 +236,16 @@ typedef struct kr_search_stats {
                               with the absolute rule "converged (eff R, total A)": which bound
                               each plane met, R relative (bo_stop · HV), A absolute. */
     double hv_eff;         /* Hypervolume of the (time, effective energy) frontier, s·J, against
-                              the nadir of all measured points + 10 % of their range. */
-    double hv_total;       /* Same for (time, total energy). */
+                              (ref_time_s, ref_eff_energy_j): a reference that depends on the job
+                              and the partition only, so runs of one partition compare directly. */
+    double hv_total;       /* Same for (time, total energy), against (ref_time_s, ref_energy_j). */
+    double ref_time_s;     /* The reference: 1.1 × the largest time, effective energy and energy */
+    double ref_eff_energy_j; /* the job's simulator predicts over the partition's whole space */
+    double ref_energy_j;   /* (max + 0.1·|max|; docs/search.md, "Summary hypervolumes"). */
+    int ref_from_sim;      /* 1 as above; 0 when the job's simulator cannot predict the space (a
+                              custom backend over a space of another meaning): the reference is
+                              then the measured points' nadir + 10 % of their range, which is not
+                              comparable across runs. */
     long front_eff;        /* Points on the (time, effective energy) frontier. */
     long front_total;      /* Points on the (time, total energy) frontier. */
     double wall_s;         /* Wall time of the search. */

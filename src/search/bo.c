@@ -17,6 +17,14 @@
  * of the same clock only (kareus-method.md §5), so after convergence any clock still without a
  * point gets its most promising configuration ("cover").
  *
+ * With a prior (the simulator's prediction q of every configuration; docs/search.md) each model
+ * is a + b·q plus a GP on the residual, and three things change, each measured on perturbed
+ * simulated GPUs (docs/search.md, "Issue 16, round 2"): the initial design is the prior's
+ * BO_PRIOR_DESIGN best frontier points (greedy by the hypervolume they add as predicted, both
+ * planes) instead of a grid; each plane's reference box also covers the frontier the models
+ * predict (widen_ref), so a predicted frontier extension beyond the measured one counts in the
+ * acquisition and the stopping rule; batches are BO_PRIOR_BATCH and bo_stop BO_PRIOR_STOP.
+ *
  * Batch (size q). Built greedily; each member is the argmax of one criterion over the
  * unevaluated configurations, and after each pick the batch "believes" the pick's predicted
  * median (kriging believer): the median joins the current frontiers and the posterior
@@ -58,6 +66,9 @@
 #define BO_DEFAULT_STOP_ABS 1e-5 /* with a prior */
 #define BO_SCALE_MARGIN 0.1      /* the absolute rule's box: at least 10 % of t_min and |E_min| */
 #define BO_PRIOR_RIDGE 0.05      /* pull of the prior's slope toward 1, relative to Σ(q − q̄)² */
+#define BO_PRIOR_DESIGN 16       /* initial design with a prior: the prior's 16 best frontier points */
+#define BO_PRIOR_BATCH 4         /* batch size with a prior */
+#define BO_PRIOR_STOP 0.01       /* bo_stop's default with a prior */
 
 enum role { EFF, TOT, TIME, EXPLORE };
 static const enum role pattern[8] = {EFF, TOT, TIME, EFF, TOT, EXPLORE, EFF, TOT};
@@ -121,6 +132,12 @@ static double sd(const bo *b, int k, int j)
 
 /* ---- frontiers ------------------------------------------------------------------------- */
 
+/* Energy model of a plane. */
+static int emodel(int total)
+{
+    return total ? M_TOTAL : M_EFF;
+}
+
 /* Rebuilds both frontiers from the first n evaluated points; with set_ref, sets their
  * reference points (otherwise the current ones are kept) and hypervolumes. */
 static int build_fronts(bo *b, long n, int set_ref)
@@ -141,6 +158,40 @@ static int build_fronts(bo *b, long n, int set_ref)
             f->ry = y1 + BO_REF_MARGIN * (y1 > y0 ? y1 - y0 : fabs(y1) + 1e-12);
         }
         f->hv = kr__front2_hv(f);
+    }
+    return KR_OK;
+}
+
+/*
+ * With a prior, the predictions are good enough to say where the frontier ends, so each
+ * plane's reference point also covers the frontier the models predict: the nadir of the Pareto
+ * set of (the measured points ∪ every unmeasured configuration's predicted median) plus 10 % of
+ * its range, when that lies beyond the measured frontier's. Without it the box ends 10 % past
+ * the slowest measured frontier point, and a configuration predicted to extend the frontier
+ * further (the frugal end: the lowest clocks with the fewest comm SMs, often twice as slow as
+ * the next frontier point) has no expected improvement and no remaining gain: the search stops
+ * without it, below Q 0.99 (docs/search.md, "Issue 16, round 2"). The box only grows, so a
+ * measured frontier point never falls outside it.
+ */
+static int widen_ref(bo *b, kr__front2 *scratch)
+{
+    kr__front2 *fs[2] = {&b->feff, &b->ftot};
+    for (int pl = 0; pl < 2; pl++) {
+        kr__front2 *f = fs[pl];
+        int k = emodel(pl);
+        scratch->m = 0;
+        for (int j = 0; j < f->m; j++)
+            if (kr__front2_add(scratch, f->t[j], f->y[j]))
+                return KR_ENOMEM;
+        for (int j = 0; j < b->m; j++)
+            if (kr__front2_add(scratch, back(b, M_TIME, b->md[M_TIME].mu[j]), back(b, k, b->md[k].mu[j])))
+                return KR_ENOMEM;
+        if (scratch->m < 2)
+            continue;
+        double t0 = scratch->t[0], t1 = scratch->t[scratch->m - 1], y0 = scratch->y[scratch->m - 1],
+               y1 = scratch->y[0];
+        f->rt = fmax(f->rt, t1 + BO_REF_MARGIN * (t1 - t0));
+        f->ry = fmax(f->ry, y1 + BO_REF_MARGIN * (y1 - y0));
     }
     return KR_OK;
 }
@@ -167,12 +218,6 @@ static int build_fronts_keep(bo *b, long n, int pl, double *hv)
 }
 
 /* ---- acquisition ------------------------------------------------------------------------ */
-
-/* Energy model of a plane. */
-static int emodel(int total)
-{
-    return total ? M_TOTAL : M_EFF;
-}
 
 /* Is candidate j's optimistic corner (μ − 3σ in both coordinates) dominated in the plane? */
 static int hopeless(const bo *b, int j, const kr__front2 *f, int total)
@@ -496,9 +541,12 @@ static int prior_compute(bo *b, kr_error *err)
 }
 
 /*
- * The initial design with a prior: what identifies the prior's line and a first residual —
- * clocks {highest, middle, lowest} × comm-SM counts {lowest, (middle,) highest} (the middle one
- * for spaces of 400 or more), each at a slot rotated by the seed so the slots are spread.
+ * The rest of the initial design with a prior when its frontiers hold fewer than
+ * BO_PRIOR_DESIGN points (prior_frontier_design): a grid that identifies the prior's line and a
+ * first residual — clocks {highest, middle, lowest} × comm-SM counts {lowest, (middle,) highest}
+ * (the middle one for spaces of 400 or more), each at a slot rotated by the seed. (Until issue
+ * 16 round 2 this grid was the whole design; the prior's frontier points reach Q 0.99 with
+ * about half the measurements.)
  */
 static int prior_design(kr__search *s, kr_error *err)
 {
@@ -519,6 +567,71 @@ static int prior_design(kr__search *s, kr_error *err)
             rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
         }
     }
+    return rc;
+}
+
+/*
+ * The initial design from the prior's own frontiers: k configurations picked greedily by the
+ * hypervolume they add, as the prior predicts them, to the set picked so far, summed over the
+ * two planes with each plane's gain a fraction of the hypervolume of the prior's whole
+ * frontier in that plane (reference: its nadir + 10 % of its range), so both planes weigh
+ * alike. The first picks are the prior's extremes and the knees of both frontiers: the
+ * configurations a frontier most likely needs, spread over the prior's time and energy range,
+ * which is what identifies the line a + b·q. Ties go to the lower index; when nothing adds
+ * (a frontier of fewer than k points) the rest of the design is the grid (prior_design).
+ */
+static int prior_frontier_design(bo *b, int k, int *picked_n, kr_error *err)
+{
+    kr__search *s = b->s;
+    kr__front2 full[2], got[2];
+    memset(full, 0, sizeof full);
+    memset(got, 0, sizeof got);
+    int rc = KR_OK;
+    *picked_n = 0;
+    for (int pl = 0; pl < 2 && rc == KR_OK; pl++) {
+        int em = emodel(pl);
+        for (long i = 0; i < s->size && rc == KR_OK; i++)
+            rc = kr__front2_add(&full[pl], b->pr[M_TIME][i], b->pr[em][i]);
+        if (rc)
+            break;
+        kr__front2 *f = &full[pl];
+        double t0 = f->t[0], t1 = f->t[f->m - 1], y0 = f->y[f->m - 1], y1 = f->y[0];
+        f->rt = t1 + BO_REF_MARGIN * (t1 > t0 ? t1 - t0 : fabs(t1));
+        f->ry = y1 + BO_REF_MARGIN * (y1 > y0 ? y1 - y0 : fabs(y1) + 1e-12);
+        f->hv = kr__front2_hv(f);
+        got[pl].rt = f->rt;
+        got[pl].ry = f->ry;
+    }
+    for (int it = 0; it < k && rc == KR_OK && kr__search_left(s) > 0; it++) {
+        long best = -1;
+        double bv = 0;
+        for (long i = 0; i < s->size; i++) {
+            if (s->done[i])
+                continue;
+            double v = 0;
+            for (int pl = 0; pl < 2; pl++)
+                if (full[pl].hv > 0)
+                    v += kr__front2_hvi(&got[pl], b->pr[M_TIME][i], b->pr[emodel(pl)][i]) / full[pl].hv;
+            if (v > bv) {
+                bv = v;
+                best = i;
+            }
+        }
+        if (best < 0)
+            break;
+        for (int pl = 0; pl < 2 && rc == KR_OK; pl++)
+            rc = kr__front2_add(&got[pl], b->pr[M_TIME][best], b->pr[emodel(pl)][best]);
+        if (rc == KR_OK)
+            rc = kr__search_eval(s, best, "init", b->pr[M_TIME][best], b->pr[M_EFF][best], err);
+        if (rc == KR_OK)
+            (*picked_n)++;
+    }
+    for (int pl = 0; pl < 2; pl++) {
+        kr__front2_free(&full[pl]);
+        kr__front2_free(&got[pl]);
+    }
+    if (rc == KR_ENOMEM)
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
     return rc;
 }
 
@@ -583,14 +696,14 @@ int kr__search_bo(kr__search *s, kr_error *err)
     if (o->max_evals == 0)
         s->cap = KR_MIN(s->cap, KR_MAX(size / 2, KR_MIN(size, (long)sp->nclocks + 8)));
     long n0 = o->bo_init > 0 ? o->bo_init : KR_MAX((long)sp->nclocks, (long)ceil(0.03 * size));
-    double stop = o->bo_stop == 0 ? BO_DEFAULT_STOP : o->bo_stop;
+    int has_prior = o->prior != NULL || o->prior_fn != NULL;
+    double stop = o->bo_stop != 0 ? o->bo_stop : has_prior ? BO_PRIOR_STOP : BO_DEFAULT_STOP;
     double stop_abs = o->bo_stop_abs != 0 ? o->bo_stop_abs : o->prior || o->prior_fn ? BO_DEFAULT_STOP_ABS : -1;
     bo b;
     memset(&b, 0, sizeof b);
     b.s = s;
     double *prior_v = NULL;
     int rc;
-    int has_prior = o->prior != NULL || o->prior_fn != NULL;
     if (has_prior) {
         prior_v = malloc((size_t)size * NMODELS * sizeof *prior_v);
         if (prior_v == NULL)
@@ -603,7 +716,14 @@ int kr__search_bo(kr__search *s, kr_error *err)
             return rc;
         }
     }
-    rc = has_prior && o->bo_init == 0 ? prior_design(s, err) : initial_design(s, n0, err);
+    if (has_prior && o->bo_init == 0) {
+        int got = 0;
+        rc = prior_frontier_design(&b, BO_PRIOR_DESIGN, &got, err);
+        if (rc == KR_OK && got < BO_PRIOR_DESIGN) /* the prior's frontiers hold fewer points */
+            rc = prior_design(s, err);
+    } else {
+        rc = initial_design(s, n0, err);
+    }
     if (rc == KR_OK) {
         s->batch = 0;
         rc = kr__search_batch_end(s, 0, err);
@@ -612,7 +732,7 @@ int kr__search_bo(kr__search *s, kr_error *err)
         free(prior_v);
         return rc;
     }
-    b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : size >= 400 ? 8 : 4);
+    b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : has_prior ? BO_PRIOR_BATCH : size >= 400 ? 8 : 4);
     size_t sz = (size_t)size;
     b.cand = malloc(sz * sizeof *b.cand);
     b.xc = malloc(sz * 2 * sizeof *b.xc);
@@ -649,7 +769,7 @@ int kr__search_bo(kr__search *s, kr_error *err)
             goto out;
         /* What the last batch actually gained (against the current reference points), then
          * the frontiers of everything measured. */
-        if (build_fronts(&b, s->n, 1) || build_fronts(&b, n_prev, 0)) {
+        if (build_fronts(&b, s->n, 1) || (has_prior && widen_ref(&b, &scratch)) || build_fronts(&b, n_prev, 0)) {
             rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
             goto out;
         }

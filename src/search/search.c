@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kareus/sim.h"
 #include "search_internal.h"
 
 long kr__search_left(const kr__search *s)
@@ -114,32 +115,69 @@ int kr__search_exhaustive(kr__search *s, kr_error *err)
     return KR_OK;
 }
 
-/* Hypervolume of the points in the plane (P), against nadir + 10 % of the range. */
-static double plane_hv(const kr_measured *pts, long n, double P, long *front)
+/*
+ * The summary's reference point, one per partition and plane, that depends on the job and the
+ * partition only (not on what a run measured), so hypervolumes of different runs, strategies,
+ * seeds and backends of one partition compare directly: the job's simulator (its own GPU entry)
+ * predicts every configuration of the space, and the reference is 1.1 × the largest predicted
+ * time and the largest predicted energy of the plane (max + 0.1·|max|). A box around the whole
+ * predicted space rather than around a predicted frontier, so a device that is slower or
+ * hungrier than the simulator still scores: only a measurement beyond 110 % of the predicted
+ * worst is clipped. Returns the simulator's error when it cannot predict some configuration (a
+ * custom backend over a space of another meaning); the caller then falls back to the measured
+ * points' nadir + 10 % of their range, which is not comparable across runs.
+ */
+static int summary_ref(const kr_job *job, const kr_partition *p, const kr_search_space *sp, long size, double ref[3])
 {
-    if (n == 0) {
-        *front = 0;
-        return 0;
+    double tmax = -INFINITY, emax = -INFINITY, eemax = -INFINITY;
+    for (long i = 0; i < size; i++) {
+        kr_config c;
+        kr_search_space_config(sp, i, &c);
+        kr_measurement m;
+        memset(&m, 0, sizeof m);
+        kr_error e = {0};
+        int rc = kr_sim_measure(job, p, &c, &m, &e);
+        if (rc)
+            return rc;
+        tmax = fmax(tmax, m.time_s);
+        emax = fmax(emax, m.energy_j);
+        eemax = fmax(eemax, m.energy_j - job->static_power_w * m.time_s);
     }
+    ref[0] = tmax + 0.1 * fabs(tmax);
+    ref[1] = eemax + 0.1 * fabs(eemax);
+    ref[2] = emax + 0.1 * fabs(emax);
+    return KR_OK;
+}
+
+/* The fallback reference: the nadir of the measured points + 10 % of their range per coordinate
+ * (time, effective energy, energy), the summary's reference until issue 16 round 2. */
+static void measured_ref(const kr_measured *pts, long n, double P, double ref[3])
+{
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (long i = 0; i < n; i++) {
+        double v[3] = {pts[i].time_s, pts[i].energy_j - P * pts[i].time_s, pts[i].energy_j};
+        for (int k = 0; k < 3; k++) {
+            lo[k] = fmin(lo[k], v[k]);
+            hi[k] = fmax(hi[k], v[k]);
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        ref[k] = n == 0 ? NAN : hi[k] > lo[k] ? hi[k] + 0.1 * (hi[k] - lo[k]) : hi[k] + 0.1 * fabs(hi[k]) + 1e-12;
+}
+
+/* Hypervolume of the points in the plane (P) against (rt, ry); *front: its frontier's size. */
+static double plane_hv(const kr_measured *pts, long n, double P, double rt, double ry, long *front)
+{
+    *front = 0;
+    if (n == 0)
+        return 0;
     kr_fpoint *f = malloc((size_t)n * sizeof *f);
     if (f == NULL)
         return NAN;
-    double tmin = INFINITY, tmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
-    for (long i = 0; i < n; i++) {
+    for (long i = 0; i < n; i++)
         f[i] = (kr_fpoint){pts[i].time_s, pts[i].energy_j, i};
-        double y = pts[i].energy_j - P * pts[i].time_s;
-        tmin = fmin(tmin, pts[i].time_s);
-        tmax = fmax(tmax, pts[i].time_s);
-        ymin = fmin(ymin, y);
-        ymax = fmax(ymax, y);
-    }
     double hv = NAN;
     size_t k;
-    double rt = tmax + 0.1 * (tmax - tmin), ry = ymax + 0.1 * (ymax - ymin);
-    if (tmax == tmin)
-        rt = tmax * 1.1;
-    if (ymax == ymin)
-        ry = ymax + 0.1 * fabs(ymax) + 1e-12;
     if (kr_frontier_pareto(f, (size_t)n, P, 0, f, &k, NULL) == KR_OK) {
         *front = (long)k;
         kr_frontier_hypervolume(f, k, P, rt, ry, &hv, NULL);
@@ -279,6 +317,10 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
     }
     if (rc == KR_OK)
         rc = kr__search_batch_end(&s, 1, err);
+    double ref[3] = {NAN, NAN, NAN};
+    int ref_sim = rc == KR_OK && stats && summary_ref(job, p, &s.sp, s.size, ref) == KR_OK;
+    if (rc == KR_OK && stats && !ref_sim)
+        measured_ref(s.pts, s.n, job->static_power_w, ref);
     if (rc == KR_OK) {
         if (stats) {
             memset(stats, 0, sizeof *stats);
@@ -288,8 +330,12 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
             stats->from_log = s.from_log;
             stats->batches = s.batch;
             snprintf(stats->stop, sizeof stats->stop, "%s", s.stop);
-            stats->hv_eff = plane_hv(s.pts, s.n, job->static_power_w, &stats->front_eff);
-            stats->hv_total = plane_hv(s.pts, s.n, 0.0, &stats->front_total);
+            stats->ref_from_sim = ref_sim;
+            stats->ref_time_s = ref[0];
+            stats->ref_eff_energy_j = ref[1];
+            stats->ref_energy_j = ref[2];
+            stats->hv_eff = plane_hv(s.pts, s.n, job->static_power_w, ref[0], ref[1], &stats->front_eff);
+            stats->hv_total = plane_hv(s.pts, s.n, 0.0, ref[0], ref[2], &stats->front_total);
             stats->wall_s = kr__now_s() - t0;
             stats->recorded = recorded;
             stats->gain_eff = s.gain_eff;

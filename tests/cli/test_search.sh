@@ -61,6 +61,39 @@ expect_exit 0 "\"measurements\": 540" -- search --backend replay --replay "fwd_m
 
 # The artifact strategy uses the published budget (96 + 4 x 32 for fwd_attn).
 expect_exit 0 "\"measurements\": 224" -- search --partition fwd_attn --strategy artifact --out "$TMP/art5" --json --quiet
+# --budget N: artifact runs its schedule scaled to N, bo runs to N without its stopping rule (an
+# equal-count comparison from the CLI).
+expect_exit 0 "\"measurements\": 62" -- search --partition fwd_attn --strategy artifact --budget 62 --log none --out "$TMP/bud/a" --json --quiet
+expect_exit 0 "\"stop\": \"fixed budget\"" -- search --partition fwd_attn --strategy artifact --budget 62 --log none --out "$TMP/bud/a" --json --quiet
+expect_exit 0 "\"measurements\": 100" -- search --partition fwd_attn --strategy bo --budget 100 --log none --out "$TMP/bud/b" --json --quiet
+expect_exit 0 "\"measurements\": 40" -- search --partition fwd_attn --strategy bo --prior sim --budget 40 --log none --out "$TMP/bud/c" --json --quiet
+expect_exit 2 "--budget: expected --strategy bo or artifact" -- search --partition fwd_attn --strategy exhaustive --budget 10 --out "$TMP/e"
+expect_exit 2 "expected no --max-evals or --stop with it" -- search --partition fwd_attn --strategy artifact --budget 10 --max-evals 5 --out "$TMP/e"
+expect_exit 2 "--budget: expected an integer" -- search --partition fwd_attn --budget 0 --out "$TMP/e"
+# Summary hypervolumes share one reference per partition (whatever the strategy, seed or count),
+# so they compare: the exhaustive search's is the largest, and more of the same run's points
+# never lower it.
+mkdir -p "$TMP/hv"
+for r in "ex --strategy exhaustive" "bo --strategy bo --seed 2" "art --strategy artifact --budget 62" \
+         "bo100 --strategy bo --budget 100" "bo50 --strategy bo --budget 50"; do
+  set -- $r
+  n=$1; shift
+  "$KAREUS" search --partition fwd_attn "$@" --log none --out "$TMP/hv/$n" --json --quiet > "$TMP/hv/$n.json" 2>/dev/null \
+    || { echo "FAIL: search $r" >&2; fails=$((fails + 1)); }
+done
+python3 - "$TMP/hv" <<'PY' || { echo "FAIL: summary hypervolumes are not comparable" >&2; fails=$((fails + 1)); }
+import json, sys
+d = sys.argv[1]
+p = {n: json.load(open(f"{d}/{n}.json"))["partitions"][0] for n in ("ex", "bo", "art", "bo100", "bo50")}
+refs = {json.dumps(q["reference"], sort_keys=True) for q in p.values()}
+assert len(refs) == 1, refs
+ref = p["ex"]["reference"]
+assert ref["source"] == "simulator" and ref["time_s"] > 0 and ref["energy_j"] > ref["eff_energy_j"] > 0, ref
+for plane in ("hypervolume_eff", "hypervolume_total"):
+    for n in ("bo", "art", "bo100", "bo50"):
+        assert 0 < p[n][plane] <= p["ex"][plane] * (1 + 1e-12), (plane, n, p[n][plane], p["ex"][plane])
+    assert p["bo50"][plane] <= p["bo100"][plane] * (1 + 1e-12), plane
+PY
 # Baseline variants search the clock only.
 expect_exit 0 "\"measurements\": 18" -- search --partition bwd_mlp --variant sequential --out "$TMP/seq" --json --quiet
 # Down to the GPU's native clock step: 35 clocks x 40.
