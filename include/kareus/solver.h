@@ -123,6 +123,20 @@ void kr_solve_result_free(kr_solve_result *f);
  */
 double kr_solve_result_bound(const kr_solve_result *f, double time_s);
 
+/*
+ * Improves the plan for one deadline (issue 15): from the lowest-energy step of f no slower
+ * than deadline_s, a local search for that budget — each op slowed into the room the deadline
+ * leaves, pairwise exchanges, and branch and bound over windows of up to 6 nearby ops centred
+ * on every op, repeated while the energy falls (at most 8 rounds). When the result uses less
+ * energy than that step, it is appended to f as a new step (its figures, plan, bound and gap;
+ * dominated flags recomputed) and *step_out is its index; otherwise *step_out is the step it
+ * started from. dag, opts and cfg (static power, GPUs per stage) must be those f was solved
+ * with. Cost: a few window sweeps over the whole graph (milliseconds on the golden (4,8)).
+ * Returns KR_OK, KR_ERANGE (no step meets the deadline), KR_EINVAL (another DAG) or KR_ENOMEM.
+ */
+int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *f,
+                    double deadline_s, int *step_out, kr_error *err);
+
 /* The option index assigned to instruction node v (>= 2) at step k. */
 int kr_solve_result_option(const kr_solve_result *f, int step, int node);
 

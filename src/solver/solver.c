@@ -1195,7 +1195,7 @@ static int bb_search(solver *sv, double budget, long limit)
  * nodes: 0.38 / 0.50 / 0 / 0 %; 5 ops: 0.36 / 0.41 / 0 / 1.37 %; 8 ops within 1,000 nodes:
  * 0.38 / 0.50 / 0 / 0 % (the search stops early). Solve times: docs/solver.md.
  */
-static void window_sweep(solver *sv, double budget);
+static void window_sweep(solver *sv, double budget, int every);
 static void window_pass(solver *sv, double budget)
 {
     int n = sv->n;
@@ -1210,18 +1210,20 @@ static void window_pass(solver *sv, double budget)
         memcpy(sv->knob, sv->kbak, nb);
     }
     memcpy(sv->win_in, sv->knob, nb);
-    window_sweep(sv, budget);
+    window_sweep(sv, budget, 0);
     memcpy(sv->win_out, sv->knob, nb);
     sv->win_valid = 1;
 }
 
-static void window_sweep(solver *sv, double budget)
+/* One sweep of windows centred on the critical ops, or (every) on every op: an op with float
+ * can also gain, by handing its room to a neighbour that saves more per second. */
+static void window_sweep(solver *sv, double budget, int every)
 {
     const kr_dag *dag = sv->dag;
     int n = sv->n;
     double span = knob_cpm_lf(sv, sv->rlf);
     for (int v = 0; v < n; v++)
-        sv->crit[v] = v >= 2 && sv->rlf[v] - sv->res[v] - sv->rt[v] <= 1e-9 * (1 + span);
+        sv->crit[v] = v >= 2 && (every || sv->rlf[v] - sv->res[v] - sv->rt[v] <= 1e-9 * (1 + span));
     for (int u = 2; u < n; u++) {
         if (!sv->crit[u])
             continue;
@@ -1268,6 +1270,10 @@ static double improve(solver *sv, double budget)
     double span = knob_cpm(sv);
     if (cfg->exchange > 0 || (cfg->exchange == 0 && sv->n - 2 <= KR__EXCHANGE_MAX_OPS)) {
         exchange_pass(sv, KR_MAX(span, budget));
+        /* The final pass reads the earliest starts in sv->res: the exchange pass's last
+         * critical path may have been of a rejected trial, so compute them afresh (stale
+         * starts let the pass overrun the budget: issue 15's fast end). */
+        (void)knob_cpm(sv);
         (void)final_pass(sv, KR_MAX(span, budget));
         span = knob_cpm(sv);
         window_pass(sv, KR_MAX(span, budget));
@@ -1432,6 +1438,15 @@ static int tail_steps(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap
             return rc;
         last = ns;
     }
+    /* The last speed-ups may have lowered the makespan by less than the quarter unit: that
+     * plan is the fastest one, and it gets the rounding passes too (before, only the appended
+     * all-fastest plan with one final pass stood at this makespan: issue 15). */
+    double ns = knob_cpm(sv);
+    if (ns < last - 1e-12) {
+        if (sv->cfg.final_pass)
+            ns = improve(sv, ns);
+        return push_knob_step(f, sv, scap, acap, ns, err);
+    }
     return KR_OK;
 }
 
@@ -1461,10 +1476,8 @@ static int append_fastest(kr_solve_result *f, solver *sv, size_t *scap, size_t *
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
     const kr_solver_config *cfg = &sv->cfg;
     double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
-    if (cfg->final_pass) {
-        (void)final_pass(sv, span);
-        span = knob_cpm(sv);
-    }
+    if (cfg->final_pass)
+        span = improve(sv, span);
     double e = 0, t = 0;
     for (int v = 2; v < sv->n; v++) {
         const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
@@ -1861,6 +1874,100 @@ int kr_solve_result_option(const kr_solve_result *f, int step, int node)
     if (step < 0 || step >= f->nsteps || node < 2 || node - 2 >= f->nops)
         return -1;
     return f->assign[(size_t)step * (size_t)f->nops + (size_t)(node - 2)];
+}
+
+/* Whole-graph effective energy of the knobs in sv->knob (one GPU per stage). */
+static double knob_eff(const solver *sv)
+{
+    double e = 0;
+    for (int v = 2; v < sv->n; v++)
+        e += opt_eff(sv, v, sv->knob[v]);
+    return e;
+}
+
+/*
+ * The deadline search (kr_solve_refine): the rounding passes for the budget, then rounds of
+ * the exchange pass, the final pass and a window sweep centred on every op (not only the
+ * critical ones, as after each step), while a round lowers the effective energy; at most
+ * KR__REFINE_ROUNDS rounds. Every move keeps the real critical path within the budget, and
+ * static power is charged for the whole budget-bounded makespan, so lowering the effective
+ * energy at a makespan within the budget lowers the plan's energy only when the makespan does
+ * not grow: the caller compares whole energies.
+ */
+#define KR__REFINE_ROUNDS 8
+static double deadline_search(solver *sv, double budget)
+{
+    (void)knob_cpm(sv);
+    (void)final_pass(sv, budget);
+    double prev = knob_eff(sv);
+    for (int round = 0; round < KR__REFINE_ROUNDS; round++) {
+        exchange_pass(sv, budget);
+        (void)knob_cpm(sv);
+        (void)final_pass(sv, budget);
+        window_sweep(sv, budget, 1);
+        double e = knob_eff(sv);
+        if (!(e < prev - 1e-9))
+            break;
+        prev = e;
+    }
+    return knob_cpm(sv);
+}
+
+int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *f,
+                    double deadline_s, int *step_out, kr_error *err)
+{
+    int k0 = -1;
+    for (int k = 0; k < f->nsteps; k++)
+        if (f->steps[k].knob_time_s <= deadline_s + 1e-12 && (k0 < 0 || f->steps[k].energy_j < f->steps[k0].energy_j))
+            k0 = k;
+    if (k0 < 0)
+        return kr_error_set(err, KR_ERANGE, "refine: no step meets the deadline of %g s", deadline_s);
+    if (!dag->finalized || dag->n - 2 != f->nops)
+        return kr_error_set(err, KR_EINVAL, "refine: the DAG is not the frontier's (%d instructions, expected %d)",
+                            dag->n - 2, f->nops);
+    solver sv;
+    memset(&sv, 0, sizeof sv);
+    sv.dag = dag;
+    sv.opts = opts;
+    sv.cfg = *cfg;
+    sv.cfg.cost_model = KR_COST_EXACT; /* the passes use the real options only (no lowtime fit) */
+    int rc = setup(&sv, err);
+    if (rc == KR_OK) {
+        for (int v = 2; v < sv.n; v++) {
+            int o = f->assign[(size_t)k0 * (size_t)f->nops + (size_t)(v - 2)];
+            if (o < 0 || o >= sv.groups[sv.gidx[v]].set->n) {
+                rc = kr_error_set(err, KR_EINVAL, "refine: step %d assigns option %d to node %d, outside its set", k0, o, v);
+                break;
+            }
+            sv.knob[v] = o;
+        }
+    }
+    *step_out = k0;
+    if (rc == KR_OK) {
+        double span = deadline_search(&sv, deadline_s);
+        kr_solver_step st = f->steps[k0];
+        knob_figures(&sv, &st, span);
+        if (st.energy_j < f->steps[k0].energy_j * (1 - 1e-12)) {
+            size_t scap = (size_t)f->nsteps, acap = (size_t)f->nsteps * (size_t)f->nops;
+            if (kr__grow((void **)&f->steps, &scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
+                kr__grow((void **)&f->assign, &acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1),
+                         sizeof(int)))
+                rc = kr_error_set(err, KR_ENOMEM, "refine: out of memory");
+            else {
+                st.step = f->nsteps;
+                st.cost_change_j = 0;
+                st.time_s = f->cost_model == KR_COST_LOWTIME ? st.time_s : span;
+                st.bound_j = f->bound_min ? kr_solve_result_bound(f, span) : INFINITY;
+                st.gap = isfinite(st.bound_j) ? st.energy_j / st.bound_j - 1 : NAN;
+                f->steps[f->nsteps] = st;
+                memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv.knob + 2, sizeof(int) * (size_t)f->nops);
+                *step_out = f->nsteps++;
+                rc = mark_dominated(f, err);
+            }
+        }
+    }
+    solver_free(&sv);
+    return rc;
 }
 
 int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err)
