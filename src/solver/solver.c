@@ -53,6 +53,7 @@
 #define FLOW_BIG (INT64_MAX / 8)
 #define KR__WINDOW_OPS 6       /* Window search: ops per window (see window_pass). */
 #define KR__WINDOW_NODES 1000  /* Window search: branch-and-bound nodes per window. */
+#define KR__WINDOW_MAX 10      /* Largest window (the deadline search's; array sizes). */
 #define KR__BOUND_REFINE 8     /* Lower bound: relaxation grid = unit / min(8, 2048 / ops), >= 1. */
 
 const char *kr_cost_model_name(kr_cost_model m)
@@ -128,9 +129,11 @@ typedef struct solver {
     int *win_in, *win_out; /* Knobs entering and leaving the last window pass (n each). */
     int win_valid;
     /* The window's free ops in topological order and their reduced graph (bb_search). */
-    int bk, bop[KR__WINDOW_OPS], bbestk[KR__WINDOW_OPS];
-    double bdist[KR__WINDOW_OPS][KR__WINDOW_OPS], bhd[KR__WINDOW_OPS], btt[KR__WINDOW_OPS];
-    double blbs[KR__WINDOW_OPS + 1], bes[KR__WINDOW_OPS], bdur[KR__WINDOW_OPS];
+    int bk, bop[KR__WINDOW_MAX], bbestk[KR__WINDOW_MAX];
+    double bdist[KR__WINDOW_MAX][KR__WINDOW_MAX], bhd[KR__WINDOW_MAX], btt[KR__WINDOW_MAX];
+    double blbs[KR__WINDOW_MAX + 1], bes[KR__WINDOW_MAX], bdur[KR__WINDOW_MAX];
+    int wops;             /* Ops per window (0: KR__WINDOW_OPS); at most KR__WINDOW_MAX. */
+    long wnodes;          /* Search nodes per window (0: KR__WINDOW_NODES). */
     double bbound, bcur, bbest_e;
     long bnodes, blimit;
 } solver;
@@ -1015,12 +1018,12 @@ static void bb_dfs(solver *sv, int j)
         }
         return;
     }
-    /* Never taken: bb_search sets bk <= KR__WINDOW_OPS and the recursion stops at j == bk, so
-     * j < KR__WINDOW_OPS here and every index below is in bounds. GCC 12 at -O3 inlines this
+    /* Never taken: bb_search sets bk <= KR__WINDOW_MAX and the recursion stops at j == bk, so
+     * j < KR__WINDOW_MAX here and every index below is in bounds. GCC 12 at -O3 inlines this
      * recursion seven levels deep and, not knowing that invariant of a value loaded from
      * memory, reported -Warray-bounds for j = 6 on a path that cannot run (a false positive).
      * The test states the invariant where the compiler can see it. */
-    if (j >= KR__WINDOW_OPS)
+    if (j >= KR__WINDOW_MAX)
         return;
     double e0 = sv->bhd[j];
     for (int i = 0; i < j; i++)
@@ -1057,7 +1060,7 @@ static int bb_search(solver *sv, double budget, long limit)
         int v = dag->topo[i];
         dur[v] = sv->gidx[v] >= 0 ? sv->groups[sv->gidx[v]].set->opt[sv->knob[v]].time_s : 0;
         if (sv->bfree[v]) {
-            if (k == KR__WINDOW_OPS)
+            if (k == KR__WINDOW_MAX)
                 return 0;
             sv->bop[k++] = v;
         }
@@ -1083,7 +1086,7 @@ static int bb_search(solver *sv, double budget, long limit)
         if (sv->bfree[v])
             hf[v] = -INFINITY;
     }
-    double tl[KR__WINDOW_OPS];
+    double tl[KR__WINDOW_MAX];
     for (int i = n - 1; i >= 0; i--) {
         int v = dag->topo[i];
         double t = dag->out_off[v] == dag->out_off[v + 1] ? 0 : -INFINITY;
@@ -1127,7 +1130,7 @@ static int bb_search(solver *sv, double budget, long limit)
         }
     }
     /* Bounds with the free ops at their fastest options: tails tt, heads hh. */
-    double tmin[KR__WINDOW_OPS], hh[KR__WINDOW_OPS];
+    double tmin[KR__WINDOW_MAX], hh[KR__WINDOW_MAX];
     for (int j = 0; j < k; j++) {
         const group *g = &sv->groups[sv->gidx[sv->bop[j]]];
         tmin[j] = g->set->opt[g->par[0]].time_s;
@@ -1164,7 +1167,7 @@ static int bb_search(solver *sv, double budget, long limit)
     bb_dfs(sv, 0);
     if (!(sv->bbest_e < cur - 1e-9))
         return 0;
-    int keep[KR__WINDOW_OPS];
+    int keep[KR__WINDOW_MAX];
     for (int j = 0; j < k; j++) {
         keep[j] = sv->knob[sv->bop[j]];
         sv->knob[sv->bop[j]] = sv->bbestk[j];
@@ -1224,6 +1227,8 @@ static void window_sweep(solver *sv, double budget, int every)
     double span = knob_cpm_lf(sv, sv->rlf);
     for (int v = 0; v < n; v++)
         sv->crit[v] = v >= 2 && (every || sv->rlf[v] - sv->res[v] - sv->rt[v] <= 1e-9 * (1 + span));
+    int wk = sv->wops > 0 ? KR_MIN(sv->wops, KR__WINDOW_MAX) : KR__WINDOW_OPS;
+    long wn = sv->wnodes > 0 ? sv->wnodes : KR__WINDOW_NODES;
     for (int u = 2; u < n; u++) {
         if (!sv->crit[u])
             continue;
@@ -1231,11 +1236,11 @@ static void window_sweep(solver *sv, double budget, int every)
         int qh = 0, qt = 0, cnt = 1;
         sv->bq[qt++] = u;
         sv->bfree[u] = 1;
-        while (qh < qt && cnt < KR__WINDOW_OPS) {
+        while (qh < qt && cnt < wk) {
             int x = sv->bq[qh++];
-            for (int side = 0; side < 2 && cnt < KR__WINDOW_OPS; side++) {
+            for (int side = 0; side < 2 && cnt < wk; side++) {
                 int lo = side ? dag->out_off[x] : dag->in_off[x], hi = side ? dag->out_off[x + 1] : dag->in_off[x + 1];
-                for (int k = lo; k < hi && cnt < KR__WINDOW_OPS; k++) {
+                for (int k = lo; k < hi && cnt < wk; k++) {
                     int e = side ? dag->out_e[k] : dag->in_e[k];
                     int y = side ? dag->ev[e] : dag->eu[e];
                     if (sv->bfree[y])
@@ -1247,7 +1252,7 @@ static void window_sweep(solver *sv, double budget, int every)
             }
         }
         sv->bfree[KR_DAG_SOURCE] = sv->bfree[KR_DAG_SINK] = 0;
-        (void)bb_search(sv, budget, KR__WINDOW_NODES);
+        (void)bb_search(sv, budget, wn);
         if (cnt >= n - 2)
             return; /* the window was the whole graph */
     }
@@ -1904,7 +1909,12 @@ static double deadline_search(solver *sv, double budget)
         exchange_pass(sv, budget);
         (void)knob_cpm(sv);
         (void)final_pass(sv, budget);
+        sv->wops = sv->wnodes = 0;
         window_sweep(sv, budget, 1);
+        sv->wops = 8;
+        sv->wnodes = 5000;
+        window_sweep(sv, budget, 1);
+        sv->wops = sv->wnodes = 0;
         double e = knob_eff(sv);
         if (!(e < prev - 1e-9))
             break;
@@ -1913,15 +1923,34 @@ static double deadline_search(solver *sv, double budget)
     return knob_cpm(sv);
 }
 
+#define KR__REFINE_STARTS 4
 int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *f,
                     double deadline_s, int *step_out, kr_error *err)
 {
-    int k0 = -1;
-    for (int k = 0; k < f->nsteps; k++)
-        if (f->steps[k].knob_time_s <= deadline_s + 1e-12 && (k0 < 0 || f->steps[k].energy_j < f->steps[k0].energy_j))
+    /* Starts: the KR__REFINE_STARTS undominated steps nearest below the deadline (the first
+     * is the lowest-energy step that meets it); insertion by time, latest first. */
+    int start[KR__REFINE_STARTS], ns = 0, k0 = -1;
+    for (int k = 0; k < f->nsteps; k++) {
+        const kr_solver_step *st = &f->steps[k];
+        if (!(st->knob_time_s <= deadline_s + 1e-12))
+            continue;
+        if (k0 < 0 || st->energy_j < f->steps[k0].energy_j)
             k0 = k;
+        if (st->dominated)
+            continue;
+        int i = ns < KR__REFINE_STARTS ? ns++ : KR__REFINE_STARTS;
+        while (i > 0 && f->steps[start[i - 1]].knob_time_s < st->knob_time_s) {
+            if (i < KR__REFINE_STARTS)
+                start[i] = start[i - 1];
+            i--;
+        }
+        if (i < KR__REFINE_STARTS)
+            start[i] = k;
+    }
     if (k0 < 0)
         return kr_error_set(err, KR_ERANGE, "refine: no step meets the deadline of %g s", deadline_s);
+    if (ns == 0)
+        start[ns++] = k0;
     if (!dag->finalized || dag->n - 2 != f->nops)
         return kr_error_set(err, KR_EINVAL, "refine: the DAG is not the frontier's (%d instructions, expected %d)",
                             dag->n - 2, f->nops);
@@ -1932,40 +1961,49 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
     sv.cfg = *cfg;
     sv.cfg.cost_model = KR_COST_EXACT; /* the passes use the real options only (no lowtime fit) */
     int rc = setup(&sv, err);
-    if (rc == KR_OK) {
+    *step_out = k0;
+    kr_solver_step best = f->steps[k0];
+    int *bestk = rc == KR_OK ? malloc(sizeof(int) * (size_t)(f->nops > 0 ? f->nops : 1)) : NULL;
+    if (rc == KR_OK && bestk == NULL)
+        rc = kr_error_set(err, KR_ENOMEM, "refine: out of memory");
+    int found = 0;
+    for (int i = 0; i < ns && rc == KR_OK; i++) {
         for (int v = 2; v < sv.n; v++) {
-            int o = f->assign[(size_t)k0 * (size_t)f->nops + (size_t)(v - 2)];
+            int o = f->assign[(size_t)start[i] * (size_t)f->nops + (size_t)(v - 2)];
             if (o < 0 || o >= sv.groups[sv.gidx[v]].set->n) {
-                rc = kr_error_set(err, KR_EINVAL, "refine: step %d assigns option %d to node %d, outside its set", k0, o, v);
+                rc = kr_error_set(err, KR_EINVAL, "refine: step %d assigns option %d to node %d, outside its set", start[i], o, v);
                 break;
             }
             sv.knob[v] = o;
         }
-    }
-    *step_out = k0;
-    if (rc == KR_OK) {
+        if (rc)
+            break;
         double span = deadline_search(&sv, deadline_s);
-        kr_solver_step st = f->steps[k0];
+        kr_solver_step st = f->steps[start[i]];
         knob_figures(&sv, &st, span);
-        if (st.energy_j < f->steps[k0].energy_j * (1 - 1e-12)) {
-            size_t scap = (size_t)f->nsteps, acap = (size_t)f->nsteps * (size_t)f->nops;
-            if (kr__grow((void **)&f->steps, &scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
-                kr__grow((void **)&f->assign, &acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1),
-                         sizeof(int)))
-                rc = kr_error_set(err, KR_ENOMEM, "refine: out of memory");
-            else {
-                st.step = f->nsteps;
-                st.cost_change_j = 0;
-                st.time_s = f->cost_model == KR_COST_LOWTIME ? st.time_s : span;
-                st.bound_j = f->bound_min ? kr_solve_result_bound(f, span) : INFINITY;
-                st.gap = isfinite(st.bound_j) ? st.energy_j / st.bound_j - 1 : NAN;
-                f->steps[f->nsteps] = st;
-                memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv.knob + 2, sizeof(int) * (size_t)f->nops);
-                *step_out = f->nsteps++;
-                rc = mark_dominated(f, err);
-            }
+        if (st.energy_j < best.energy_j * (1 - 1e-12)) {
+            best = st;
+            memcpy(bestk, sv.knob + 2, sizeof(int) * (size_t)f->nops);
+            found = 1;
         }
     }
+    if (rc == KR_OK && found) {
+        size_t scap = (size_t)f->nsteps, acap = (size_t)f->nsteps * (size_t)f->nops;
+        if (kr__grow((void **)&f->steps, &scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
+            kr__grow((void **)&f->assign, &acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int)))
+            rc = kr_error_set(err, KR_ENOMEM, "refine: out of memory");
+        else {
+            best.step = f->nsteps;
+            best.cost_change_j = 0;
+            best.bound_j = f->bound_min ? kr_solve_result_bound(f, best.knob_time_s) : INFINITY;
+            best.gap = isfinite(best.bound_j) ? best.energy_j / best.bound_j - 1 : NAN;
+            f->steps[f->nsteps] = best;
+            memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, bestk, sizeof(int) * (size_t)f->nops);
+            *step_out = f->nsteps++;
+            rc = mark_dominated(f, err);
+        }
+    }
+    free(bestk);
     solver_free(&sv);
     return rc;
 }
