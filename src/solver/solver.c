@@ -587,27 +587,33 @@ static int net_build(solver *sv)
     return KR_OK;
 }
 
-/* Sets arc a's capacity to c, keeping as much of its flow as fits; the cut-back flow becomes
+/* set_cap's rare case: the arc's flow exceeds its new capacity c. The cut-back flow becomes
  * excess at its tail and deficit at its head (s and t need no balance). */
-static void set_cap(solver *sv, int a, int64_t c)
+static void set_cap_cut(solver *sv, int a, int64_t c)
 {
-    if (a < 0)
-        return;
     kr__flow *f = &sv->flow;
-    int64_t flow = f->cap[a ^ 1];
-    if (flow <= c) {
-        f->cap[a] = c - flow;
-        return;
-    }
+    int64_t d = f->cap[a ^ 1] - c;
     f->cap[a] = 0;
     f->cap[a ^ 1] = c;
-    int64_t d = flow - c;
     int u = f->head[a ^ 1], v = f->head[a];
     int s = LNODE(KR_DAG_SOURCE), t = RNODE(KR_DAG_SINK);
     if (u != s && u != t)
         sv->ex[u] += d;
     if (v != s && v != t)
         sv->ex[v] -= d;
+}
+
+/* Sets arc a's capacity to c, keeping as much of its flow as fits (set_cap_cut otherwise).
+ * Inline: it runs for every arc of the network at every step. */
+static inline void set_cap(solver *sv, int a, int64_t c)
+{
+    if (a < 0)
+        return;
+    int64_t *cap = sv->flow.cap;
+    if (cap[a ^ 1] <= c)
+        cap[a] = c - cap[a ^ 1];
+    else
+        set_cap_cut(sv, a, c);
 }
 
 /*
