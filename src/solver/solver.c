@@ -1929,7 +1929,16 @@ static double deadline_search(solver *sv, double budget)
     return knob_cpm(sv);
 }
 
+/*
+ * Starts and kicks, measured on bench_solver's 40 deadlines of (2,4) … (4,8) against the
+ * frontier's best plan at each: one start and 6-op windows lowered the energy by 0–0.11 %;
+ * four starts and 8-op windows as well by up to 0.17 %; 32 kicks (iterated local search) by a
+ * further 0–0.04 % (e.g. (3,6) at 1.1154 s: 854.447 → 854.124 J) at 5–8 times the cost
+ * (0.2–0.8 s per deadline on (4,8) on a loaded machine), so kicks only run up to
+ * KR__EXCHANGE_MAX_OPS instructions. The random stream is seeded: results are deterministic.
+ */
 #define KR__REFINE_STARTS 4
+#define KR__REFINE_KICKS 32
 int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *f,
                     double deadline_s, int *step_out, kr_error *err)
 {
@@ -1973,6 +1982,7 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
     if (rc == KR_OK && bestk == NULL)
         rc = kr_error_set(err, KR_ENOMEM, "refine: out of memory");
     int found = 0;
+    int nkick = f->nops <= KR__EXCHANGE_MAX_OPS ? KR__REFINE_KICKS : 0;
     for (int i = 0; i < ns && rc == KR_OK; i++) {
         for (int v = 2; v < sv.n; v++) {
             int o = f->assign[(size_t)start[i] * (size_t)f->nops + (size_t)(v - 2)];
@@ -1991,6 +2001,35 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
             best = st;
             memcpy(bestk, sv.knob + 2, sizeof(int) * (size_t)f->nops);
             found = 1;
+        }
+    }
+    if (rc == KR_OK && nkick > 0) {
+        kr__rng r;
+        kr__rng_seed(&r, 15);
+        if (found)
+            memcpy(sv.knob + 2, bestk, sizeof(int) * (size_t)f->nops);
+        else
+            for (int v = 2; v < sv.n; v++)
+                sv.knob[v] = f->assign[(size_t)k0 * (size_t)f->nops + (size_t)(v - 2)];
+        for (int it = 0; it < nkick; it++) {
+            /* Kick: speed up three random ops by one Pareto step (room for the others),
+             * then search again from there; keep the best plan and restart from it. */
+            for (int j = 0; j < 3; j++) {
+                int v = 2 + (int)(kr__rng_next(&r) % (uint64_t)(sv.n - 2));
+                int fo = pareto_step(&sv, v, sv.knob[v], -1);
+                if (fo >= 0)
+                    sv.knob[v] = fo;
+            }
+            double span = deadline_search(&sv, deadline_s);
+            kr_solver_step st = f->steps[k0];
+            knob_figures(&sv, &st, span);
+            if (st.energy_j < best.energy_j * (1 - 1e-12)) {
+                best = st;
+                memcpy(bestk, sv.knob + 2, sizeof(int) * (size_t)f->nops);
+                found = 1;
+            } else if (found) {
+                memcpy(sv.knob + 2, bestk, sizeof(int) * (size_t)f->nops);
+            }
         }
     }
     if (rc == KR_OK && found) {
