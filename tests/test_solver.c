@@ -570,15 +570,27 @@ static void frontier_energy_accounting(void **state)
     cfg.gpus_per_stage = 8;
     kr_solve_result f;
     assert_int_equal(kr_solve(&d, &o, &cfg, &f, &e), KR_OK);
-    for (int k = 0; k < f.nsteps; k += 37) {
-        double sum_e = 0, sum_t = 0;
+    /* Every step's stored plan (kept as snapshots and changes: both readers agree) has the
+     * step's figures: its energy and its real critical path. */
+    int all[64];
+    double dur[64];
+    assert_true(d.n <= 64);
+    assert_int_equal(kr_solve_result_options(&f, f.nsteps, all), KR_ERANGE);
+    for (int k = 0; k < f.nsteps; k++) {
+        double sum_e = 0, sum_t = 0, span;
+        assert_int_equal(kr_solve_result_options(&f, k, all), KR_OK);
+        dur[0] = dur[1] = 0;
         for (int v = 2; v < d.n; v++) {
             const kr_option_set *set = kr_options_get(&o, d.node[v].stage, d.node[v].kind, 0);
             int opt = kr_solve_result_option(&f, k, v);
+            assert_int_equal(opt, all[v - 2]);
             assert_true(opt >= 0 && opt < set->n);
             sum_e += set->opt[opt].energy_j;
             sum_t += set->opt[opt].time_s;
+            dur[v] = set->opt[opt].time_s;
         }
+        kr_dag_cpm(&d, dur, NULL, NULL, &span, NULL);
+        KR_ASSERT_CLOSE(span, f.steps[k].knob_time_s, 1e-12);
         KR_ASSERT_CLOSE(f.steps[k].energy_j, 8 * (sum_e + 85.0 * (2 * f.steps[k].knob_time_s - sum_t)), 1e-12);
         KR_ASSERT_CLOSE(f.steps[k].eff_energy_j, 8 * (sum_e - 85.0 * sum_t), 1e-12);
         if (k > 0)

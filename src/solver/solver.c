@@ -1333,19 +1333,54 @@ static void record(solver *sv, kr_solver_step *st, long T)
     st->time_s = cfg->cost_model == KR_COST_LOWTIME ? (double)T * cfg->unit_time_s : span;
 }
 
-static int push_step(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap, double change, long T, kr_error *err)
+/*
+ * Appends the plan opt[0 .. nops) of step f->nsteps (the caller then counts the step): in full
+ * at every KR_SOLVE_PLAN_SNAP-th step, else as its changes against the step before (kept in
+ * plan_last). Returns 0 or KR_ENOMEM (the step's plan is then not stored).
+ */
+static int plan_push(kr_solve_result *f, const int *opt)
 {
-    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
-        (!sv->relax_only &&
-         kr__grow((void **)&f->assign, acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int))))
+    size_t k = (size_t)f->nsteps, nops = (size_t)f->nops, w = nops > 0 ? nops : 1;
+    if (f->plan_last == NULL && (f->plan_last = calloc(w, sizeof(int))) == NULL)
+        return KR_ENOMEM;
+    if (kr__grow((void **)&f->plan_off, &f->plan_cap[1], k + 2, sizeof(long)))
+        return KR_ENOMEM;
+    if (k == 0)
+        f->plan_off[0] = 0;
+    long at = f->plan_off[k];
+    if (k % KR_SOLVE_PLAN_SNAP == 0) {
+        if (kr__grow((void **)&f->plan_snap, &f->plan_cap[0], (k / KR_SOLVE_PLAN_SNAP + 1) * w, sizeof(int)))
+            return KR_ENOMEM;
+        memcpy(f->plan_snap + k / KR_SOLVE_PLAN_SNAP * nops, opt, sizeof(int) * nops);
+    } else {
+        size_t nch = 0;
+        for (size_t i = 0; i < nops; i++)
+            nch += opt[i] != f->plan_last[i];
+        if (kr__grow((void **)&f->plan_chg, &f->plan_cap[2], 2 * ((size_t)at + nch) + 2, sizeof(int)))
+            return KR_ENOMEM;
+        for (size_t i = 0; i < nops; i++)
+            if (opt[i] != f->plan_last[i]) {
+                f->plan_chg[2 * at] = (int)i;
+                f->plan_chg[2 * at + 1] = opt[i];
+                at++;
+            }
+    }
+    f->plan_off[k + 1] = at;
+    memcpy(f->plan_last, opt, sizeof(int) * nops);
+    return 0;
+}
+
+static int push_step(kr_solve_result *f, solver *sv, size_t *scap, double change, long T, kr_error *err)
+{
+    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps))
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
     kr_solver_step *st = &f->steps[f->nsteps];
     memset(st, 0, sizeof *st);
     st->step = f->nsteps;
     st->cost_change_j = change;
     record(sv, st, T);
-    if (!sv->relax_only)
-        memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv->knob + 2, sizeof(int) * (size_t)f->nops);
+    if (!sv->relax_only && plan_push(f, sv->knob + 2))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
     f->nsteps++;
     return KR_OK;
 }
@@ -1370,17 +1405,15 @@ static void knob_figures(const solver *sv, kr_solver_step *st, double span)
 
 /* Appends a step that copies the last one's model figures and carries the knobs in sv->knob
  * at real makespan span (exact mode's fast-end steps). */
-static int push_knob_step(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap, double span, kr_error *err)
+static int push_knob_step(kr_solve_result *f, solver *sv, size_t *scap, double span, kr_error *err)
 {
-    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
-        kr__grow((void **)&f->assign, acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int)))
+    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) || plan_push(f, sv->knob + 2))
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
     kr_solver_step *st = &f->steps[f->nsteps];
     *st = f->steps[f->nsteps - 1];
     st->step = f->nsteps;
     st->cost_change_j = 0;
     knob_figures(sv, st, span);
-    memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv->knob + 2, sizeof(int) * (size_t)f->nops);
     f->nsteps++;
     return KR_OK;
 }
@@ -1401,7 +1434,7 @@ static int push_knob_step(kr_solve_result *f, solver *sv, size_t *scap, size_t *
  * many; an iteration cap guards it anyway. The loop ends at an infinite cut: some critical
  * path has every op at its fastest option, so the makespan is the all-fastest plan's.
  */
-static int tail_steps(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap, kr_error *err)
+static int tail_steps(kr_solve_result *f, solver *sv, size_t *scap, kr_error *err)
 {
     const kr_dag *dag = sv->dag;
     int n = sv->n, N = 2 * n;
@@ -1444,7 +1477,7 @@ static int tail_steps(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap
             continue;
         if (sv->cfg.final_pass)
             ns = improve(sv, ns);
-        int rc = push_knob_step(f, sv, scap, acap, ns, err);
+        int rc = push_knob_step(f, sv, scap, ns, err);
         if (rc)
             return rc;
         last = ns;
@@ -1456,7 +1489,7 @@ static int tail_steps(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap
     if (ns < last - 1e-12) {
         if (sv->cfg.final_pass)
             ns = improve(sv, ns);
-        return push_knob_step(f, sv, scap, acap, ns, err);
+        return push_knob_step(f, sv, scap, ns, err);
     }
     return KR_OK;
 }
@@ -1467,7 +1500,7 @@ static int tail_steps(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap
  * could). The all-fastest plan is the frontier's true fastest point: append it when it is
  * faster than the last step.
  */
-static int append_fastest(kr_solve_result *f, solver *sv, size_t *scap, size_t *acap, kr_error *err)
+static int append_fastest(kr_solve_result *f, solver *sv, size_t *scap, kr_error *err)
 {
     for (int v = 2; v < sv->n; v++) {
         const kr_option_set *set = sv->groups[sv->gidx[v]].set;
@@ -1482,8 +1515,7 @@ static int append_fastest(kr_solve_result *f, solver *sv, size_t *scap, size_t *
     double span = knob_cpm(sv);
     if (!(span < f->steps[f->nsteps - 1].knob_time_s - 1e-12))
         return KR_OK;
-    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
-        kr__grow((void **)&f->assign, acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int)))
+    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps))
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
     const kr_solver_config *cfg = &sv->cfg;
     double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
@@ -1502,7 +1534,8 @@ static int append_fastest(kr_solve_result *f, solver *sv, size_t *scap, size_t *
     st->knob_time_s = st->time_s = span;
     st->energy_j = G * (e + P * (S * span - t));
     st->eff_energy_j = G * (e - P * t);
-    memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, sv->knob + 2, sizeof(int) * (size_t)f->nops);
+    if (plan_push(f, sv->knob + 2))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
     f->nsteps++;
     return KR_OK;
 }
@@ -1779,7 +1812,7 @@ static int solve_impl(const kr_dag *dag, const kr_options *opts, const kr_solver
     out->nops = dag->n - 2;
     double t1 = kr__now_s();
     out->setup_s = t1 - t0;
-    size_t scap = 0, acap = 0;
+    size_t scap = 0;
     for (int v = 2; v < sv.n; v++)
         sv.d[v] = sv.groups[sv.gidx[v]].dmax;
     if (cfg->cost_model == KR_COST_EXACT && net_build(&sv)) {
@@ -1791,7 +1824,7 @@ static int solve_impl(const kr_dag *dag, const kr_options *opts, const kr_solver
         ex_relax(&sv);
         T = cpm(&sv);
     }
-    if ((rc = push_step(out, &sv, &scap, &acap, 0.0, T, err)))
+    if ((rc = push_step(out, &sv, &scap, 0.0, T, err)))
         goto done;
     for (;;) {
         if (cfg->max_steps > 0 && out->nsteps > cfg->max_steps) {
@@ -1820,11 +1853,11 @@ static int solve_impl(const kr_dag *dag, const kr_options *opts, const kr_solver
                 T = KR_MAX(T, sv.ef[v]);
             change = (double)cut / EX_SCALE;
         }
-        if ((rc = push_step(out, &sv, &scap, &acap, change, T, err)))
+        if ((rc = push_step(out, &sv, &scap, change, T, err)))
             goto done;
     }
     if (cfg->cost_model == KR_COST_EXACT && out->stop_reason == 0 && !relax_only &&
-        ((rc = tail_steps(out, &sv, &scap, &acap, err)) || (rc = append_fastest(out, &sv, &scap, &acap, err))))
+        ((rc = tail_steps(out, &sv, &scap, err)) || (rc = append_fastest(out, &sv, &scap, err))))
         goto done;
     for (int k = 0; k < out->nsteps; k++) {
         out->steps[k].bound_j = INFINITY;
@@ -1875,16 +1908,37 @@ void kr_solve_result_free(kr_solve_result *f)
     if (f == NULL)
         return;
     free(f->steps);
-    free(f->assign);
+    free(f->plan_snap);
+    free(f->plan_off);
+    free(f->plan_chg);
+    free(f->plan_last);
     free(f->bound_min);
     memset(f, 0, sizeof *f);
 }
 
 int kr_solve_result_option(const kr_solve_result *f, int step, int node)
 {
-    if (step < 0 || step >= f->nsteps || node < 2 || node - 2 >= f->nops)
+    if (step < 0 || step >= f->nsteps || node < 2 || node - 2 >= f->nops || f->plan_snap == NULL)
         return -1;
-    return f->assign[(size_t)step * (size_t)f->nops + (size_t)(node - 2)];
+    int s = step / KR_SOLVE_PLAN_SNAP, i = node - 2;
+    int o = f->plan_snap[(size_t)s * (size_t)f->nops + (size_t)i];
+    for (int k = s * KR_SOLVE_PLAN_SNAP + 1; k <= step; k++)
+        for (long c = f->plan_off[k]; c < f->plan_off[k + 1]; c++)
+            if (f->plan_chg[2 * c] == i)
+                o = f->plan_chg[2 * c + 1];
+    return o;
+}
+
+int kr_solve_result_options(const kr_solve_result *f, int step, int *out)
+{
+    if (step < 0 || step >= f->nsteps || f->plan_snap == NULL)
+        return KR_ERANGE;
+    int s = step / KR_SOLVE_PLAN_SNAP;
+    memcpy(out, f->plan_snap + (size_t)s * (size_t)f->nops, sizeof(int) * (size_t)f->nops);
+    for (int k = s * KR_SOLVE_PLAN_SNAP + 1; k <= step; k++)
+        for (long c = f->plan_off[k]; c < f->plan_off[k + 1]; c++)
+            out[f->plan_chg[2 * c]] = f->plan_chg[2 * c + 1];
+    return KR_OK;
 }
 
 /* Whole-graph effective energy of the knobs in sv->knob (one GPU per stage). */
@@ -1981,11 +2035,14 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
     int *bestk = rc == KR_OK ? malloc(sizeof(int) * (size_t)(f->nops > 0 ? f->nops : 1)) : NULL;
     if (rc == KR_OK && bestk == NULL)
         rc = kr_error_set(err, KR_ENOMEM, "refine: out of memory");
-    int found = 0;
+    int found = 0, *startk = rc == KR_OK ? malloc(sizeof(int) * (size_t)(f->nops > 0 ? f->nops : 1)) : NULL;
+    if (rc == KR_OK && startk == NULL)
+        rc = kr_error_set(err, KR_ENOMEM, "refine: out of memory");
     int nkick = f->nops <= KR__EXCHANGE_MAX_OPS ? KR__REFINE_KICKS : 0;
     for (int i = 0; i < ns && rc == KR_OK; i++) {
+        (void)kr_solve_result_options(f, start[i], startk);
         for (int v = 2; v < sv.n; v++) {
-            int o = f->assign[(size_t)start[i] * (size_t)f->nops + (size_t)(v - 2)];
+            int o = startk[v - 2];
             if (o < 0 || o >= sv.groups[sv.gidx[v]].set->n) {
                 rc = kr_error_set(err, KR_EINVAL, "refine: step %d assigns option %d to node %d, outside its set", start[i], o, v);
                 break;
@@ -2008,10 +2065,9 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
         kr__rng_seed(&r, 15);
         if (found)
             memcpy(sv.knob + 2, bestk, sizeof(int) * (size_t)f->nops);
-        else
-            for (int v = 2; v < sv.n; v++)
-                sv.knob[v] = f->assign[(size_t)k0 * (size_t)f->nops + (size_t)(v - 2)];
-        for (int it = 0; it < nkick; it++) {
+        else if (kr_solve_result_options(f, k0, sv.knob + 2) != KR_OK)
+            rc = kr_error_set(err, KR_EINVAL, "refine: no plan at step %d", k0);
+        for (int it = 0; it < nkick && rc == KR_OK; it++) {
             /* Kick: speed up three random ops by one Pareto step (room for the others),
              * then search again from there; keep the best plan and restart from it. */
             for (int j = 0; j < 3; j++) {
@@ -2033,9 +2089,8 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
         }
     }
     if (rc == KR_OK && found) {
-        size_t scap = (size_t)f->nsteps, acap = (size_t)f->nsteps * (size_t)f->nops;
-        if (kr__grow((void **)&f->steps, &scap, (size_t)f->nsteps + 1, sizeof *f->steps) ||
-            kr__grow((void **)&f->assign, &acap, ((size_t)f->nsteps + 1) * (size_t)(f->nops > 0 ? f->nops : 1), sizeof(int)))
+        size_t scap = (size_t)f->nsteps;
+        if (kr__grow((void **)&f->steps, &scap, (size_t)f->nsteps + 1, sizeof *f->steps) || plan_push(f, bestk))
             rc = kr_error_set(err, KR_ENOMEM, "refine: out of memory");
         else {
             best.step = f->nsteps;
@@ -2043,12 +2098,12 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
             best.bound_j = f->bound_min ? kr_solve_result_bound(f, best.knob_time_s) : INFINITY;
             best.gap = isfinite(best.bound_j) ? best.energy_j / best.bound_j - 1 : NAN;
             f->steps[f->nsteps] = best;
-            memcpy(f->assign + (size_t)f->nsteps * (size_t)f->nops, bestk, sizeof(int) * (size_t)f->nops);
             *step_out = f->nsteps++;
             rc = mark_dominated(f, err);
         }
     }
     free(bestk);
+    free(startk);
     solver_free(&sv);
     return rc;
 }
