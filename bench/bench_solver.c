@@ -19,7 +19,8 @@
  *
  * Arguments select sections: speed, bound, lowtime, milp (default: all). KR_BENCH_BIG=0 skips
  * the rows above (8,64), KR_BENCH_BIG=2 runs only those; KR_BENCH_LOWTIME_BIG=1 also runs the
- * lowtime model on them (long).
+ * lowtime model on them (long); KR_BENCH_ROWS=SxM[xV],… runs only the rows named (the unit is
+ * not part of the name: "8x32" is both of its rows).
  */
 #include <math.h>
 #include <stdio.h>
@@ -162,12 +163,24 @@ static void section_speed(int want_bound)
         {16, 128, 4, 0.001, 0, 1},
     };
     int big = env_int("KR_BENCH_BIG", 1), lt_big = env_int("KR_BENCH_LOWTIME_BIG", 0);
+    const char *only = getenv("KR_BENCH_ROWS"); /* e.g. "32x256,16x128x2": only these rows */
     printf("%-12s %-5s %-8s %7s %9s %9s %9s %9s %9s %10s %9s %9s\n", "(S,M)xV", "unit", "model", "steps", "setup_s",
            "solve_min", "solve_med", "cpu_med", "maxrss_MB", "lt0.3.0_s", "speed-up", "gap_max%");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const row *r = &rows[i];
         if ((r->big && !big) || (!r->big && big == 2))
             continue;
+        if (only && *only) {
+            char key[32];
+            if (r->V > 1)
+                snprintf(key, sizeof key, "%dx%dx%d", r->S, r->M, r->V);
+            else
+                snprintf(key, sizeof key, "%dx%d", r->S, r->M);
+            const char *p = strstr(only, key);
+            size_t kl = strlen(key);
+            if (p == NULL || (p != only && p[-1] != ',') || (p[kl] != '\0' && p[kl] != ','))
+                continue;
+        }
         kr_options o;
         kr_dag d;
         if (load_options(r->S, r->V, &o) || make_dag(r->S, r->M, r->V, &d))
