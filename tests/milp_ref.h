@@ -73,6 +73,34 @@ static inline int kr_test_milp(const kr_dag *d, const kr_options *o, double P, i
     Cbc_Model *m = Cbc_newModel();
     Cbc_setLogLevel(m, 0);
     int *first = malloc(sizeof(int) * (size_t)(n + 1));
+    /* Time windows with every op at its fastest option: hd[v] the longest path from the source
+     * to v's start, tl[v] from v's end to the sink. An option o of v with hd + t_vo + tl >
+     * deadline fits no plan meeting it, so its column is fixed at 0, and s_v lies in
+     * [hd[v], deadline − tl[v] − tmin_v]. Both only remove what no feasible plan uses, so the
+     * optimum stays; they tighten the LP (the slow hull part of near-critical ops goes) and
+     * let CBC prove far more deadlines (issue 15). */
+    double *hd = calloc((size_t)n * 3, sizeof(double)), *tl = hd + n, *tmin = hd + 2 * n;
+    for (int v = 2; v < n; v++) {
+        const kr_option_set *set = kr_options_get(o, d->node[v].stage, d->node[v].kind, d->node[v].chunk);
+        tmin[v] = INFINITY;
+        for (int i = 0; i < set->n; i++)
+            tmin[v] = fmin(tmin[v], set->opt[i].time_s);
+    }
+    for (int i = 0; i < n; i++) {
+        int v = d->topo[i];
+        for (int k = d->out_off[v]; k < d->out_off[v + 1]; k++) {
+            int e = d->out_e[k];
+            hd[d->ev[e]] = fmax(hd[d->ev[e]], hd[v] + tmin[v] + d->lag_s[e]);
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        int v = d->topo[i];
+        for (int k = d->out_off[v]; k < d->out_off[v + 1]; k++) {
+            int e = d->out_e[k];
+            tl[v] = fmax(tl[v], d->lag_s[e] + tmin[d->ev[e]] + tl[d->ev[e]]);
+        }
+    }
+    double slack = 1e-9 * (1 + deadline_s);
     /* Columns: x_vo per instruction and option, then s_v per node, then M. */
     int nc = 0;
     for (int v = 0; v < n; v++) {
@@ -81,9 +109,10 @@ static inline int kr_test_milp(const kr_dag *d, const kr_options *o, double P, i
             const kr_option_set *set = kr_options_get(o, d->node[v].stage, d->node[v].kind, d->node[v].chunk);
             for (int i = 0; i < set->n; i++) {
                 const kr_option *op = &set->opt[i];
-                /* A dominated option is a column fixed at 0 (keeps the indexing simple). */
-                Cbc_addCol(m, "", 0, kr_test_dominated(set, i, P) ? 0 : 1, G * (op->energy_j - P * op->time_s), 1, 0,
-                           NULL, NULL);
+                /* A dominated option, or one that cannot meet the deadline, is a column fixed
+                 * at 0 (keeps the indexing simple). */
+                int out = kr_test_dominated(set, i, P) || hd[v] + op->time_s + tl[v] > deadline_s + slack;
+                Cbc_addCol(m, "", 0, out ? 0 : 1, G * (op->energy_j - P * op->time_s), 1, 0, NULL, NULL);
                 nc++;
             }
         }
@@ -91,7 +120,7 @@ static inline int kr_test_milp(const kr_dag *d, const kr_options *o, double P, i
     first[n] = nc;
     int s0 = nc;
     for (int v = 0; v < n; v++)
-        Cbc_addCol(m, "", 0, deadline_s, 0, 0, 0, NULL, NULL);
+        Cbc_addCol(m, "", fmin(hd[v], deadline_s), fmax(hd[v], deadline_s - tl[v] - tmin[v] + slack), 0, 0, 0, NULL, NULL);
     int Mc = s0 + n;
     Cbc_addCol(m, "", 0, deadline_s, G * P * S, 0, 0, NULL, NULL);
     int cap = 8 + 2 * (nc + n);
@@ -154,6 +183,7 @@ static inline int kr_test_milp(const kr_dag *d, const kr_options *o, double P, i
         rc = -1;
     }
     free(first);
+    free(hd);
     free(idx);
     free(val);
     Cbc_deleteModel(m);

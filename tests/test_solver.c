@@ -451,8 +451,9 @@ static void check_vs_milp(int S, int M, int K, double frac_gap, double max_s)
         }
     }
     double thi = tfrugal + 0.03 * (tfrugal - tlo);
-    double gmax[2] = {0, 0}, gap[2][64];
-    int ng[2] = {0, 0};
+    double gmax[2] = {0, 0}, gap[3][64], tk[64], optk[64];
+    int ng[3] = {0, 0, 0};
+    assert_true(K <= 64);
     for (int i = 0; i < K; i++) {
         double t = tlo + (thi - tlo) * i / (K - 1), lo = NAN, opt = NAN, cut = INFINITY;
         for (int k = 0; k < f[0].nsteps; k++)
@@ -479,8 +480,54 @@ static void check_vs_milp(int S, int M, int K, double frac_gap, double max_s)
             gap[m][ng[m]++] = best / opt - 1;
             gmax[m] = fmax(gmax[m], best / opt - 1);
         }
+        tk[i] = t;
+        optk[i] = opt;
     }
-    for (int m = 0; m < 2; m++) {
+    /* The plan refined for each deadline (after the frontier's figures above, since refined
+     * plans join the frontier): meets it, no worse than the frontier's best there, never below
+     * the optimum, and its figures are its own plan's. */
+    for (int i = 0; i < K; i++) {
+        double t = tk[i], opt = optk[i];
+        for (int m = 0; m < 2; m++) {
+            kr_solver_config cfg;
+            kr_solver_config_default(&cfg);
+            cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+            double before = INFINITY;
+            for (int k = 0; k < f[m].nsteps; k++)
+                if (f[m].steps[k].knob_time_s <= t + 1e-12)
+                    before = fmin(before, f[m].steps[k].energy_j);
+            int step = -1;
+            int r2 = kr_solve_refine(&d, &o, &cfg, &f[m], t, &step, &e);
+            if (!isfinite(before)) {
+                assert_int_equal(r2, KR_ERANGE);
+                continue;
+            }
+            assert_int_equal(r2, KR_OK);
+            const kr_solver_step *rs = &f[m].steps[step];
+            assert_true(rs->knob_time_s <= t + 1e-12);
+            assert_true(rs->energy_j <= before * (1 + 1e-12));
+            assert_true(rs->energy_j >= opt * (1 - 1e-9));
+            assert_true(rs->bound_j <= rs->energy_j * (1 + 1e-9)); /* it bounds this plan: makespan <= its own */
+            double dur[256], tsum = 0, esum = 0, span;
+            assert_true(d.n <= 256);
+            for (int v = 0; v < d.n; v++) {
+                dur[v] = 0;
+                if (v < 2)
+                    continue;
+                const kr_option_set *set = kr_options_get(&o, d.node[v].stage, d.node[v].kind, d.node[v].chunk);
+                const kr_option *op = &set->opt[kr_solve_result_option(&f[m], step, v)];
+                dur[v] = op->time_s;
+                tsum += op->time_s;
+                esum += op->energy_j;
+            }
+            kr_dag_cpm(&d, dur, NULL, NULL, &span, NULL);
+            KR_ASSERT_CLOSE(span, rs->knob_time_s, 1e-12);
+            KR_ASSERT_CLOSE(esum + 85.0 * (S * span - tsum), rs->energy_j, 1e-9);
+            if (m == 0)
+                gap[2][ng[2]++] = rs->energy_j / opt - 1;
+        }
+    }
+    for (int m = 0; m < 3; m++) {
         /* median by insertion sort (K is small) */
         for (int i = 1; i < ng[m]; i++)
             for (int j = i; j > 0 && gap[m][j - 1] > gap[m][j]; j--) {
@@ -489,7 +536,8 @@ static void check_vs_milp(int S, int M, int K, double frac_gap, double max_s)
                 gap[m][j - 1] = x;
             }
         printf("(%d,%d) %-7s vs MILP optimum at %d deadlines: largest gap %.4f%%, median %.4f%%\n", S, M,
-               m ? "lowtime" : "exact", ng[m], 100 * gmax[m], ng[m] ? 100 * gap[m][ng[m] / 2] : 0.0);
+               m == 2 ? "refined" : m ? "lowtime" : "exact", ng[m], 100 * (ng[m] ? gap[m][ng[m] - 1] : 0.0),
+               ng[m] ? 100 * gap[m][ng[m] / 2] : 0.0);
     }
     kr_solve_result_free(&f[0]);
     kr_solve_result_free(&f[1]);
@@ -522,15 +570,27 @@ static void frontier_energy_accounting(void **state)
     cfg.gpus_per_stage = 8;
     kr_solve_result f;
     assert_int_equal(kr_solve(&d, &o, &cfg, &f, &e), KR_OK);
-    for (int k = 0; k < f.nsteps; k += 37) {
-        double sum_e = 0, sum_t = 0;
+    /* Every step's stored plan (kept as snapshots and changes: both readers agree) has the
+     * step's figures: its energy and its real critical path. */
+    int all[64];
+    double dur[64];
+    assert_true(d.n <= 64);
+    assert_int_equal(kr_solve_result_options(&f, f.nsteps, all), KR_ERANGE);
+    for (int k = 0; k < f.nsteps; k++) {
+        double sum_e = 0, sum_t = 0, span;
+        assert_int_equal(kr_solve_result_options(&f, k, all), KR_OK);
+        dur[0] = dur[1] = 0;
         for (int v = 2; v < d.n; v++) {
             const kr_option_set *set = kr_options_get(&o, d.node[v].stage, d.node[v].kind, 0);
             int opt = kr_solve_result_option(&f, k, v);
+            assert_int_equal(opt, all[v - 2]);
             assert_true(opt >= 0 && opt < set->n);
             sum_e += set->opt[opt].energy_j;
             sum_t += set->opt[opt].time_s;
+            dur[v] = set->opt[opt].time_s;
         }
+        kr_dag_cpm(&d, dur, NULL, NULL, &span, NULL);
+        KR_ASSERT_CLOSE(span, f.steps[k].knob_time_s, 1e-12);
         KR_ASSERT_CLOSE(f.steps[k].energy_j, 8 * (sum_e + 85.0 * (2 * f.steps[k].knob_time_s - sum_t)), 1e-12);
         KR_ASSERT_CLOSE(f.steps[k].eff_energy_j, 8 * (sum_e - 85.0 * sum_t), 1e-12);
         if (k > 0)

@@ -89,7 +89,15 @@ typedef struct kr_solve_result {
     int nops;               /* Instructions (DAG nodes 2..n-1, in node order). */
     int nsteps;             /* Steps (step 0 included). */
     kr_solver_step *steps;  /* nsteps entries (owned). */
-    int *assign;            /* nsteps × nops option indices into each node's option set (owned). */
+    /* The plan of every step: read it with kr_solve_result_option(s). Stored compactly: every
+     * KR_SOLVE_PLAN_SNAP-th step in full, every other step as the instructions whose option
+     * differs from the step before (1–2 % of them per step on the golden pipelines; the full
+     * steps × instructions table this replaces was 1 GB at (32,256)). */
+    int *plan_snap;         /* ceil(nsteps / KR_SOLVE_PLAN_SNAP) × nops option indices (owned). */
+    long *plan_off;         /* nsteps + 1: step k's changes are pairs plan_off[k] .. plan_off[k+1) (owned). */
+    int *plan_chg;          /* (instruction index node − 2, option index) pairs (owned). */
+    int *plan_last;         /* nops: the last step's options (owned; for appending). */
+    size_t plan_cap[3];     /* Allocated entries of plan_snap, plan_off, plan_chg (internal). */
     double solve_s;         /* Wall time of the solve (setup excluded: fits and DAG). */
     double setup_s;         /* Wall time of the setup (lowtime fits, hulls). */
     int stop_reason;        /* 0 exhausted, 1 step limit, 2 infeasible flow (lowtime). */
@@ -123,8 +131,32 @@ void kr_solve_result_free(kr_solve_result *f);
  */
 double kr_solve_result_bound(const kr_solve_result *f, double time_s);
 
-/* The option index assigned to instruction node v (>= 2) at step k. */
+/*
+ * Improves the plan for one deadline (issue 15): from each of the 4 undominated steps of f
+ * nearest below deadline_s, a local search for that budget — each op slowed into the room the
+ * deadline leaves, pairwise exchanges, and branch and bound over windows of 6 and of 8 nearby
+ * ops centred on every op, repeated while the energy falls (at most 8 rounds) — and, on graphs
+ * of up to 256 instructions, 32 seeded kicks (random ops sped up, then the search again). When
+ * the best result uses less energy than the cheapest step meeting the deadline, it is appended
+ * to f as a new step (its figures, plan, bound and gap, with time_s its real makespan in both
+ * cost models; dominated flags recomputed) and *step_out is its index; otherwise *step_out is
+ * that cheapest step. dag, opts and cfg (static power, GPUs per stage) must be those f was
+ * solved with. Cost: 0.02–0.6 s CPU per deadline on the golden (2,4) … (4,8) (docs/solver.md).
+ * Returns KR_OK, KR_ERANGE (no step meets the deadline), KR_EINVAL (another DAG) or KR_ENOMEM.
+ */
+int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *f,
+                    double deadline_s, int *step_out, kr_error *err);
+
+#define KR_SOLVE_PLAN_SNAP 64
+
+/* The option index assigned to instruction node v (>= 2) at step k (−1 if out of range).
+ * Cost: the changes of up to KR_SOLVE_PLAN_SNAP steps; for a whole plan use
+ * kr_solve_result_options. */
 int kr_solve_result_option(const kr_solve_result *f, int step, int node);
+
+/* Fills out[0 .. nops) with the option of every instruction (node v at out[v − 2]) at step k.
+ * Returns KR_OK or KR_ERANGE (bad step). */
+int kr_solve_result_options(const kr_solve_result *f, int step, int *out);
 
 /* Writes the frontier as CSV (atomic): step,quant_time,time_s,cost_change_j,model_cost_j,
  * model_energy_j,knob_time_s,energy_j,eff_energy_j,bound_j,gap,dominated (bound_j and gap

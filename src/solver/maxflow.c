@@ -29,7 +29,10 @@ int kr__flow_reset(kr__flow *f, int n, int m_hint)
         int *d = realloc(f->queue, sizeof(int) * (size_t)n);
         if (d)
             f->queue = d;
-        if (!a || !b || !c || !d)
+        int *q = realloc(f->seen, sizeof(int) * (size_t)n);
+        if (q)
+            f->seen = q;
+        if (!a || !b || !c || !d || !q)
             return KR_ENOMEM;
         f->ncap = n;
     }
@@ -49,8 +52,11 @@ int kr__flow_reset(kr__flow *f, int n, int m_hint)
     }
     f->n = n;
     f->m = 0;
-    for (int v = 0; v < n; v++)
+    for (int v = 0; v < n; v++) {
         f->first[v] = -1;
+        f->level[v] = -1;
+    }
+    f->nseen = 0;
     return KR_OK;
 }
 
@@ -60,6 +66,7 @@ void kr__flow_free(kr__flow *f)
     free(f->level);
     free(f->iter);
     free(f->queue);
+    free(f->seen);
     free(f->head);
     free(f->next);
     free(f->cap);
@@ -102,24 +109,31 @@ void kr__flow_pop(kr__flow *f, int m_old)
     }
 }
 
+/* Levels from s (the next dfs's arc pointers are reset for the nodes it labels); between
+ * calls every node outside f->seen has level −1. */
 static int bfs(kr__flow *f, int s, int t)
 {
-    for (int v = 0; v < f->n; v++)
-        f->level[v] = -1;
+    int *q = f->seen;
+    for (int i = 0; i < f->nseen; i++)
+        f->level[q[i]] = -1;
     int qh = 0, qt = 0;
     f->level[s] = 0;
-    f->queue[qt++] = s;
+    f->iter[s] = f->first[s];
+    q[qt++] = s;
     while (qh < qt) {
-        int u = f->queue[qh++];
+        int u = q[qh++];
         /* Nodes at t's level or beyond cannot be on a shortest augmenting path. */
         if (f->level[t] >= 0 && f->level[u] >= f->level[t])
             break;
         for (int a = f->first[u]; a >= 0; a = f->next[a])
             if (f->cap[a] > 0 && f->level[f->head[a]] < 0) {
-                f->level[f->head[a]] = f->level[u] + 1;
-                f->queue[qt++] = f->head[a];
+                int w = f->head[a];
+                f->level[w] = f->level[u] + 1;
+                f->iter[w] = f->first[w];
+                q[qt++] = w;
             }
     }
+    f->nseen = qt;
     return f->level[t] >= 0;
 }
 
@@ -183,8 +197,6 @@ static int64_t flow_run(kr__flow *f, int s, int t, int *exhausted)
             *exhausted = 1;
             break;
         }
-        for (int v = 0; v < f->n; v++)
-            f->iter[v] = f->first[v];
         int64_t pushed = dfs(f, s, t, big);
         if (pushed == 0)
             break;
@@ -206,9 +218,11 @@ int64_t kr__flow_min_cut(kr__flow *f, int s, int t, char *mark)
     int exhausted;
     int64_t flow = flow_run(f, s, t, &exhausted);
     if (exhausted) {
-        /* The failed BFS already walked the residual graph from s: reuse its labels. */
-        for (int v = 0; v < f->n; v++)
-            mark[v] = f->level[v] >= 0;
+        /* The failed BFS already walked the residual graph from s: reuse its labels (it
+         * visited exactly the nodes reachable from s, all still labelled). */
+        memset(mark, 0, (size_t)f->n);
+        for (int i = 0; i < f->nseen; i++)
+            mark[f->seen[i]] = 1;
     } else {
         kr__flow_reach(f, s, 0, mark);
     }

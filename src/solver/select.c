@@ -203,12 +203,20 @@ int kr_solve_plan(const kr_solve_result *f, const kr_dag *dag, const kr_options 
         out->job_name[0] = out->job_fingerprint[0] = out->gpu[0] = out->model[0] = '\0';
     }
     int fill[KR_MAX_STAGES] = {0}, has_comm = 0;
+    int *opt = malloc(sizeof(int) * (size_t)(f->nops > 0 ? f->nops : 1));
+    if (opt == NULL || kr_solve_result_options(f, step, opt) != KR_OK) {
+        int code = opt ? KR_ERANGE : KR_ENOMEM;
+        free(opt);
+        kr_plan_free(out);
+        return kr_error_set(err, code, "plan: no plan stored for step %d", step);
+    }
     /* Nodes are numbered stage by stage in execution order; keep that order per stage. */
     for (int v = 2; v < dag->n; v++) {
         const kr_dag_node *nd = &dag->node[v];
         const kr_option_set *set = kr_options_get(opts, nd->stage, nd->kind, nd->chunk);
-        int k = kr_solve_result_option(f, step, v);
+        int k = v - 2 < f->nops ? opt[v - 2] : -1;
         if (set == NULL || k < 0 || k >= set->n) {
+            free(opt);
             kr_plan_free(out);
             return kr_error_set(err, KR_EMISMATCH, "plan: node %d has no option %d in its set", v, k);
         }
@@ -225,6 +233,7 @@ int kr_solve_plan(const kr_solve_result *f, const kr_dag *dag, const kr_options 
             in->comm[c] = opts->comm[o->comm_first + c];
         has_comm |= o->ncomm > 0;
     }
+    free(opt);
     kr__strlcpy(out->method, has_comm ? "kareus" : "perseus", sizeof out->method);
     kr__strlcpy(out->variant, has_comm ? "kareus" : "sequential", sizeof out->variant);
     kr__strlcpy(out->cost_model, kr_cost_model_name(f->cost_model), sizeof out->cost_model);

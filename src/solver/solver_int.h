@@ -77,6 +77,9 @@ typedef struct kr__flow {
     int64_t *cap;          /* Residual capacity of each arc. */
     int *first;            /* First arc of each node (-1). */
     int *level, *iter, *queue;
+    int *seen, nseen;      /* The last BFS's nodes in visiting order (its queue): only their
+                              labels are reset by the next one, so a phase costs what it visits,
+                              not the whole node count. */
 } kr__flow;
 
 int kr__flow_reset(kr__flow *f, int n, int m_hint);
