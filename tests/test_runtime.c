@@ -1017,8 +1017,10 @@ static void more_signals_restore_clocks(void **state)
     assert_log_restored(log, NULL);
 }
 
-/* A child that runs the plan's first clock on a fake whose state lives in a file, then waits. */
-static pid_t fork_state_child(const char *statef, const char *dir)
+/* A child that opens the runtime with options o — on a fake whose state lives in statef when
+ * statef is given — runs the plan's first clock and says so; then waits for a signal, or
+ * _exits at once with exit_when_ready. Returns once the child holds the clock. */
+static pid_t fork_clock_child(const char *statef, const kr_runtime_options *o, int exit_when_ready)
 {
     int p[2];
     assert_int_equal(pipe(p), 0);
@@ -1029,25 +1031,34 @@ static pid_t fork_state_child(const char *statef, const char *dir)
         close(p[0]);
         kr_plan plan;
         make_plan(&plan, 2, 4, freq_varied);
-        kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
-        kr_backend *fake;
+        kr_runtime_options oc = *o;
         kr_error e = {0};
+        if (statef) {
+            kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
+            if (kr_fake_backend_create(&fo, &oc.backend_ptr, &e))
+                _exit(90);
+            oc.flags |= KR_RUNTIME_OWN_BACKEND;
+        }
         kr_runtime *rt;
-        if (kr_fake_backend_create(&fo, &fake, &e))
-            _exit(90);
-        kr_runtime_options o = {.backend_ptr = fake, .flags = KR_RUNTIME_OWN_BACKEND, .energy_poll_s = -1,
-                                .lock_dir = dir};
-        if (kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e) ||
+        if (kr_runtime_open_plan(&plan, 0, 0, &oc, &rt, &e) ||
             kr_runtime_instruction_begin(rt, KR_INSTR_FORWARD, 0, 0, &e) || kr_runtime_sync(rt, 0, &e))
             _exit(91);
         if (write(p[1], "r", 1) != 1)
             _exit(93);
+        if (exit_when_ready)
+            _exit(0);
         for (;;)
             pause();
     }
     close(p[1]);
     wait_ready(p[0]);
     return pid;
+}
+
+static pid_t fork_state_child(const char *statef, const char *dir)
+{
+    kr_runtime_options o = {.energy_poll_s = -1, .lock_dir = dir};
+    return fork_clock_child(statef, &o, 0);
 }
 
 static void sigkill_leaves_a_record_that_restores(void **state)
@@ -1328,33 +1339,9 @@ static void helper_restores_after_any_death(void **state)
     const char *dir = kr_test_tmpdir("rt_helper_death");
     static const int deaths[] = {SIGTERM, SIGHUP, SIGKILL, 0 /* _exit */};
     for (size_t k = 0; k < sizeof deaths / sizeof deaths[0]; k++) {
-        int p[2];
-        assert_int_equal(pipe(p), 0);
-        fflush(NULL);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            close(p[0]);
-            kr_plan plan;
-            make_plan(&plan, 2, 4, freq_varied);
-            warnings w = {0};
-            kr_runtime_options o = helper_options(&h, &w, dir, 0);
-            kr_runtime *rt;
-            kr_error e = {0};
-            if (kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e) ||
-                kr_runtime_instruction_begin(rt, KR_INSTR_FORWARD, 0, 0, &e) || kr_runtime_sync(rt, 0, &e))
-                _exit(91);
-            if (write(p[1], "r", 1) != 1)
-                _exit(93);
-            if (deaths[k] == 0)
-                _exit(0);
-            for (;;)
-                pause();
-        }
-        close(p[1]);
-        char c;
-        assert_int_equal(read(p[0], &c, 1), 1);
-        close(p[0]);
+        warnings w = {0};
+        kr_runtime_options o = helper_options(&h, &w, dir, 0);
+        pid_t pid = fork_clock_child(NULL, &o, deaths[k] == 0);
         if (deaths[k] != 0) {
             int a, b, cu;
             helper_state(&h, 0, &a, &b, &cu);
