@@ -1241,6 +1241,7 @@ static helper_env helper_or_skip(void)
 /* Device dev's lock and clock in the fake's state file ("DEV MIN MAX CUR" lines). */
 static void helper_state(const helper_env *h, int dev, int *lmin, int *lmax, int *cur)
 {
+    *lmin = *lmax = *cur = -1;
     FILE *f = fopen(h->state, "r");
     assert_non_null(f);
     int d, a, b, c, found = 0;
