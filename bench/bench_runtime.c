@@ -138,10 +138,10 @@ static double loop_time(const kr_plan *plan, kr_backend *b, int steps, double wo
 
 static kr_backend *fake(double sleep_s)
 {
-    kr_fake_options o = {.sleep_s = sleep_s};
+    kr_gpuctl_fake_options o = {.sleep_s = sleep_s};
     kr_backend *b;
     kr_error e = {0};
-    if (kr_fake_backend_create(&o, &b, &e)) {
+    if (kr_gpuctl_fake_create(&o, &b, &e)) {
         fprintf(stderr, "fake: %s\n", e.msg);
         exit(1);
     }

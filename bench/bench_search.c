@@ -323,21 +323,20 @@ typedef struct recb {
     size_t n;
 } recb;
 
+static const kr_backend_class rec_class;
+
 static int rec_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
-    recb *r = b->impl;
-    int rc = kr_sim_measure(r->job, p, c, out, &b->err);
+    recb *r = kr_backend_state(b, &rec_class);
+    int rc = kr_sim_measure(r->job, p, c, out, kr_backend_error(b));
     if (rc == KR_OK && r->n < sizeof r->pts / sizeof r->pts[0])
         r->pts[r->n++] = (kr_measured){.config = *c, .time_s = out->time_s, .energy_j = out->energy_j};
     return rc;
 }
 
-static void rec_destroy(kr_backend *b)
-{
-    free(b->impl);
-}
-
-static const kr_backend_ops rec_ops = {.name = "sim", .measure = rec_measure, .destroy = rec_destroy};
+static const kr_measure_ops rec_measure_ops = {rec_measure};
+static const kr_backend_class rec_class = {
+    .name = "sim", .caps = KR_BACKEND_MEASURE | KR_BACKEND_SIMULATED, .measure = &rec_measure_ops, .destroy = free};
 
 /* Q of the first n recorded points against ref in both planes. */
 static void prefix_q(const kr_partition_frontier *ref, recb *r, size_t n, double P, double *qe, double *qt)
@@ -482,7 +481,7 @@ static void bench_prior(int ngpus, int seeds)
                 if (rb == NULL)
                     exit(1);
                 rb->job = &gjob;
-                if (kr_backend_create(&rec_ops, rb, &b))
+                if (kr_backend_create(&rec_class, rb, &b))
                     die("perturbed gpu", &e);
                 kr_search_options o;
                 kr_search_options_default(&o);
@@ -630,9 +629,11 @@ static int a100_row(const a100 *a, const kr_config *c)
     return a->row[w][c->slot][c->sms];
 }
 
+static const kr_backend_class a100_class;
+
 static int a100_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
-    a100 *a = b->impl;
+    a100 *a = kr_backend_state(b, &a100_class);
     int r = a100_row(a, c);
     if (r < 0)
         return KR_ENOTFOUND;
@@ -645,12 +646,9 @@ static int a100_measure(kr_backend *b, const kr_partition *p, const kr_config *c
     return KR_OK;
 }
 
-static void a100_destroy(kr_backend *b)
-{
-    (void)b; /* the bench owns the state */
-}
-
-static const kr_backend_ops a100_ops = {.name = "a100-rows", .measure = a100_measure, .destroy = a100_destroy};
+/* No destroy: the bench owns the state. */
+static const kr_measure_ops a100_measure_ops = {a100_measure};
+static const kr_backend_class a100_class = {.name = "a100-rows", .caps = KR_BACKEND_MEASURE, .measure = &a100_measure_ops};
 
 static int a100_prior(void *ud, const kr_partition *p, const kr_config *c, double *t, double *e)
 {
@@ -744,7 +742,7 @@ static void bench_a100(void)
     kr_partition part = cs->part;
     part.nslots = 2;
     kr_backend *b;
-    if (kr_backend_create(&a100_ops, a, &b))
+    if (kr_backend_create(&a100_class, a, &b))
         die("a100 backend", &e);
     kr_search_options o;
     kr_search_options_default(&o);

@@ -36,7 +36,7 @@ static const char usage_text[] =
 static int open_backend(const char *spec, kr_backend **b)
 {
     kr_error err = {0};
-    int rc = kr_gpuctl_open(spec, NULL, b, &err);
+    int rc = kr_backend_open(spec, NULL, b, &err);
     if (rc == KR_OK)
         return 0;
     fprintf(stderr, "kareus gpu: %s\n", err.msg);
@@ -66,12 +66,18 @@ static json_t *opt_real(int ok, double v)
     return ok ? json_real(v) : json_null();
 }
 
+/* NVML's own limits are worth a word next to what it reports. */
+static int is_nvml(const kr_backend *b)
+{
+    return strcmp(kr_backend_name(b), "nvml") == 0;
+}
+
 static int gpu_info(kr_backend *b, int only, int json)
 {
     int n = 0;
     kr_error err = {0};
     if (kr_backend_device_count(b, &n))
-        return cli_report(KR_EBACKEND, &b->err);
+        return cli_report(KR_EBACKEND, kr_backend_error(b));
     if (only >= n) {
         fprintf(stderr, "kareus gpu: --device: expected 0..%d (%d device%s), found %d\n", n - 1, n, n == 1 ? "" : "s",
                 only);
@@ -82,7 +88,7 @@ static int gpu_info(kr_backend *b, int only, int json)
         printf("backend %s: %d device%s\n", kr_backend_name(b), n, n == 1 ? "" : "s");
     for (int d = only < 0 ? 0 : only; d < (only < 0 ? n : only + 1); d++) {
         kr_gpu_device_info info;
-        int rc = kr_gpuctl_device_info(b, d, &info, &err);
+        int rc = kr_backend_device_info(b, d, &info, &err);
         if (rc) {
             json_decref(arr);
             return cli_report(rc, &err);
@@ -120,15 +126,15 @@ static int gpu_info(kr_backend *b, int only, int json)
         printf("  SM clocks       %s\n", ctext);
         if (have_cur)
             printf("  SM clock now    %d MHz%s\n", cur,
-                   kr_nvml_backend_is(b) ? " (NVML cannot report an existing clock lock)" : "");
+                   is_nvml(b) ? " (NVML cannot report an existing clock lock)" : "");
         if (have_cur && lmax > 0)
             printf("  locked          [%d, %d] MHz\n", lmin, lmax);
         if (have_p)
             printf("  power           %.1f W%s\n", power,
-                   kr_nvml_backend_is(b) ? " (nvmlDeviceGetPowerUsage: a 1 s average after GA100)" : "");
+                   is_nvml(b) ? " (nvmlDeviceGetPowerUsage: a 1 s average after GA100)" : "");
         if (have_e)
             printf("  energy counter  %.3f J (cumulative%s)\n", energy,
-                   kr_nvml_backend_is(b) ? "; NVML updates it about every 100 ms" : "");
+                   is_nvml(b) ? "; NVML updates it about every 100 ms" : "");
         else
             printf("  energy counter  not available\n");
     }
@@ -148,7 +154,7 @@ static int gpu_reset(kr_backend *b, int only, int all, const char *lock_dir, int
     int n = 0;
     kr_error err = {0};
     if (kr_backend_device_count(b, &n))
-        return cli_report(KR_EBACKEND, &b->err);
+        return cli_report(KR_EBACKEND, kr_backend_error(b));
     if (!all && only >= n) {
         fprintf(stderr, "kareus gpu: --device: expected 0..%d or all (%d device%s), found %d\n", n - 1, n,
                 n == 1 ? "" : "s", only);
@@ -157,7 +163,7 @@ static int gpu_reset(kr_backend *b, int only, int all, const char *lock_dir, int
     int status = 0;
     for (int d = all ? 0 : only; d < (all ? n : only + 1); d++) {
         kr_gpu_device_info info;
-        int rc = kr_gpuctl_device_info(b, d, &info, &err);
+        int rc = kr_backend_device_info(b, d, &info, &err);
         if (rc)
             return cli_report(rc, &err);
         kr_gpu_lock lock = {.fd = -1};
@@ -185,7 +191,7 @@ static int gpu_restore(kr_backend *b, int only, const char *lock_dir)
 {
     int n = 0;
     if (kr_backend_device_count(b, &n))
-        return cli_report(KR_EBACKEND, &b->err);
+        return cli_report(KR_EBACKEND, kr_backend_error(b));
     if (only >= n) {
         fprintf(stderr, "kareus gpu: --device: expected 0..%d or all (%d device%s), found %d\n", n - 1, n,
                 n == 1 ? "" : "s", only);

@@ -162,12 +162,8 @@ int cmd_optimize(int argc, char **argv)
         return rc;
     kr_error err = {0};
     kr_backend *b = NULL;
-    if (strcmp(backend, "replay") == 0)
-        rc = kr_replay_backend_create(&job, replay, nreplay, &b, &err);
-    else if (strcmp(backend, "gpu") == 0)
-        rc = kr_profiler_open_backend(&job, NULL, &b, &err);
-    else
-        rc = kr_sim_backend_create(&job, NULL, &b, &err);
+    rc = kr_backend_open(backend, &(kr_backend_open_options){.job = &job, .replay = replay, .nreplay = nreplay}, &b,
+                         &err);
     if (rc)
         return cli_report(rc, &err);
     o.backend = b;

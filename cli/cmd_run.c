@@ -140,7 +140,7 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
                   int force, kr_backend **b, found *fd, int *nfound)
 {
     kr_error err = {0};
-    int rc = kr_gpuctl_open(spec, NULL, b, &err);
+    int rc = kr_backend_open(spec, NULL, b, &err);
     if (rc) {
         fprintf(stderr, "kareus run: cannot guarantee that clocks are restored: %s\n(with --backend sim nothing needs "
                         "restoring)\n", err.msg);
@@ -148,7 +148,7 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
     }
     int n = 0;
     if ((rc = kr_backend_device_count(*b, &n)))
-        return cli_report(rc, &(*b)->err);
+        return cli_report(rc, kr_backend_error(*b));
     *nfound = all ? (n < MAX_DEVS ? n : MAX_DEVS) : ndev;
     for (int i = 0; i < *nfound; i++) {
         found *f = &fd[i];
@@ -160,7 +160,7 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
         }
         /* A job that died earlier without restoring: put its found clocks back first, so that
          * they, not its plan's, are what this run notes and restores. A live holder: refuse. */
-        int cur, restored = 0, helper = kr_kareusd_backend_is(*b); /* kareusd restores by itself */
+        int cur, restored = 0, helper = (kr_backend_caps(*b) & KR_BACKEND_SCOPED) != 0; /* kareusd restores by itself */
         if (!helper && (rc = kr_runtime_gpu_restore(*b, f->dev, lock_dir, &restored, &err)) == KR_EBUSY && !force) {
             fprintf(stderr, "kareus run: %s (--force starts anyway)\n", err.msg);
             return CLI_EXIT_FAIL;
@@ -170,9 +170,9 @@ static int survey(const char *spec, const int *dev, int ndev, int all, int rmin,
             return cli_report(rc, &err);
         else if (restored)
             fprintf(stderr, "kareus run: %s\n", err.msg);
-        if ((rc = kr_gpuctl_device_info(*b, f->dev, &f->info, &err)) ||
+        if ((rc = kr_backend_device_info(*b, f->dev, &f->info, &err)) ||
             (rc = kr_backend_get_clock(*b, f->dev, &cur, &f->lmin, &f->lmax)))
-            return cli_report(rc, err.msg[0] ? &err : &(*b)->err);
+            return cli_report(rc, err.msg[0] ? &err : kr_backend_error(*b));
         if (rmax > 0) {
             f->lmin = rmin;
             f->lmax = rmax;
@@ -206,7 +206,7 @@ static int launch_rank(const char *plan_path, const char *job_spec, const char *
         return kr_error_prefix(err, "kareus run (%s rank %d)", kr_launcher_name(l.launcher), l.rank);
     int device = l.local_rank;
     kr_backend *b = NULL;
-    if (!is_sim && ((rc = kr_gpuctl_open(spec, NULL, &b, err)) || (rc = kr_launch_device(&l, b, &device, NULL, err)))) {
+    if (!is_sim && ((rc = kr_backend_open(spec, NULL, &b, err)) || (rc = kr_launch_device(&l, b, &device, NULL, err)))) {
         kr_backend_destroy(b);
         return kr_error_prefix(err, "kareus run (%s rank %d)", kr_launcher_name(l.launcher), l.rank);
     }
@@ -380,11 +380,11 @@ int cmd_run(int argc, char **argv)
                     strsignal(WTERMSIG(status)));
     }
     int restore_failed = 0;
-    if (b && kr_kareusd_backend_is(b))
+    if (b && (kr_backend_caps(b) & KR_BACKEND_SCOPED))
         fprintf(stderr, "kareus run: kareusd restored the devices %s changed when its connection closed\n", cmd[0]);
     else if (b) /* every device whose lock the command's runtimes left "held" (any --device) */
         restore_failed |= restore_stale(b, lock_dir);
-    for (int i = 0; i < nfound && b && !kr_kareusd_backend_is(b); i++)
+    for (int i = 0; i < nfound && b && !(kr_backend_caps(b) & KR_BACKEND_SCOPED); i++)
         restore_failed |= restore_device(b, &fd[i], lock_dir) != 0;
     kr_backend_destroy(b);
     for (int i = 0; i < 3; i++)

@@ -563,7 +563,7 @@ static void serve_client(int ci)
 static int open_devices(void)
 {
     kr_error err = {0};
-    if (kr_gpuctl_open(g_cfg.backend, NULL, &g_b, &err)) {
+    if (kr_backend_open(g_cfg.backend, NULL, &g_b, &err)) {
         logf_("backend %s: %s", g_cfg.backend, err.msg);
         return 1;
     }
@@ -579,7 +579,7 @@ static int open_devices(void)
         v->lock.fd = -1;
         if (!allowed_dev(d))
             continue;
-        if (kr_gpuctl_device_info(g_b, d, &v->info, &err) ||
+        if (kr_backend_device_info(g_b, d, &v->info, &err) ||
             kr_backend_supported_clocks(g_b, d, v->clocks, KR_GPU_MAX_CLOCKS, &v->nclocks)) {
             logf_("device %d: %s", d, err.msg[0] ? err.msg : kr_backend_errmsg(g_b));
             return 1;

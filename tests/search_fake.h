@@ -86,13 +86,15 @@ static int fake_eval(const kr_job *job, const kr_partition *p, const kr_config *
     return KR_OK;
 }
 
+static const kr_backend_class fake_class;
+
 static int fake_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
-    fake_impl *f = b->impl;
+    fake_impl *f = kr_backend_state(b, &fake_class);
     f->calls++;
     if (f->fail_on && f->calls == f->fail_on)
-        return kr_error_set(&b->err, KR_EBACKEND, "fake: injected failure on call %ld", f->calls);
-    int rc = kr_config_validate(&f->job, p, c, &b->err);
+        return kr_error_set(kr_backend_error(b), KR_EBACKEND, "fake: injected failure on call %ld", f->calls);
+    int rc = kr_config_validate(&f->job, p, c, kr_backend_error(b));
     if (rc)
         return rc;
     if (f->ncfg < 20000) {
@@ -103,12 +105,9 @@ static int fake_measure(kr_backend *b, const kr_partition *p, const kr_config *c
     return fake_eval(&f->job, p, c, out);
 }
 
-static void fake_destroy(kr_backend *b)
-{
-    free(b->impl);
-}
-
-static const kr_backend_ops fake_ops = {.name = "synthetic", .measure = fake_measure, .destroy = fake_destroy};
+static const kr_measure_ops fake_measure_ops = {fake_measure};
+static const kr_backend_class fake_class = {
+    .name = "synthetic", .caps = KR_BACKEND_MEASURE, .measure = &fake_measure_ops, .destroy = free};
 
 /* A fake backend for job; *impl (may be NULL) gives access to its counters. */
 static kr_backend *fake_backend(const kr_job *job, long fail_on, fake_impl **impl)
@@ -119,7 +118,7 @@ static kr_backend *fake_backend(const kr_job *job, long fail_on, fake_impl **imp
         return NULL;
     f->job = *job;
     f->fail_on = fail_on;
-    if (kr_backend_create(&fake_ops, f, &b) != KR_OK) {
+    if (kr_backend_create(&fake_class, f, &b) != KR_OK) {
         free(f);
         return NULL;
     }

@@ -24,12 +24,12 @@ static void nvml_missing_library_is_enolib(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b = (kr_backend *)1;
-    kr_nvml_options o = {.library = "libkareus-no-such-nvml.so.1"};
-    KR_ASSERT_ERR(kr_nvml_backend_create(&o, &b, &e), KR_ENOLIB, e, "libkareus-no-such-nvml.so.1");
+    kr_gpuctl_nvml_options o = {.library = "libkareus-no-such-nvml.so.1"};
+    KR_ASSERT_ERR(kr_gpuctl_nvml_create(&o, &b, &e), KR_ENOLIB, e, "libkareus-no-such-nvml.so.1");
     assert_null(b);
     assert_non_null(strstr(e.msg, "no NVIDIA driver"));
     /* The default names: absent here (no driver), present on a GPU machine. */
-    int rc = kr_nvml_backend_create(NULL, &b, &e);
+    int rc = kr_gpuctl_nvml_create(NULL, &b, &e);
     assert_true(rc == KR_OK || rc == KR_ENOLIB || rc == KR_ENODEV);
     if (rc == KR_OK)
         kr_backend_destroy(b);
@@ -42,12 +42,12 @@ static void nvml_library_without_symbols(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_nvml_options o = {.library = "libm.so.6"};
-    KR_ASSERT_ERR(kr_nvml_backend_create(&o, &b, &e), KR_ENOLIB, e, "libm.so.6 has no symbol nvmlInit_v2");
+    kr_gpuctl_nvml_options o = {.library = "libm.so.6"};
+    KR_ASSERT_ERR(kr_gpuctl_nvml_create(&o, &b, &e), KR_ENOLIB, e, "libm.so.6 has no symbol nvmlInit_v2");
     /* After a failed load the table is clean: a later good load works. */
     mock_env("0", "1", "0");
-    kr_nvml_options m = {.library = KR_MOCK_NVML};
-    assert_int_equal(kr_nvml_backend_create(&m, &b, &e), KR_OK);
+    kr_gpuctl_nvml_options m = {.library = KR_MOCK_NVML};
+    assert_int_equal(kr_gpuctl_nvml_create(&m, &b, &e), KR_OK);
     kr_backend_destroy(b);
 }
 
@@ -57,9 +57,9 @@ static void nvml_mock_clocks_energy_power(void **state)
     mock_env("0", "2", "0");
     kr_error e = {0};
     kr_backend *b;
-    kr_nvml_options o = {.library = KR_MOCK_NVML};
-    assert_int_equal(kr_nvml_backend_create(&o, &b, &e), KR_OK);
-    assert_true(kr_nvml_backend_is(b));
+    kr_gpuctl_nvml_options o = {.library = KR_MOCK_NVML};
+    assert_int_equal(kr_gpuctl_nvml_create(&o, &b, &e), KR_OK);
+    assert_string_equal(kr_backend_name(b), "nvml");
     assert_string_equal(kr_backend_name(b), "nvml");
     int n = 0;
     assert_int_equal(kr_backend_device_count(b, &n), KR_OK);
@@ -71,11 +71,11 @@ static void nvml_mock_clocks_energy_power(void **state)
     assert_int_equal(clocks[80], 210);
     assert_int_equal(kr_backend_supported_clocks(b, 0, clocks, 10, &n), KR_ERANGE);
     kr_gpu_device_info info;
-    assert_int_equal(kr_gpuctl_device_info(b, 1, &info, &e), KR_OK);
+    assert_int_equal(kr_backend_device_info(b, 1, &info, &e), KR_OK);
     assert_string_equal(info.name, "NVIDIA A100-SXM4-40GB (mock)");
     assert_string_equal(info.uuid, "GPU-00000000-mock-0000-0000-00000000001");
     assert_int_equal(info.mem_clock_mhz, 1215);
-    KR_ASSERT_ERR(kr_gpuctl_device_info(b, 2, &info, &e), KR_EINVAL, e, "device 2: expected an index in [0, 2)");
+    KR_ASSERT_ERR(kr_backend_device_info(b, 2, &info, &e), KR_EINVAL, e, "device 2: expected an index in [0, 2)");
     int cur, lo, hi;
     assert_int_equal(kr_backend_get_clock(b, 0, &cur, &lo, &hi), KR_OK);
     assert_int_equal(cur, 1410);
@@ -107,8 +107,8 @@ static void nvml_mock_no_permission(void **state)
     mock_env("0", "1", "1");
     kr_error e = {0};
     kr_backend *b;
-    kr_nvml_options o = {.library = KR_MOCK_NVML};
-    assert_int_equal(kr_nvml_backend_create(&o, &b, &e), KR_OK);
+    kr_gpuctl_nvml_options o = {.library = KR_MOCK_NVML};
+    assert_int_equal(kr_gpuctl_nvml_create(&o, &b, &e), KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_EPERM);
     assert_non_null(strstr(kr_backend_errmsg(b), "Insufficient Permissions"));
     assert_non_null(strstr(kr_backend_errmsg(b), "CAP_SYS_ADMIN"));
@@ -121,11 +121,11 @@ static void nvml_mock_no_driver_or_device(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_nvml_options o = {.library = KR_MOCK_NVML};
+    kr_gpuctl_nvml_options o = {.library = KR_MOCK_NVML};
     mock_env("9", "1", "0");
-    KR_ASSERT_ERR(kr_nvml_backend_create(&o, &b, &e), KR_ENODEV, e, "Driver Not Loaded");
+    KR_ASSERT_ERR(kr_gpuctl_nvml_create(&o, &b, &e), KR_ENODEV, e, "Driver Not Loaded");
     mock_env("0", "0", "0");
-    KR_ASSERT_ERR(kr_nvml_backend_create(&o, &b, &e), KR_ENODEV, e, "no GPU is visible");
+    KR_ASSERT_ERR(kr_gpuctl_nvml_create(&o, &b, &e), KR_ENODEV, e, "no GPU is visible");
 }
 
 static void nvml_symbol_table_is_shared(void **state)
@@ -134,11 +134,11 @@ static void nvml_symbol_table_is_shared(void **state)
     mock_env("0", "1", "0");
     kr_error e = {0};
     kr_backend *a, *b, *c;
-    kr_nvml_options o = {.library = KR_MOCK_NVML};
-    assert_int_equal(kr_nvml_backend_create(&o, &a, &e), KR_OK);
-    assert_int_equal(kr_nvml_backend_create(&o, &b, &e), KR_OK);
-    kr_nvml_options other = {.library = "libm.so.6"};
-    KR_ASSERT_ERR(kr_nvml_backend_create(&other, &c, &e), KR_EBUSY, e, "already loaded");
+    kr_gpuctl_nvml_options o = {.library = KR_MOCK_NVML};
+    assert_int_equal(kr_gpuctl_nvml_create(&o, &a, &e), KR_OK);
+    assert_int_equal(kr_gpuctl_nvml_create(&o, &b, &e), KR_OK);
+    kr_gpuctl_nvml_options other = {.library = "libm.so.6"};
+    KR_ASSERT_ERR(kr_gpuctl_nvml_create(&other, &c, &e), KR_EBUSY, e, "already loaded");
     kr_backend_destroy(a);
     int n;
     assert_int_equal(kr_backend_device_count(b, &n), KR_OK);
@@ -150,12 +150,12 @@ static void nvml_symbol_table_is_shared(void **state)
 static void nvml_status_mapping(void **state)
 {
     (void)state;
-    assert_int_equal(kr_nvml_status(0), KR_OK);
-    assert_int_equal(kr_nvml_status(4), KR_EPERM);
-    assert_int_equal(kr_nvml_status(3), KR_EUNSUPPORTED);
-    assert_int_equal(kr_nvml_status(9), KR_ENODEV);
-    assert_int_equal(kr_nvml_status(15), KR_ENODEV);
-    assert_int_equal(kr_nvml_status(999), KR_EBACKEND);
+    assert_int_equal(kr_gpuctl_nvml_status(0), KR_OK);
+    assert_int_equal(kr_gpuctl_nvml_status(4), KR_EPERM);
+    assert_int_equal(kr_gpuctl_nvml_status(3), KR_EUNSUPPORTED);
+    assert_int_equal(kr_gpuctl_nvml_status(9), KR_ENODEV);
+    assert_int_equal(kr_gpuctl_nvml_status(15), KR_ENODEV);
+    assert_int_equal(kr_gpuctl_nvml_status(999), KR_EBACKEND);
 }
 
 static void fake_records_calls(void **state)
@@ -163,9 +163,9 @@ static void fake_records_calls(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_fake_options o = {.devices = 2, .locked_min_mhz = 1005, .locked_max_mhz = 1200};
-    assert_int_equal(kr_fake_backend_create(&o, &b, &e), KR_OK);
-    assert_true(kr_fake_backend_is(b));
+    kr_gpuctl_fake_options o = {.devices = 2, .locked_min_mhz = 1005, .locked_max_mhz = 1200};
+    assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
+    assert_string_equal(kr_backend_name(b), "fake");
     int cur, lo, hi, n;
     assert_int_equal(kr_backend_get_clock(b, 1, &cur, &lo, &hi), KR_OK);
     assert_int_equal(lo, 1005);
@@ -174,27 +174,27 @@ static void fake_records_calls(void **state)
     assert_int_equal(kr_backend_set_clock(b, 1, 901, 901), KR_EINVAL); /* not a supported clock */
     assert_int_equal(kr_backend_reset_clock(b, 0), KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 5, 900, 900), KR_EINVAL);
-    kr_fake_call calls[8];
-    assert_int_equal(kr_fake_calls(b, calls, 8, &n), KR_OK);
+    kr_gpuctl_fake_call calls[8];
+    assert_int_equal(kr_gpuctl_fake_calls(b, calls, 8, &n), KR_OK);
     assert_int_equal(n, 5);
-    assert_int_equal(calls[0].op, KR_FAKE_GET_CLOCK);
-    assert_int_equal(calls[1].op, KR_FAKE_SET_CLOCK);
+    assert_int_equal(calls[0].op, KR_GPUCTL_FAKE_GET_CLOCK);
+    assert_int_equal(calls[1].op, KR_GPUCTL_FAKE_SET_CLOCK);
     assert_int_equal(calls[1].dev, 1);
     assert_int_equal(calls[1].a, 900);
     assert_int_equal(calls[1].rc, KR_OK);
     assert_int_equal(calls[2].rc, KR_EINVAL);
-    assert_int_equal(calls[3].op, KR_FAKE_RESET_CLOCK);
+    assert_int_equal(calls[3].op, KR_GPUCTL_FAKE_RESET_CLOCK);
     assert_int_equal(calls[4].seq, 5);
-    assert_int_equal(kr_fake_state(b, 1, &lo, &hi, &cur), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_state(b, 1, &lo, &hi, &cur), KR_OK);
     assert_int_equal(cur, 900);
-    assert_int_equal(kr_fake_state(b, 0, &lo, &hi, &cur), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_state(b, 0, &lo, &hi, &cur), KR_OK);
     assert_int_equal(lo + hi, 0);
     assert_int_equal(cur, 1410);
-    assert_string_equal(kr_fake_op_name(KR_FAKE_READ_POWER), "read_power");
-    kr_fake_op op;
-    assert_int_equal(kr_fake_op_parse("reset_clock", &op), KR_OK);
-    assert_int_equal(op, KR_FAKE_RESET_CLOCK);
-    assert_int_equal(kr_fake_op_parse("nope", &op), KR_ENOTFOUND);
+    assert_string_equal(kr_gpuctl_fake_op_name(KR_GPUCTL_FAKE_READ_POWER), "read_power");
+    kr_gpuctl_fake_op op;
+    assert_int_equal(kr_gpuctl_fake_op_parse("reset_clock", &op), KR_OK);
+    assert_int_equal(op, KR_GPUCTL_FAKE_RESET_CLOCK);
+    assert_int_equal(kr_gpuctl_fake_op_parse("nope", &op), KR_ENOTFOUND);
     kr_backend_destroy(b);
 }
 
@@ -218,8 +218,8 @@ static void fake_fails_nth_call(void **state)
     kr_error e = {0};
     for (long nth = 1; nth <= 6; nth++) {
         kr_backend *b;
-        kr_fake_options o = {.fail_call = nth};
-        assert_int_equal(kr_fake_backend_create(&o, &b, &e), KR_OK);
+        kr_gpuctl_fake_options o = {.fail_call = nth};
+        assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
         unsigned failed = five_calls(b);
         assert_int_equal(failed, nth <= 5 ? 1u << nth : 0u);
         if (nth == 5) /* later successful calls clear the message: check it on the last one */
@@ -228,10 +228,10 @@ static void fake_fails_nth_call(void **state)
     }
     /* Repeat from call 3 on; then restrict counting to set_clock and make it NO_PERMISSION. */
     kr_backend *b;
-    kr_fake_options o = {.fail_call = 3, .fail_repeat = 1};
-    assert_int_equal(kr_fake_backend_create(&o, &b, &e), KR_OK);
+    kr_gpuctl_fake_options o = {.fail_call = 3, .fail_repeat = 1};
+    assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     assert_int_equal(five_calls(b), (1u << 3) | (1u << 4) | (1u << 5));
-    assert_int_equal(kr_fake_set_failure(b, 1, 0, KR_EPERM, KR_FAKE_MASK(KR_FAKE_SET_CLOCK)), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_set_failure(b, 1, 0, KR_EPERM, KR_GPUCTL_FAKE_MASK(KR_GPUCTL_FAKE_SET_CLOCK)), KR_OK);
     int cur, lo, hi;
     assert_int_equal(kr_backend_get_clock(b, 0, &cur, &lo, &hi), KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_EPERM);
@@ -245,8 +245,8 @@ static void fake_permission_ops(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_fake_options o = {.perm_ops = KR_FAKE_CLOCK_WRITES};
-    assert_int_equal(kr_fake_backend_create(&o, &b, &e), KR_OK);
+    kr_gpuctl_fake_options o = {.perm_ops = KR_GPUCTL_FAKE_CLOCK_WRITES};
+    assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_EPERM);
     assert_int_equal(kr_backend_reset_clock(b, 0), KR_EPERM);
     double x;
@@ -269,23 +269,23 @@ static void fake_energy_counter(void **state)
     kr_error e = {0};
     kr_backend *b;
     manual_clock mc = {100.0};
-    kr_fake_options o = {.power_w = 300, .energy_period_s = 0.1, .now_s = manual_now, .now_ud = &mc};
-    assert_int_equal(kr_fake_backend_create(&o, &b, &e), KR_OK);
+    kr_gpuctl_fake_options o = {.power_w = 300, .energy_period_s = 0.1, .now_s = manual_now, .now_ud = &mc};
+    assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     double ej;
     assert_int_equal(kr_backend_read_energy(b, 0, &ej), KR_OK);
     KR_ASSERT_CLOSE(ej, 0.0, 1e-12);
     mc.t = 100.25; /* the counter has moved twice (0.1 s periods): 0.2 s × 300 W */
     assert_int_equal(kr_backend_read_energy(b, 0, &ej), KR_OK);
     KR_ASSERT_CLOSE(ej, 60.0, 1e-9);
-    assert_int_equal(kr_fake_add_energy(b, 0, 5.0), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_add_energy(b, 0, 5.0), KR_OK);
     assert_int_equal(kr_backend_read_energy(b, 0, &ej), KR_OK);
     KR_ASSERT_CLOSE(ej, 65.0, 1e-9);
     double pw;
     assert_int_equal(kr_backend_read_power(b, 0, &pw), KR_OK);
     KR_ASSERT_CLOSE(pw, 300.0, 1e-12);
     kr_backend_destroy(b);
-    kr_fake_options none = {.no_energy = 1};
-    assert_int_equal(kr_fake_backend_create(&none, &b, &e), KR_OK);
+    kr_gpuctl_fake_options none = {.no_energy = 1};
+    assert_int_equal(kr_gpuctl_fake_create(&none, &b, &e), KR_OK);
     assert_int_equal(kr_backend_read_energy(b, 0, &ej), KR_EUNSUPPORTED);
     kr_backend_destroy(b);
 }
@@ -299,8 +299,8 @@ static void fake_log_file(void **state)
     snprintf(path, sizeof path, "%s/calls.log", dir);
     kr_error e = {0};
     kr_backend *b;
-    kr_fake_options o = {.log_path = path, .fail_call = 2};
-    assert_int_equal(kr_fake_backend_create(&o, &b, &e), KR_OK);
+    kr_gpuctl_fake_options o = {.log_path = path, .fail_call = 2};
+    assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     kr_backend_set_clock(b, 0, 1200, 1005);
     kr_backend_set_clock(b, 0, 990, 1200);
     kr_backend_reset_clock(b, 0);
@@ -316,8 +316,8 @@ static void fake_sleeps_inside_calls(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_fake_options o = {.sleep_s = 0.02};
-    assert_int_equal(kr_fake_backend_create(&o, &b, &e), KR_OK);
+    kr_gpuctl_fake_options o = {.sleep_s = 0.02};
+    assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     double t0 = kr__now_s();
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_OK);
     double dt = kr__now_s() - t0;
@@ -330,12 +330,12 @@ static void fake_rejects_bad_options(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_fake_options o = {.max_mhz = 1400, .min_mhz = 210, .step_mhz = 15};
-    KR_ASSERT_ERR(kr_fake_backend_create(&o, &b, &e), KR_EINVAL, e, "multiple of step_mhz");
-    kr_fake_options f = {.fail_code = 3};
-    KR_ASSERT_ERR(kr_fake_backend_create(&f, &b, &e), KR_EINVAL, e, "fail_code");
-    kr_fake_options l = {.log_path = "/nonexistent-dir/x.log"};
-    KR_ASSERT_ERR(kr_fake_backend_create(&l, &b, &e), KR_EIO, e, "/nonexistent-dir/x.log");
+    kr_gpuctl_fake_options o = {.max_mhz = 1400, .min_mhz = 210, .step_mhz = 15};
+    KR_ASSERT_ERR(kr_gpuctl_fake_create(&o, &b, &e), KR_EINVAL, e, "multiple of step_mhz");
+    kr_gpuctl_fake_options f = {.fail_code = 3};
+    KR_ASSERT_ERR(kr_gpuctl_fake_create(&f, &b, &e), KR_EINVAL, e, "fail_code");
+    kr_gpuctl_fake_options l = {.log_path = "/nonexistent-dir/x.log"};
+    KR_ASSERT_ERR(kr_gpuctl_fake_create(&l, &b, &e), KR_EIO, e, "/nonexistent-dir/x.log");
 }
 
 static void spec_strings(void **state)
@@ -343,44 +343,44 @@ static void spec_strings(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    assert_int_equal(kr_gpuctl_open("fake:devices=3,max_mhz=1980,min_mhz=345,step_mhz=15,locked=900-1200,"
+    assert_int_equal(kr_backend_open("fake:devices=3,max_mhz=1980,min_mhz=345,step_mhz=15,locked=900-1200,"
                                     "uuid=GPU-x,perm_ops=writes,power_w=700",
                                     NULL, &b, &e),
                      KR_OK);
     int n, cur, lo, hi;
     assert_int_equal(kr_backend_device_count(b, &n), KR_OK);
     assert_int_equal(n, 3);
-    assert_int_equal(kr_fake_state(b, 2, &lo, &hi, &cur), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_state(b, 2, &lo, &hi, &cur), KR_OK);
     assert_int_equal(lo, 900);
     assert_int_equal(hi, 1200);
     kr_gpu_device_info info;
-    assert_int_equal(kr_gpuctl_device_info(b, 2, &info, &e), KR_OK);
+    assert_int_equal(kr_backend_device_info(b, 2, &info, &e), KR_OK);
     assert_string_equal(info.uuid, "GPU-x-2");
     assert_int_equal(kr_backend_set_clock(b, 0, 1980, 1980), KR_EPERM);
     kr_backend_destroy(b);
-    assert_int_equal(kr_gpuctl_open("fake:fail_call=2,fail_code=perm,fail_ops=set_clock+reset_clock", NULL, &b, &e),
+    assert_int_equal(kr_backend_open("fake:fail_call=2,fail_code=perm,fail_ops=set_clock+reset_clock", NULL, &b, &e),
                      KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 0, 1410, 1410), KR_OK);
     assert_int_equal(kr_backend_reset_clock(b, 0), KR_EPERM);
     kr_backend_destroy(b);
-    KR_ASSERT_ERR(kr_gpuctl_open("fake:bogus=1", NULL, &b, &e), KR_EINVAL, e, "unknown key 'bogus' for fake");
-    KR_ASSERT_ERR(kr_gpuctl_open("fake:sleep_s=abc", NULL, &b, &e), KR_EINVAL, e,
+    KR_ASSERT_ERR(kr_backend_open("fake:bogus=1", NULL, &b, &e), KR_EINVAL, e, "unknown key 'bogus' for fake");
+    KR_ASSERT_ERR(kr_backend_open("fake:sleep_s=abc", NULL, &b, &e), KR_EINVAL, e,
                   "sleep_s: expected a number in [0, 60], found 'abc'");
-    KR_ASSERT_ERR(kr_gpuctl_open("fake:locked=1200-900", NULL, &b, &e), KR_EINVAL, e, "MIN-MAX");
-    KR_ASSERT_ERR(kr_gpuctl_open("fake:fail_ops=set_clock+nap", NULL, &b, &e), KR_EINVAL, e, "operations joined by '+'");
-    KR_ASSERT_ERR(kr_gpuctl_open("fake:devices", NULL, &b, &e), KR_EINVAL, e, "expected KEY=VALUE, found 'devices'");
-    KR_ASSERT_ERR(kr_gpuctl_open("gpu0", NULL, &b, &e), KR_EINVAL, e, "kind: expected nvml, sim or fake (or kareusd, auto), found 'gpu0'");
+    KR_ASSERT_ERR(kr_backend_open("fake:locked=1200-900", NULL, &b, &e), KR_EINVAL, e, "MIN-MAX");
+    KR_ASSERT_ERR(kr_backend_open("fake:fail_ops=set_clock+nap", NULL, &b, &e), KR_EINVAL, e, "operations joined by '+'");
+    KR_ASSERT_ERR(kr_backend_open("fake:devices", NULL, &b, &e), KR_EINVAL, e, "expected KEY=VALUE, found 'devices'");
+    KR_ASSERT_ERR(kr_backend_open("gpu0", NULL, &b, &e), KR_EINVAL, e, "kind: expected nvml, sim or fake (or kareusd, auto, replay:FILE, gpu[:N]), found 'gpu0'");
     /* The simulator: the job from the spec, else the caller's default, else "default". */
-    assert_int_equal(kr_gpuctl_open("sim:devices=2,activity=0.5", NULL, &b, &e), KR_OK);
+    assert_int_equal(kr_backend_open("sim:devices=2,activity=0.5", NULL, &b, &e), KR_OK);
     assert_true(kr_sim_backend_is(b));
     assert_int_equal(kr_backend_device_count(b, &n), KR_OK);
     assert_int_equal(n, 2);
-    assert_int_equal(kr_gpuctl_device_info(b, 1, &info, &e), KR_OK);
+    assert_int_equal(kr_backend_device_info(b, 1, &info, &e), KR_OK);
     assert_string_equal(info.uuid, ""); /* simulated devices are never locked across processes */
     kr_backend_destroy(b);
-    KR_ASSERT_ERR(kr_gpuctl_open("sim", "no-such-job", &b, &e), KR_ENOTFOUND, e, "the plan's job; name another with sim:job=PATH");
-    KR_ASSERT_ERR(kr_gpuctl_open("sim:activity=2", NULL, &b, &e), KR_EINVAL, e, "activity: expected a number in [0, 1]");
-    KR_ASSERT_ERR(kr_gpuctl_open("nvml:lib=/no/such/libnvidia-ml.so", NULL, &b, &e), KR_ENOLIB, e,
+    KR_ASSERT_ERR(kr_backend_open("sim", &(kr_backend_open_options){.default_job = "no-such-job"}, &b, &e), KR_ENOTFOUND, e, "the plan's job; name another with sim:job=PATH");
+    KR_ASSERT_ERR(kr_backend_open("sim:activity=2", NULL, &b, &e), KR_EINVAL, e, "activity: expected a number in [0, 1]");
+    KR_ASSERT_ERR(kr_backend_open("nvml:lib=/no/such/libnvidia-ml.so", NULL, &b, &e), KR_ENOLIB, e,
                   "/no/such/libnvidia-ml.so");
 }
 
@@ -394,15 +394,16 @@ static int other_count(kr_backend *b, int *count)
 static void device_info_of_other_backends(void **state)
 {
     (void)state;
-    static const kr_backend_ops ops = {.name = "other", .device_count = other_count};
+    static const kr_control_ops ctl = {.device_count = other_count};
+    static const kr_backend_class cls = {.name = "other", .control = &ctl};
     kr_backend *b;
-    assert_int_equal(kr_backend_create(&ops, NULL, &b), KR_OK);
+    assert_int_equal(kr_backend_create(&cls, NULL, &b), KR_OK);
     kr_error e = {0};
     kr_gpu_device_info info;
-    assert_int_equal(kr_gpuctl_device_info(b, 1, &info, &e), KR_OK);
+    assert_int_equal(kr_backend_device_info(b, 1, &info, &e), KR_OK);
     assert_string_equal(info.name, "other");
     assert_string_equal(info.uuid, "");
-    KR_ASSERT_ERR(kr_gpuctl_device_info(b, 2, &info, &e), KR_EINVAL, e, "device 2");
+    KR_ASSERT_ERR(kr_backend_device_info(b, 2, &info, &e), KR_EINVAL, e, "device 2");
     kr_backend_destroy(b);
 }
 
@@ -424,10 +425,10 @@ static void privileged_nvml_lib_is_restricted(void **state)
     snprintf(spec, sizeof spec, "nvml:lib=%s", lib);
     kr_backend *b = NULL;
     kr_error e = {0};
-    KR_ASSERT_ERR(kr_gpuctl_open(spec, NULL, &b, &e), KR_EPERM, e, "writable by group or others");
+    KR_ASSERT_ERR(kr_backend_open(spec, NULL, &b, &e), KR_EPERM, e, "writable by group or others");
     assert_null(b);
     /* A bare name goes through the loader's own search of the system directories: allowed. */
-    KR_ASSERT_ERR(kr_gpuctl_open("nvml:lib=libkareus-missing-nvml.so.1", NULL, &b, &e), KR_ENOLIB, e,
+    KR_ASSERT_ERR(kr_backend_open("nvml:lib=libkareus-missing-nvml.so.1", NULL, &b, &e), KR_ENOLIB, e,
                   "libkareus-missing-nvml.so.1");
     /* An unprivileged process may load what it likes (it only harms itself). */
     fflush(NULL);
@@ -438,7 +439,7 @@ static void privileged_nvml_lib_is_restricted(void **state)
             _exit(90);
         kr_error ce = {0};
         kr_backend *cb = NULL;
-        int rc = kr_gpuctl_open(spec, NULL, &cb, &ce);
+        int rc = kr_backend_open(spec, NULL, &cb, &ce);
         _exit(rc == KR_EPERM ? 1 : 0); /* ENOLIB (not a library) is expected, never EPERM */
     }
     int status;

@@ -102,7 +102,7 @@ static void start_daemon(daemon_ctx *c, const char *const *extra)
     for (int i = 0; i < 6000; i++) { /* up to 60 s: a loaded machine, a sanitizer build */
         kr_backend *b = NULL;
         kr_error e = {0};
-        if (kr_kareusd_backend_create(c->sock, &b, &e) == KR_OK) {
+        if (kr_gpuctl_kareusd_create(c->sock, &b, &e) == KR_OK) {
             kr_backend_destroy(b);
             return;
         }
@@ -280,7 +280,7 @@ static int connect_as(const daemon_ctx *c, uid_t uid, gid_t gid, const gid_t *gr
         become(uid, gid, groups, ng);
         kr_backend *b = NULL;
         kr_error e = {0};
-        int rc = kr_kareusd_backend_create(c->sock, &b, &e);
+        int rc = kr_gpuctl_kareusd_create(c->sock, &b, &e);
         if (rc == KR_OK)
             rc = kr_backend_set_clock(b, 0, 900, 900);
         if (rc)
@@ -341,15 +341,15 @@ static void out_of_range_clocks_and_devices_are_refused(void **state)
     start_daemon(&c, extra);
     kr_backend *b, *b2;
     kr_error e = {0};
-    assert_int_equal(kr_kareusd_backend_create(c.sock, &b, &e), KR_OK);
+    assert_int_equal(kr_gpuctl_kareusd_create(c.sock, &b, &e), KR_OK);
     assert_string_equal(kr_backend_name(b), "kareusd");
-    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1410, 1410), KR_ERANGE, b->err, "outside the allowed range [600, 1305]");
-    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 450, 450), KR_ERANGE, b->err, "outside the allowed range");
-    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1007, 1007), KR_ERANGE, b->err, "not a supported SM clock");
-    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1200, 900), KR_ERANGE, b->err, "min 1200 > max 900");
-    KR_ASSERT_ERR(kr_backend_set_clock(b, 1, 900, 900), KR_EPERM, b->err, "not on kareusd's allow-list");
+    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1410, 1410), KR_ERANGE, *kr_backend_error(b), "outside the allowed range [600, 1305]");
+    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 450, 450), KR_ERANGE, *kr_backend_error(b), "outside the allowed range");
+    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1007, 1007), KR_ERANGE, *kr_backend_error(b), "not a supported SM clock");
+    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1200, 900), KR_ERANGE, *kr_backend_error(b), "min 1200 > max 900");
+    KR_ASSERT_ERR(kr_backend_set_clock(b, 1, 900, 900), KR_EPERM, *kr_backend_error(b), "not on kareusd's allow-list");
     double x;
-    KR_ASSERT_ERR(kr_backend_read_power(b, 1, &x), KR_EPERM, b->err, "allow-list");
+    KR_ASSERT_ERR(kr_backend_read_power(b, 1, &x), KR_EPERM, *kr_backend_error(b), "allow-list");
     assert_true(log_has(&c, "refused LOCK 0 [1410, 1410]"));
     assert_true(log_has(&c, "outside the allowed range"));
     int lmin, lmax;
@@ -368,12 +368,12 @@ static void out_of_range_clocks_and_devices_are_refused(void **state)
     assert_int_equal(kr_backend_read_power(b, 0, &x), KR_OK);
     assert_true(x == 250);
     kr_gpu_device_info info;
-    assert_int_equal(kr_gpuctl_device_info(b, 0, &info, &e), KR_OK);
+    assert_int_equal(kr_backend_device_info(b, 0, &info, &e), KR_OK);
     assert_string_equal(info.uuid, "GPU-fake-0");
     assert_string_equal(info.name, "Kareus fake GPU");
     /* A second client cannot take the device the first one controls. */
-    assert_int_equal(kr_kareusd_backend_create(c.sock, &b2, &e), KR_OK);
-    KR_ASSERT_ERR(kr_backend_set_clock(b2, 0, 1005, 1005), KR_EBUSY, b2->err, "controlled by another client");
+    assert_int_equal(kr_gpuctl_kareusd_create(c.sock, &b2, &e), KR_OK);
+    KR_ASSERT_ERR(kr_backend_set_clock(b2, 0, 1005, 1005), KR_EBUSY, *kr_backend_error(b2), "controlled by another client");
     kr_backend_destroy(b); /* the first disconnects: restored, and the device is free again */
     for (int i = 0; i < 2000 && lmax != FOUND_MAX; i++) {
         sleep_ms(5);
@@ -400,7 +400,7 @@ static void restart_leaves_no_device_locked(void **state)
     start_daemon(&c, NULL);
     kr_backend *b;
     kr_error e = {0};
-    assert_int_equal(kr_kareusd_backend_create(c.sock, &b, &e), KR_OK);
+    assert_int_equal(kr_gpuctl_kareusd_create(c.sock, &b, &e), KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 0, 900, 900), KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 1, 600, 750), KR_OK);
     stop_daemon(&c, SIGKILL); /* the daemon dies with devices locked at the client's clocks */
@@ -409,7 +409,7 @@ static void restart_leaves_no_device_locked(void **state)
     assert_int_equal(lmax, 900);
     gpu_state(&c, 1, &lmin, &lmax);
     assert_int_equal(lmax, 750);
-    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1305, 1305), KR_ENODEV, b->err, "connection closed");
+    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1305, 1305), KR_ENODEV, *kr_backend_error(b), "connection closed");
     kr_backend_destroy(b);
     start_daemon(&c, NULL); /* restores from the lock records before serving */
     for (int d = 0; d < 2; d++) {

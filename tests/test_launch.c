@@ -132,10 +132,10 @@ static void bad_geometry(void **state)
 
 static kr_backend *fake4(void)
 {
-    kr_fake_options fo = {.devices = 4, .uuid = "GPU-5a1e"};
+    kr_gpuctl_fake_options fo = {.devices = 4, .uuid = "GPU-5a1e"};
     kr_backend *b = NULL;
     kr_error e = {0};
-    assert_int_equal(kr_fake_backend_create(&fo, &b, &e), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_create(&fo, &b, &e), KR_OK);
     return b; /* device d has UUID GPU-5a1e-d */
 }
 

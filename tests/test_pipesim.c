@@ -151,9 +151,11 @@ typedef struct synth {
     int calls;
 } synth;
 
+static const kr_backend_class synth_class;
+
 static int synth_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
-    synth *s = b->impl;
+    synth *s = kr_backend_state(b, &synth_class);
     s->calls++;
     double t = (kr_partition_flops(p) / 200e12 + p->coll.bytes / 100e9) * 1410.0 / c->freq_mhz;
     if (p->coll.kind != KR_COLL_NONE && c->slot >= 0)
@@ -166,12 +168,8 @@ static int synth_measure(kr_backend *b, const kr_partition *p, const kr_config *
     return KR_OK;
 }
 
-static void synth_destroy(kr_backend *b)
-{
-    (void)b;
-}
-
-static const kr_backend_ops synth_ops = {.name = "synth", .measure = synth_measure, .destroy = synth_destroy};
+static const kr_measure_ops synth_measure_ops = {synth_measure};
+static const kr_backend_class synth_class = {.name = "synth", .caps = KR_BACKEND_MEASURE, .measure = &synth_measure_ops};
 
 static void make_plan(const kr_job *job, const char *variant, int freq_fwd, int freq_bwd, kr_plan *plan)
 {
@@ -211,7 +209,7 @@ static void plan_costs_sum_partitions_and_layers(void **state)
     (void)state;
     synth s = {0};
     kr_backend *b;
-    assert_int_equal(kr_backend_create(&synth_ops, &s, &b), KR_OK);
+    assert_int_equal(kr_backend_create(&synth_class, &s, &b), KR_OK);
     kr_job job;
     kr_job_default(&job);
     kr_error e = {0};

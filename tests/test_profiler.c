@@ -873,12 +873,14 @@ static void vr_destroy(void *impl)
 static const kr_profiler_runner_ops vrunner_ops = {"virtual", vr_prepare, vr_start, vr_poll, vr_finish, vr_destroy,
                                                     NULL, NULL};
 
+static const kr_backend_class vctl_class;
+
 static int vc_set_clock(kr_backend *b, int dev, int lo, int hi)
 {
-    vgpu *g = b->impl;
+    vgpu *g = kr_backend_state(b, &vctl_class);
     g->set_calls++;
     if (g->fail_set)
-        return kr_error_set(&b->err, g->fail_set, "NVML: Insufficient Permissions");
+        return kr_error_set(kr_backend_error(b), g->fail_set, "NVML: Insufficient Permissions");
     assert_int_equal(lo, hi);
     g->locked[dev] = lo;
     return KR_OK;
@@ -886,7 +888,7 @@ static int vc_set_clock(kr_backend *b, int dev, int lo, int hi)
 
 static int vc_reset_clock(kr_backend *b, int dev)
 {
-    vgpu *g = b->impl;
+    vgpu *g = kr_backend_state(b, &vctl_class);
     g->reset_calls++;
     g->locked[dev] = 0;
     return KR_OK;
@@ -894,17 +896,17 @@ static int vc_reset_clock(kr_backend *b, int dev)
 
 static int vc_get_clock(kr_backend *b, int dev, int *cur, int *lo, int *hi)
 {
-    vgpu *g = b->impl;
+    vgpu *g = kr_backend_state(b, &vctl_class);
     *cur = *lo = *hi = g->locked[dev];
     return KR_OK;
 }
 
 static int vc_read_energy(kr_backend *b, int dev, double *e)
 {
-    vgpu *g = b->impl;
+    vgpu *g = kr_backend_state(b, &vctl_class);
     g->energy_reads++;
     if (g->fail_energy)
-        return kr_error_set(&b->err, g->fail_energy, "fake NVML: no energy counter");
+        return kr_error_set(kr_backend_error(b), g->fail_energy, "fake NVML: no energy counter");
     *e = g->published[dev];
     return KR_OK;
 }
@@ -916,8 +918,24 @@ static int vc_device_count(kr_backend *b, int *n)
     return KR_OK;
 }
 
-static const kr_backend_ops vctl_ops = {"vnvml", NULL, vc_device_count, NULL, vc_get_clock, vc_set_clock,
-                                        vc_reset_clock, vc_read_energy, NULL, NULL};
+static const kr_control_ops vctl_ops = {.device_count = vc_device_count, .get_clock = vc_get_clock,
+                                        .set_clock = vc_set_clock, .reset_clock = vc_reset_clock,
+                                        .read_energy = vc_read_energy};
+static const kr_backend_class vctl_class = {.name = "vnvml", .caps = KR_BACKEND_CLOCK_LOCK | KR_BACKEND_ENERGY,
+                                            .control = &vctl_ops};
+
+/* The virtual GPU's control backend, destroyed when the test's variable goes out of scope. */
+static kr_backend *vctl_open(vgpu *g)
+{
+    kr_backend *b = NULL;
+    assert_int_equal(kr_backend_create(&vctl_class, g, &b), KR_OK);
+    return b;
+}
+
+static void vctl_close(kr_backend **b)
+{
+    kr_backend_destroy(*b);
+}
 
 static void vgpu_init(vgpu *g)
 {
@@ -956,7 +974,7 @@ static void protocol_measures_exact_energy_on_a_virtual_gpu(void **state)
     vgpu_init(&g);
     kr_profiler_runner r;
     vrunner_init(&r, &g);
-    kr_backend ctl = {&vctl_ops, &g, {0}};
+    __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
     kr_profiler_options o;
     kr_profiler_options_default(&o);
@@ -966,7 +984,7 @@ static void protocol_measures_exact_energy_on_a_virtual_gpu(void **state)
     kr_error e = {0};
     int locked = 0;
     double t0 = g.t;
-    assert_int_equal(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 100.0, &locked, &res, &e), KR_OK);
+    assert_int_equal(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 100.0, &locked, &res, &e), KR_OK);
     /* Clocks locked on both devices, settled, read back. */
     assert_int_equal(locked, 1200);
     assert_int_equal(g.locked[0], 1200);
@@ -989,14 +1007,14 @@ static void protocol_measures_exact_energy_on_a_virtual_gpu(void **state)
     KR_ASSERT_CLOSE(res.cooldown_s, fmin(5.0, fmax(0.5, 0.5 * res.busy_s)), 1e-12);
     KR_ASSERT_CLOSE(g.t - t0, res.busy_s + res.cooldown_s, 1e-9);
     /* The same clock again: no relock, no settle. */
-    assert_int_equal(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 100.0, &locked, &res, &e), KR_OK);
+    assert_int_equal(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 100.0, &locked, &res, &e), KR_OK);
     assert_int_equal(g.set_calls, 2);
     assert_true(res.settle_s == 0.0);
     /* A naive window read at arbitrary instants would be off by up to a counter step at each
      * end; the edge-aligned one is within 0.5 % over every one of several phases. */
     for (int k = 0; k < 5; k++) {
         vadvance(&g, 0.0137 * (k + 1));
-        assert_int_equal(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 100.0, &locked, &res, &e), KR_OK);
+        assert_int_equal(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 100.0, &locked, &res, &e), KR_OK);
         for (int i = 0; i < 3; i++)
             KR_ASSERT_CLOSE(res.energy_j[i], 350 * 0.00123, 0.005);
     }
@@ -1011,7 +1029,7 @@ static void protocol_retries_when_the_run_ends_early(void **state)
     g.window_scale = 0.3; /* … then the windows run 3.3x faster (e.g. boost after warm-up) */
     kr_profiler_runner r;
     vrunner_init(&r, &g);
-    kr_backend ctl = {&vctl_ops, &g, {0}};
+    __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
     kr_profiler_options o;
     kr_profiler_options_default(&o);
@@ -1022,7 +1040,7 @@ static void protocol_retries_when_the_run_ends_early(void **state)
     kr_profiler_result res;
     kr_error e = {0};
     int locked = 0;
-    assert_int_equal(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 0.0, &locked, &res, &e), KR_OK);
+    assert_int_equal(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 0.0, &locked, &res, &e), KR_OK);
     assert_true(res.retries >= 1);
     KR_ASSERT_CLOSE(res.m.time_s, 0.3 * 0.00123, 1e-9);
     KR_ASSERT_CLOSE(res.m.energy_j, 350 * 0.3 * 0.00123, 0.005);
@@ -1035,7 +1053,7 @@ static void protocol_reports_missing_permission_and_counter(void **state)
     vgpu_init(&g);
     kr_profiler_runner r;
     vrunner_init(&r, &g);
-    kr_backend ctl = {&vctl_ops, &g, {0}};
+    __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
     kr_profiler_options o;
     kr_profiler_options_default(&o);
@@ -1045,29 +1063,29 @@ static void protocol_reports_missing_permission_and_counter(void **state)
     kr_error e = {0};
     int locked = 0;
     g.fail_set = KR_EPERM;
-    KR_ASSERT_ERR(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EPERM, e,
+    KR_ASSERT_ERR(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EPERM, e,
                   "no permission to lock the SM clock on GPU 0");
     assert_int_equal(locked, 0);
     g.fail_set = 0;
     g.fail_energy = KR_EUNSUPPORTED;
-    KR_ASSERT_ERR(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EUNSUPPORTED, e,
+    KR_ASSERT_ERR(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EUNSUPPORTED, e,
                   "cannot read the energy counter");
     assert_int_equal(g.running, 0); /* the started run was finished */
     g.fail_energy = 0;
     g.frozen = 1;
-    KR_ASSERT_ERR(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_ETIMEDOUT, e,
+    KR_ASSERT_ERR(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_ETIMEDOUT, e,
                   "did not change");
     g.frozen = 0;
     g.fail_start_at = g.runs + 1;
-    KR_ASSERT_ERR(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EBACKEND, e,
+    KR_ASSERT_ERR(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EBACKEND, e,
                   "launch failed");
     g.fail_start_at = 0;
     plan.ranks = 3;
-    KR_ASSERT_ERR(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EINVAL, e,
+    KR_ASSERT_ERR(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EINVAL, e,
                   "needs 3 GPUs, the runner has 2");
     plan.ranks = 2;
     o.window_s = 0.2;
-    KR_ASSERT_ERR(kr_profiler_measure(&r, &ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EINVAL, e, "window_s");
+    KR_ASSERT_ERR(kr_profiler_measure(&r, ctl, &o, &clk, &plan, 0, &locked, &res, &e), KR_EINVAL, e, "window_s");
 }
 
 typedef struct observed {
@@ -1094,7 +1112,7 @@ static void backend_measures_through_the_vtable(void **state)
     kr_profiler_runner *r = calloc(1, sizeof *r);
     vrunner_init(r, &g);
     r->ndevices = 1;
-    kr_backend ctl = {&vctl_ops, &g, {0}};
+    __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
     kr_profiler_options o;
     kr_profiler_options_default(&o);
@@ -1105,7 +1123,7 @@ static void backend_measures_through_the_vtable(void **state)
     kr_backend *b;
     kr_error e = {0};
     observed ob = {0};
-    assert_int_equal(kr_profiler_backend_create(&job, r, &ctl, &o, NULL, &clk, observe, &ob, &b, &e), KR_OK);
+    assert_int_equal(kr_profiler_backend_create(&job, r, ctl, &o, NULL, &clk, observe, &ob, &b, &e), KR_OK);
     assert_string_equal(kr_backend_name(b), "gpu");
     int n;
     assert_int_equal(kr_backend_device_count(b, &n), KR_OK);
@@ -1312,7 +1330,7 @@ static void calib_runs_the_protocol_on_a_virtual_gpu(void **state)
     vrunner_init(&r, &g);
     r.ndevices = 1;
     kr__strlcpy(r.device_name, "NVIDIA H200", sizeof r.device_name);
-    kr_backend ctl = {&vctl_ops, &g, {0}};
+    __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
     kr_profiler_options o;
     kr_profiler_options_default(&o);
@@ -1325,7 +1343,7 @@ static void calib_runs_the_protocol_on_a_virtual_gpu(void **state)
     h200(&base);
     kr_profiler_calib *c = malloc(sizeof *c);
     kr_error e = {0};
-    assert_int_equal(kr_profiler_calibrate(&r, &ctl, &base, &co, &o, &clk, c, &e), KR_OK);
+    assert_int_equal(kr_profiler_calibrate(&r, ctl, &base, &co, &o, &clk, c, &e), KR_OK);
     assert_int_equal(steps, 3 + 5 + 3 + 6); /* no clock trace on this runner */
     KR_ASSERT_CLOSE(c->idle_w, 74, 0.005);
     KR_ASSERT_CLOSE(c->blocked_w, 112, 0.005);
@@ -1346,7 +1364,7 @@ static void calib_runs_the_protocol_on_a_virtual_gpu(void **state)
     /* A failure mid-way still resets the clocks. */
     g.fail_energy = KR_EBACKEND;
     g.locked[0] = 1500;
-    assert_int_equal(kr_profiler_calibrate(&r, &ctl, &base, &co, &o, &clk, c, &e), KR_EBACKEND);
+    assert_int_equal(kr_profiler_calibrate(&r, ctl, &base, &co, &o, &clk, c, &e), KR_EBACKEND);
     assert_int_equal(g.locked[0], 0);
     free(c);
 }

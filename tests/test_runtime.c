@@ -113,7 +113,7 @@ static int run_step(kr_runtime *rt, const kr_plan *plan, int s, kr_backend *fake
             kr_runtime_status st;
             kr_runtime_status_get(rt, &st);
             int lo, hi, cur;
-            assert_int_equal(kr_fake_state(fake, 0, &lo, &hi, &cur), KR_OK);
+            assert_int_equal(kr_gpuctl_fake_state(fake, 0, &lo, &hi, &cur), KR_OK);
             if (st.mode == KR_RUNTIME_CONTROL)
                 assert_int_equal(cur, in->freq_mhz);
         }
@@ -126,16 +126,16 @@ static int run_step(kr_runtime *rt, const kr_plan *plan, int s, kr_backend *fake
 static void assert_fake_lock(kr_backend *fake, int lo_want, int hi_want)
 {
     int lo, hi, cur;
-    assert_int_equal(kr_fake_state(fake, 0, &lo, &hi, &cur), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_state(fake, 0, &lo, &hi, &cur), KR_OK);
     assert_int_equal(lo, lo_want);
     assert_int_equal(hi, hi_want);
 }
 
-static kr_backend *new_fake(const kr_fake_options *o)
+static kr_backend *new_fake(const kr_gpuctl_fake_options *o)
 {
     kr_backend *b;
     kr_error e = {0};
-    assert_int_equal(kr_fake_backend_create(o, &b, &e), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_create(o, &b, &e), KR_OK);
     return b;
 }
 
@@ -148,7 +148,7 @@ typedef struct fixture {
     kr_error e;
 } fixture;
 
-static void fixture_init(fixture *f, const char *name, int stages, int mb, freq_fn fn, const kr_fake_options *fo)
+static void fixture_init(fixture *f, const char *name, int stages, int mb, freq_fn fn, const kr_gpuctl_fake_options *fo)
 {
     memset(f, 0, sizeof *f);
     const char *dir = kr_test_tmpdir(name);
@@ -169,7 +169,7 @@ static void fixture_free(fixture *f)
 static void applies_plan_in_order(void **state)
 {
     (void)state;
-    kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
+    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
     fixture f;
     fixture_init(&f, "rt_apply", 2, 4, freq_varied, &fo);
     kr_runtime *rt;
@@ -195,14 +195,14 @@ static void applies_plan_in_order(void **state)
     assert_int_equal(st.applied_mhz, f.plan.stages[0].instr[7].freq_mhz);
     assert_int_equal(kr_runtime_close(rt, &f.e), KR_OK);
     assert_fake_lock(f.fake, 1005, 1200); /* the lock found at open is back */
-    kr_fake_call calls[256];
+    kr_gpuctl_fake_call calls[256];
     int n, k = 0;
-    assert_int_equal(kr_fake_calls(f.fake, calls, 256, &n), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_calls(f.fake, calls, 256, &n), KR_OK);
     for (int i = 0; i < n; i++) {
-        if (calls[i].op != KR_FAKE_SET_CLOCK && calls[i].op != KR_FAKE_RESET_CLOCK)
+        if (calls[i].op != KR_GPUCTL_FAKE_SET_CLOCK && calls[i].op != KR_GPUCTL_FAKE_RESET_CLOCK)
             continue;
         if (k < 16) {
-            assert_int_equal(calls[i].op, KR_FAKE_SET_CLOCK);
+            assert_int_equal(calls[i].op, KR_GPUCTL_FAKE_SET_CLOCK);
             assert_int_equal(calls[i].a, f.plan.stages[0].instr[k % 8].freq_mhz);
         } else {
             assert_int_equal(calls[i].a, 1005); /* the restore */
@@ -285,7 +285,7 @@ static void runs_on_the_simulator(void **state)
      * the reset at close. */
     make_plan(&plan, 2, 8, freq_varied);
     kr_backend *b;
-    assert_int_equal(kr_gpuctl_open("sim", NULL, &b, &e), KR_OK);
+    assert_int_equal(kr_backend_open("sim", NULL, &b, &e), KR_OK);
     kr_runtime_options ob = {.backend_ptr = b, .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT, .energy_poll_s = -1};
     assert_int_equal(kr_runtime_open_plan(&plan, 1, 0, &ob, &rt, &e), KR_OK);
     for (int i = 0; i < plan.stages[1].ninstr; i++) {
@@ -335,7 +335,7 @@ static void coalesces_and_latest_request_wins(void **state)
      * request, and ends on the last instruction's clock. */
     kr_plan varied;
     make_plan(&varied, 2, 4, freq_varied);
-    kr_fake_options slow = {.sleep_s = 0.05};
+    kr_gpuctl_fake_options slow = {.sleep_s = 0.05};
     fake = new_fake(&slow);
     o = test_options(fake, &w, dir);
     assert_int_equal(kr_runtime_open_plan(&varied, 0, 0, &o, &rt, &e), KR_OK);
@@ -345,7 +345,7 @@ static void coalesces_and_latest_request_wins(void **state)
     assert_int_equal(st.clock_requests, 8);
     assert_true(st.clock_sets <= 8);
     int lo, hi, cur;
-    assert_int_equal(kr_fake_state(fake, 0, &lo, &hi, &cur), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_state(fake, 0, &lo, &hi, &cur), KR_OK);
     assert_int_equal(cur, varied.stages[0].instr[7].freq_mhz);
     assert_int_equal(kr_runtime_close(rt, &e), KR_OK);
     assert_fake_lock(fake, 0, 0);
@@ -360,7 +360,7 @@ static void coalesces_and_latest_request_wins(void **state)
  * number of calls the fake saw. */
 static int run_with_failure(const kr_plan *plan, const char *dir, long nth, int code)
 {
-    kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .fail_call = nth, .fail_code = code};
+    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .fail_call = nth, .fail_code = code};
     kr_backend *fake = new_fake(&fo);
     warnings w = {0};
     kr_runtime_options o = test_options(fake, &w, dir);
@@ -387,8 +387,8 @@ static int run_with_failure(const kr_plan *plan, const char *dir, long nth, int 
     }
     assert_fake_lock(fake, 1005, 1200);
     int n;
-    kr_fake_call one;
-    assert_int_equal(kr_fake_calls(fake, &one, 1, &n), KR_OK);
+    kr_gpuctl_fake_call one;
+    assert_int_equal(kr_gpuctl_fake_calls(fake, &one, 1, &n), KR_OK);
     kr_backend_destroy(fake);
     return n;
 }
@@ -416,7 +416,7 @@ static void unprivileged_user_measures_only(void **state)
     make_plan(&plan, 2, 4, freq_varied);
     kr_backend *fake;
     kr_error e = {0};
-    assert_int_equal(kr_gpuctl_open("fake:perm_ops=writes", NULL, &fake, &e), KR_OK);
+    assert_int_equal(kr_backend_open("fake:perm_ops=writes", NULL, &fake, &e), KR_OK);
     warnings w = {0};
     kr_runtime_options o = test_options(fake, &w, dir);
     kr_runtime *rt;
@@ -482,7 +482,7 @@ static void allocation_failures_on_open(void **state)
     for (long nth = 1; !opened && nth < 1000; nth++) {
         fail_alloc fa = {0, nth, 0};
         kr_allocator a = {fa_alloc, fa_realloc, fa_free, &fa};
-        kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
+        kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
         kr_backend *fake = new_fake(&fo);
         warnings w = {0};
         kr_runtime_options o = test_options(fake, &w, dir);
@@ -510,7 +510,7 @@ static void allocation_failures_on_open(void **state)
 static void refuses_plans_that_do_not_fit(void **state)
 {
     (void)state;
-    kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
+    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
     fixture f;
     fixture_init(&f, "rt_refuse", 2, 4, freq_varied, &fo);
     kr_runtime *rt;
@@ -533,7 +533,7 @@ static void refuses_plans_that_do_not_fit(void **state)
     /* A clock this GPU does not have: its clocks step by 30 MHz, F1 runs at 1395 MHz. */
     kr_plan_copy(&bad, &f.plan, &f.e);
     kr_backend *coarse;
-    assert_int_equal(kr_gpuctl_open("fake:step_mhz=30,uuid=GPU-coarse", NULL, &coarse, &f.e), KR_OK);
+    assert_int_equal(kr_backend_open("fake:step_mhz=30,uuid=GPU-coarse", NULL, &coarse, &f.e), KR_OK);
     kr_runtime_options oc = test_options(coarse, &f.w, f.o.lock_dir);
     KR_ASSERT_ERR(kr_runtime_open_plan(&bad, 0, 0, &oc, &rt, &f.e), KR_ERANGE, f.e,
                   "plan: stages[0].instructions[1].freq_mhz: 1395 MHz is not a supported SM clock of device 0 "
@@ -558,18 +558,18 @@ static void refuses_plans_that_do_not_fit(void **state)
     KR_ASSERT_ERR(kr_runtime_open_plan(&f.plan, 0, 0, &on, &rt, &f.e), KR_ENOLIB, f.e, "libkareus-missing-nvml.so.1");
     /* None of this touched the clocks. */
     assert_fake_lock(f.fake, 1005, 1200);
-    kr_fake_call calls[64];
+    kr_gpuctl_fake_call calls[64];
     int n;
-    assert_int_equal(kr_fake_calls(f.fake, calls, 64, &n), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_calls(f.fake, calls, 64, &n), KR_OK);
     for (int i = 0; i < n && i < 64; i++)
-        assert_true(calls[i].op != KR_FAKE_SET_CLOCK && calls[i].op != KR_FAKE_RESET_CLOCK);
+        assert_true(calls[i].op != KR_GPUCTL_FAKE_SET_CLOCK && calls[i].op != KR_GPUCTL_FAKE_RESET_CLOCK);
     fixture_free(&f);
 }
 
 static void schedule_mismatches_at_run_time(void **state)
 {
     (void)state;
-    kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
+    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
     fixture f;
     fixture_init(&f, "rt_mismatch", 2, 4, freq_varied, &fo);
     kr_runtime *rt;
@@ -662,10 +662,10 @@ static kr_runtime *child_open(const char *log, const char *lockdir, unsigned fla
 {
     kr_plan plan;
     make_plan(&plan, 2, 4, freq_varied);
-    kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .log_path = log};
+    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .log_path = log};
     kr_backend *fake;
     kr_error e = {0};
-    if (kr_fake_backend_create(&fo, &fake, &e))
+    if (kr_gpuctl_fake_create(&fo, &fake, &e))
         _exit(90);
     kr_runtime_options o = {.backend_ptr = fake, .flags = flags | KR_RUNTIME_OWN_BACKEND, .energy_poll_s = 0.01,
                             .lock_dir = lockdir};
@@ -872,7 +872,7 @@ static void energy_windows_on_a_manual_clock(void **state)
     kr_plan plan;
     make_plan(&plan, 1, 2, freq_varied); /* one stage: F0 B0 F1 B1 */
     manual_clock mc = {0};
-    kr_fake_options fo = {.power_w = 100, .energy_period_s = 0.25, .now_s = manual_now, .now_ud = &mc};
+    kr_gpuctl_fake_options fo = {.power_w = 100, .energy_period_s = 0.25, .now_s = manual_now, .now_ud = &mc};
     kr_backend *fake = new_fake(&fo);
     warnings w = {0};
     kr_runtime_options o = test_options(fake, &w, dir);
@@ -929,7 +929,7 @@ static void energy_windows_on_a_manual_clock(void **state)
     kr_backend_destroy(fake);
     /* Without an energy counter, steps still count with their times. */
     mc.t = 0;
-    kr_fake_options none = {.no_energy = 1, .now_s = manual_now, .now_ud = &mc};
+    kr_gpuctl_fake_options none = {.no_energy = 1, .now_s = manual_now, .now_ud = &mc};
     fake = new_fake(&none);
     o.backend_ptr = fake;
     assert_int_equal(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_OK);
@@ -951,7 +951,7 @@ static void energy_counter_failure_warns_once(void **state)
     fixture_init(&f, "rt_energy_fail", 2, 4, freq_varied, NULL);
     kr_runtime *rt;
     assert_int_equal(kr_runtime_open_plan(&f.plan, 0, 0, &f.o, &rt, &f.e), KR_OK);
-    assert_int_equal(kr_fake_set_failure(f.fake, 1, 1, KR_EBACKEND, KR_FAKE_MASK(KR_FAKE_READ_ENERGY)), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_set_failure(f.fake, 1, 1, KR_EBACKEND, KR_GPUCTL_FAKE_MASK(KR_GPUCTL_FAKE_READ_ENERGY)), KR_OK);
     for (int step = 0; step < 2; step++)
         assert_int_equal(run_step(rt, &f.plan, 0, f.fake, 1), 0);
     assert_int_equal(f.w.count[KR_RUNTIME_WARN_ENERGY], 1);
@@ -1034,8 +1034,8 @@ static pid_t fork_clock_child(const char *statef, const kr_runtime_options *o, i
         kr_runtime_options oc = *o;
         kr_error e = {0};
         if (statef) {
-            kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
-            if (kr_fake_backend_create(&fo, &oc.backend_ptr, &e))
+            kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
+            if (kr_gpuctl_fake_create(&fo, &oc.backend_ptr, &e))
                 _exit(90);
             oc.flags |= KR_RUNTIME_OWN_BACKEND;
         }
@@ -1069,7 +1069,7 @@ static void sigkill_leaves_a_record_that_restores(void **state)
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(statef, sizeof statef, "%s/gpu.state", dir);
     snprintf(lockf, sizeof lockf, "%s/kareus-gpu-GPU-fake-0.lock", dir);
-    kr_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
+    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
     for (int how = 0; how < 2; how++) {
         pid_t pid = fork_state_child(statef, dir);
         char *text;
@@ -1087,7 +1087,7 @@ static void sigkill_leaves_a_record_that_restores(void **state)
         waitpid(pid, &status, 0);
         kr_backend *fake = new_fake(&fo);
         int lmin, lmax, cur;
-        assert_int_equal(kr_fake_state(fake, 0, &lmin, &lmax, &cur), KR_OK);
+        assert_int_equal(kr_gpuctl_fake_state(fake, 0, &lmin, &lmax, &cur), KR_OK);
         assert_int_equal(lmax, 1410); /* the dead job's plan clock is still locked */
         if (how == 0) {
             /* Crash recovery without a helper (`kareus gpu restore`). */
@@ -1112,7 +1112,7 @@ static void sigkill_leaves_a_record_that_restores(void **state)
             assert_int_equal(kr_runtime_close(rt, &e), KR_OK);
             kr_plan_free(&plan);
         }
-        assert_int_equal(kr_fake_state(fake, 0, &lmin, &lmax, &cur), KR_OK);
+        assert_int_equal(kr_gpuctl_fake_state(fake, 0, &lmin, &lmax, &cur), KR_OK);
         assert_int_equal(lmin, 1005);
         assert_int_equal(lmax, 1200);
         kr_backend_destroy(fake);
@@ -1151,10 +1151,10 @@ static void hostile_lock_files_are_left_alone(void **state)
     assert_int_equal(stat(target, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
     /* …also through the runtime and `kareus gpu reset` / `restore`. */
-    kr_fake_options fo = {.uuid = "GPU-x"};
+    kr_gpuctl_fake_options fo = {.uuid = "GPU-x"};
     kr_backend *fake = new_fake(&fo);
     kr_gpu_device_info info;
-    assert_int_equal(kr_gpuctl_device_info(fake, 0, &info, &e), KR_OK);
+    assert_int_equal(kr_backend_device_info(fake, 0, &info, &e), KR_OK);
     snprintf(lockf, sizeof lockf, "%s/kareus-gpu-%s.lock", dir, info.uuid);
     assert_int_equal(symlink(target, lockf), 0);
     kr_plan plan;

@@ -1,22 +1,24 @@
 /*
- * gpuctl.h — GPU control backends: real GPUs through NVML (loaded with dlopen, nothing needed
- * at build time) and a fake GPU for tests. Both are kr_backend vtables (backend.h), the same
- * interface the simulator implements, so the runtime, the profiler and the CLI run unchanged
- * on any of them.
+ * gpuctl.h — GPU control backends (backend.h's control interface): real GPUs through NVML
+ * (loaded with dlopen, nothing needed at build time), the kareusd helper, and a fake GPU for
+ * tests. The simulator (sim.h) implements the same interface, so the runtime, the profiler and
+ * the CLI run unchanged on any of them. Every name of the module starts kr_gpuctl_ (types
+ * kr_gpuctl_…, macros KR_GPUCTL_…; the kareusd protocol's constants stay KR_KAREUSD_…).
  *
- *   NVML   kr_nvml_backend_create: SM clocks (supported list, current, lock/unlock), the
- *          cumulative energy counter (mJ since driver load, updated about every 100 ms) and
- *          power. A missing libnvidia-ml is KR_ENOLIB, no driver or no GPU is KR_ENODEV, and
- *          NVML_ERROR_NO_PERMISSION is KR_EPERM — each with a message that says what to do.
- *   fake   kr_fake_backend_create: a scripted device for tests. Records every call (in memory
- *          and, optionally, appended to a file so a forked or exec'd process can be checked),
- *          fails the N-th call or every call of some operations (KR_EPERM imitates an
- *          unprivileged user), sleeps inside calls (a slow driver), and has an energy counter
- *          driven by power × time from an injectable time source.
+ *   NVML     kr_gpuctl_nvml_create: SM clocks (supported list, current, lock/unlock), the
+ *            cumulative energy counter (mJ since driver load, updated about every 100 ms) and
+ *            power. A missing libnvidia-ml is KR_ENOLIB, no driver or no GPU is KR_ENODEV, and
+ *            NVML_ERROR_NO_PERMISSION is KR_EPERM — each with a message that says what to do.
+ *   kareusd  kr_gpuctl_kareusd_create: the same calls as requests to the scoped clock helper.
+ *   fake     kr_gpuctl_fake_create: a scripted device for tests. Records every call (in memory
+ *            and, optionally, appended to a file so a forked or exec'd process can be checked),
+ *            fails the N-th call or every call of some operations (KR_EPERM imitates an
+ *            unprivileged user), sleeps inside calls (a slow driver), and has an energy counter
+ *            driven by power × time from an injectable time source.
  *
- * Backends can also be named by a spec string ("nvml", "sim:job=default",
- * "fake:sleep_s=0.02,log=/tmp/c.log") so that the CLI, environment variables and the Python
- * binding share one syntax: kr_gpuctl_open.
+ * Each is also opened by a spec string ("nvml", "kareusd", "fake:sleep_s=0.02,log=/tmp/c.log")
+ * through the one backend factory, kr_backend_open (backend.h), so that the CLI, environment
+ * variables and the Python binding share one syntax.
  *
  * Limitation of NVML worth knowing: it has no call that reports an existing locked-clock range.
  * get_clock therefore reports the lock this backend instance applied, or (0, 0) — meaning
@@ -32,35 +34,15 @@
 #include "kareus/export.h"
 KR_BEGIN_DECLS
 
-#define KR_GPU_NAME_MAX 96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
-#define KR_GPU_UUID_MAX 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
 #define KR_GPU_MAX_CLOCKS 512
-
-/* Identity and memory clocks of one device. */
-typedef struct kr_gpu_device_info {
-    char name[KR_GPU_NAME_MAX];  /* "NVIDIA A100-SXM4-40GB"; the backend name for backends
-                                    without devices of their own. */
-    char uuid[KR_GPU_UUID_MAX];  /* "GPU-…"; "" when the device has no stable identity (the
-                                    simulator): such devices are never locked between processes. */
-    int mem_clock_mhz;           /* Highest supported memory clock (the SM clock list is the one
-                                    for this memory clock); 0 if unknown. */
-    int cur_mem_clock_mhz;       /* Current memory clock, 0 if unknown. */
-} kr_gpu_device_info;
-
-/*
- * Name, UUID and memory clocks of device dev of backend b. Works for the NVML and fake
- * backends; for any other backend fills name with the backend's name, uuid with "" and
- * returns KR_OK. Returns KR_EINVAL (dev out of range) or the backend's failure code.
- */
-int kr_gpuctl_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err);
 
 /* ---- NVML ------------------------------------------------------------------------------- */
 
-typedef struct kr_nvml_options {
+typedef struct kr_gpuctl_nvml_options {
     /* Library to dlopen. NULL: "libnvidia-ml.so.1", then "libnvidia-ml.so". Tests point it at
      * a missing name (KR_ENOLIB) or at a mock. */
     const char *library;
-} kr_nvml_options;
+} kr_gpuctl_nvml_options;
 
 /*
  * Loads NVML (once per process; later backends share the symbol table, reference-counted),
@@ -70,41 +52,38 @@ typedef struct kr_nvml_options {
  * GPU), KR_EBUSY (NVML already loaded from another library file in this process), KR_EBACKEND
  * (other NVML failure) or KR_ENOMEM. Never crashes when the library is absent.
  */
-int kr_nvml_backend_create(const kr_nvml_options *opt, kr_backend **out, kr_error *err);
-
-/* 1 if b is an NVML backend. */
-int kr_nvml_backend_is(const kr_backend *b);
+int kr_gpuctl_nvml_create(const kr_gpuctl_nvml_options *opt, kr_backend **out, kr_error *err);
 
 /* Maps an NVML return code to a KR_ status (exposed for tests and the CUDA profiler):
  * 0 → KR_OK, NO_PERMISSION → KR_EPERM, NOT_SUPPORTED → KR_EUNSUPPORTED, driver/GPU missing
  * or lost → KR_ENODEV, TIMEOUT → KR_ETIMEDOUT, IN_USE → KR_EBUSY, others → KR_EBACKEND. */
-int kr_nvml_status(int nvml_return);
+int kr_gpuctl_nvml_status(int nvml_return);
 
 /* ---- the fake GPU ---------------------------------------------------------------------------- */
 
 /* Operations of the fake, as recorded and as used in masks (1u << op). */
-typedef enum kr_fake_op {
-    KR_FAKE_MEASURE = 0,
-    KR_FAKE_DEVICE_COUNT,
-    KR_FAKE_SUPPORTED_CLOCKS,
-    KR_FAKE_GET_CLOCK,
-    KR_FAKE_SET_CLOCK,
-    KR_FAKE_RESET_CLOCK,
-    KR_FAKE_READ_ENERGY,
-    KR_FAKE_READ_POWER,
-    KR_FAKE_DEVICE_INFO,
-    KR_FAKE_NOPS
-} kr_fake_op;
+typedef enum kr_gpuctl_fake_op {
+    KR_GPUCTL_FAKE_MEASURE = 0,
+    KR_GPUCTL_FAKE_DEVICE_COUNT,
+    KR_GPUCTL_FAKE_SUPPORTED_CLOCKS,
+    KR_GPUCTL_FAKE_GET_CLOCK,
+    KR_GPUCTL_FAKE_SET_CLOCK,
+    KR_GPUCTL_FAKE_RESET_CLOCK,
+    KR_GPUCTL_FAKE_READ_ENERGY,
+    KR_GPUCTL_FAKE_READ_POWER,
+    KR_GPUCTL_FAKE_DEVICE_INFO,
+    KR_GPUCTL_FAKE_NOPS
+} kr_gpuctl_fake_op;
 
-#define KR_FAKE_MASK(op) (1u << (op))
-#define KR_FAKE_CLOCK_WRITES (KR_FAKE_MASK(KR_FAKE_SET_CLOCK) | KR_FAKE_MASK(KR_FAKE_RESET_CLOCK))
+#define KR_GPUCTL_FAKE_MASK(op) (1u << (op))
+#define KR_GPUCTL_FAKE_CLOCK_WRITES (KR_GPUCTL_FAKE_MASK(KR_GPUCTL_FAKE_SET_CLOCK) | KR_GPUCTL_FAKE_MASK(KR_GPUCTL_FAKE_RESET_CLOCK))
 
 /* "set_clock", "reset_clock", … ("?" for an unknown op). */
-const char *kr_fake_op_name(kr_fake_op op);
-/* Inverse of kr_fake_op_name; KR_ENOTFOUND for an unknown name. */
-int kr_fake_op_parse(const char *name, kr_fake_op *out);
+const char *kr_gpuctl_fake_op_name(kr_gpuctl_fake_op op);
+/* Inverse of kr_gpuctl_fake_op_name; KR_ENOTFOUND for an unknown name. */
+int kr_gpuctl_fake_op_parse(const char *name, kr_gpuctl_fake_op *out);
 
-typedef struct kr_fake_options {
+typedef struct kr_gpuctl_fake_options {
     int devices;            /* Devices (0: 1). */
     int max_mhz;            /* Supported SM clocks: max_mhz down to min_mhz in steps of step_mhz */
     int min_mhz;            /*   (0: 1410, 210, 15 — an A100's list). */
@@ -119,11 +98,11 @@ typedef struct kr_fake_options {
     int fail_repeat;        /* 1: every counted call from fail_call on fails, not just that one. */
     int fail_code;          /* Status of an injected failure (0: KR_EBACKEND; KR_EPERM imitates
                                NVML_ERROR_NO_PERMISSION). */
-    unsigned fail_ops;      /* Ops counted for fail_call (mask of KR_FAKE_MASK; 0: all). */
+    unsigned fail_ops;      /* Ops counted for fail_call (mask of KR_GPUCTL_FAKE_MASK; 0: all). */
     unsigned perm_ops;      /* Ops that always return KR_EPERM (an unprivileged user:
-                               KR_FAKE_CLOCK_WRITES). */
+                               KR_GPUCTL_FAKE_CLOCK_WRITES). */
     double sleep_s;         /* Seconds to sleep inside each call of the ops in sleep_ops. */
-    unsigned sleep_ops;     /* 0: KR_FAKE_CLOCK_WRITES. */
+    unsigned sleep_ops;     /* 0: KR_GPUCTL_FAKE_CLOCK_WRITES. */
     double power_w;         /* Power of each device (0: 250 W); energy grows at this rate. */
     double energy_period_s; /* The counter changes only every this many seconds (NVML: ~0.1);
                                0: continuous. */
@@ -137,37 +116,34 @@ typedef struct kr_fake_options {
                                rewritten by set/reset, created from the options when missing.
                                One line per device: "DEV LOCKED_MIN LOCKED_MAX CUR". Lets tests
                                check clocks across processes (kareusd, `kareus run`). */
-} kr_fake_options;
+} kr_gpuctl_fake_options;
 
 /* One recorded call. */
-typedef struct kr_fake_call {
+typedef struct kr_gpuctl_fake_call {
     long seq;      /* 1-based call number (all ops). */
-    kr_fake_op op;
+    kr_gpuctl_fake_op op;
     int dev;       /* Device (-1 for ops without one). */
     int a, b;      /* set_clock: min, max MHz; get_clock: current MHz returned; else 0. */
     int rc;        /* Status returned. */
-} kr_fake_call;
+} kr_gpuctl_fake_call;
 
 /* Creates a fake backend named "fake". opt may be NULL (defaults above). Returns KR_EINVAL for
  * inconsistent options (message names the field), KR_EIO if log_path cannot be opened. */
-int kr_fake_backend_create(const kr_fake_options *opt, kr_backend **out, kr_error *err);
-
-/* 1 if b is a fake backend. */
-int kr_fake_backend_is(const kr_backend *b);
+int kr_gpuctl_fake_create(const kr_gpuctl_fake_options *opt, kr_backend **out, kr_error *err);
 
 /* Copies up to cap recorded calls (oldest first) into out; *n = total recorded (may exceed
  * cap). Thread-safe. KR_EINVAL if b is not a fake. */
-int kr_fake_calls(kr_backend *b, kr_fake_call *out, int cap, int *n);
+int kr_gpuctl_fake_calls(kr_backend *b, kr_gpuctl_fake_call *out, int cap, int *n);
 
 /* Present state of device dev: clock lock (0, 0 if none) and the current clock. */
-int kr_fake_state(kr_backend *b, int dev, int *locked_min_mhz, int *locked_max_mhz, int *cur_mhz);
+int kr_gpuctl_fake_state(kr_backend *b, int dev, int *locked_min_mhz, int *locked_max_mhz, int *cur_mhz);
 
 /* Adds joules to the energy counter of device dev (on top of power × time). */
-int kr_fake_add_energy(kr_backend *b, int dev, double energy_j);
+int kr_gpuctl_fake_add_energy(kr_backend *b, int dev, double energy_j);
 
 /* Changes the failure injection after creation (same meaning as the options; the call
  * counter restarts at 0). */
-int kr_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail_code, unsigned fail_ops);
+int kr_gpuctl_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail_code, unsigned fail_ops);
 
 /* ---- kareusd, the scoped clock helper ------------------------------------------------------ */
 
@@ -175,7 +151,7 @@ int kr_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail
 #define KR_KAREUSD_LINE_MAX 8192                      /* longest request or reply line */
 
 /*
- * Connects to kareusd (daemon/kareusd.c) at socket_path (NULL or "": kr_kareusd_default_socket)
+ * Connects to kareusd (daemon/kareusd.c) at socket_path (NULL or "": kr_gpuctl_kareusd_default_socket)
  * and returns a backend named "kareusd" whose clock, energy and power calls are requests to the
  * daemon (measure is not offered). The daemon authorises the caller by its peer credentials and
  * restores the clocks of every device this backend changed as soon as the connection closes —
@@ -183,37 +159,10 @@ int kr_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail
  * socket), KR_EPERM (the daemon refused this user; the message gives its reason), KR_EIO,
  * KR_EBACKEND (protocol error) or KR_ENOMEM.
  */
-int kr_kareusd_backend_create(const char *socket_path, kr_backend **out, kr_error *err);
-
-/* 1 if b is a kareusd backend. */
-int kr_kareusd_backend_is(const kr_backend *b);
+int kr_gpuctl_kareusd_create(const char *socket_path, kr_backend **out, kr_error *err);
 
 /* $KAREUSD_SOCKET if set, else KR_KAREUSD_SOCKET. */
-const char *kr_kareusd_default_socket(void);
-
-/* ---- backends by name ------------------------------------------------------------------- */
-
-/*
- * Opens a backend from a spec "KIND[:KEY=VALUE[,KEY=VALUE…]]":
- *   auto          (also NULL or ""): kareusd when this process is not root and the kareusd
- *                 socket (kr_kareusd_default_socket) exists, else nvml
- *   kareusd[:SOCKET]  clocks through the scoped helper (kr_kareusd_backend_create)
- *   nvml[:lib=PATH]   lib= is refused (KR_EPERM) in a privileged process (effective uid 0, or
- *                 real and effective ids differ) unless PATH is absolute and the file and every
- *                 directory above it are owned by root and writable by no one else — so that
- *                 `sudo kareus --backend nvml:lib=…` (or KAREUS_BACKEND) cannot load a library
- *                 an unprivileged user could have written
- *   fake[:devices=N,max_mhz=,min_mhz=,step_mhz=,cur_mhz=,locked=MIN-MAX,name=,uuid=,
- *         fail_call=N,fail_repeat=0|1,fail_code=perm|backend|nodev,fail_ops=OP+OP,
- *         perm_ops=OP+OP|writes,sleep_s=S,sleep_ops=OP+OP,power_w=W,period_s=S,
- *         no_energy=1,log=PATH,state=PATH]
- *   sim[:job=PATH|NAME,devices=N,activity=A]   the simulator backend (sim.h) of a job: job= if
- *         given, else default_job (the runtime passes the plan's job), else "default"
- * default_job may be NULL. Unknown kinds or
- * keys and malformed values are KR_EINVAL with a message naming the key, what was expected
- * and what was found.
- */
-int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, kr_error *err);
+const char *kr_gpuctl_kareusd_default_socket(void);
 
 KR_END_DECLS
 #endif

@@ -6,7 +6,7 @@
  * header:
  *   export, version, status  exported-API macros, the version, kr_error and status codes
  *   workload   GPUs, models, jobs, schedules, partitions  (catalog.h, job.h, sched.h, partition.h)
- *   backend    the measurement/control vtable                                  (backend.h)
+ *   backend    the backend handle: measuring and control interfaces, the factory (backend.h)
  *   sim        the calibrated GPU simulator backend                            (sim.h)
  *   plan       iteration plans: files, validation, the artifact's and Zeus's formats (plan.h)
  *   pipesim    a plan executed on the simulated cluster, with its timeline     (pipesim.h)

@@ -92,7 +92,7 @@ int kr_launch_resolve(const kr_launch_options *opt, kr_launch *out, kr_error *er
 
 /*
  * The device of backend b that this rank computes on: its CUDA_VISIBLE_DEVICES entry matched by
- * UUID against kr_gpuctl_device_info (exact, then unique prefix), or as an index; LOCAL_RANK
+ * UUID against kr_backend_device_info (exact, then unique prefix), or as an index; LOCAL_RANK
  * itself when the variable is unset. Also checks that no other local rank maps to the same
  * device (under shared binding). Fills *device and, if info is not NULL, its identity.
  * Returns KR_OK, KR_ERANGE (more local ranks than the backend's devices, index out of range),

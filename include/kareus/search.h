@@ -138,8 +138,8 @@ const char *kr_search_log_path(const kr_search_log *log);
  * recording (e.g. a BO run that measured 224 of 720) gives the frontier of what was measured
  * (kr_search_stats.recorded); a partition with no recording at all fails with KR_ENOTFOUND
  * naming it and the files. Effective energy is recomputed with the job's
- * static power. supported_clocks lists the job GPU's clocks; other vtable entries are
- * unsupported. Returns KR_OK, parse errors as for kr_search_log_open (path:line, field),
+ * static power. supported_clocks lists the job GPU's clocks; the other control entries are
+ * unsupported (capabilities KR_BACKEND_MEASURE | CLOCK_LIST | RECORDED). Returns KR_OK, parse errors as for kr_search_log_open (path:line, field),
  * KR_EINVAL (no paths, or an artifact-format file whose key cannot be told), KR_EIO, KR_ENOMEM.
  */
 int kr_replay_backend_create(const kr_job *job, const char *const *paths, int npaths, kr_backend **out,

@@ -16,7 +16,7 @@
  *                    simulator;
  *   partitions       kr_sim_measure (fast path for exhaustive searches), kr_sim_partition (with
  *                    stream details), kr_sim_partition_timeline (events and power trace);
- *   backend          kr_sim_backend_create: the vtable of backend.h (measure) plus a simulated
+ *   backend          kr_sim_backend_create: both interfaces of backend.h, measuring plus a simulated
  *                    device (clocks, energy counter, clock log) the runtime can drive.
  */
 #ifndef KAREUS_SIM_H

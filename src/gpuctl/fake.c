@@ -1,5 +1,5 @@
 /*
- * fake.c — a scripted GPU for tests: the backend vtable with every call recorded, failures
+ * fake.c — a scripted GPU for tests: both backend interfaces with every call recorded, failures
  * injected on the N-th call (or every call of chosen operations), optional sleeps inside calls
  * (a slow driver) and an energy counter that grows at power × time from an injectable clock,
  * changing only every energy_period_s like NVML's counter.
@@ -21,24 +21,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl_internal.h"
 #include "util/util.h"
 
-static const char *const op_names[KR_FAKE_NOPS] = {
+static const char *const op_names[KR_GPUCTL_FAKE_NOPS] = {
     "measure", "device_count", "supported_clocks", "get_clock", "set_clock",
     "reset_clock", "read_energy", "read_power", "device_info",
 };
 
-const char *kr_fake_op_name(kr_fake_op op)
+const char *kr_gpuctl_fake_op_name(kr_gpuctl_fake_op op)
 {
-    return (unsigned)op < KR_FAKE_NOPS ? op_names[op] : "?";
+    return (unsigned)op < KR_GPUCTL_FAKE_NOPS ? op_names[op] : "?";
 }
 
-int kr_fake_op_parse(const char *name, kr_fake_op *out)
+int kr_gpuctl_fake_op_parse(const char *name, kr_gpuctl_fake_op *out)
 {
-    for (int i = 0; i < KR_FAKE_NOPS; i++)
+    for (int i = 0; i < KR_GPUCTL_FAKE_NOPS; i++)
         if (strcmp(name, op_names[i]) == 0) {
-            *out = (kr_fake_op)i;
+            *out = (kr_gpuctl_fake_op)i;
             return KR_OK;
         }
     return KR_ENOTFOUND;
@@ -47,19 +46,19 @@ int kr_fake_op_parse(const char *name, kr_fake_op *out)
 typedef struct fake_dev {
     int locked_min, locked_max; /* present lock (0, 0: none) */
     int cur;                    /* present clock */
-    double extra_j;             /* energy added by kr_fake_add_energy */
+    double extra_j;             /* energy added by kr_gpuctl_fake_add_energy */
 } fake_dev;
 
 typedef struct fake_impl {
     pthread_mutex_t mu; /* guards everything below */
-    kr_fake_options o;  /* options with defaults filled in (strings point into name/uuid) */
+    kr_gpuctl_fake_options o;  /* options with defaults filled in (strings point into name/uuid) */
     char name[KR_GPU_NAME_MAX];
     char uuid[KR_GPU_UUID_MAX];
     fake_dev *dev;
     double t0;          /* creation time on o.now_s's clock */
     long seq;           /* calls so far */
     long counted;       /* calls of the ops in fail_ops so far */
-    kr_fake_call *calls;
+    kr_gpuctl_fake_call *calls;
     size_t ncalls, cap;
     int log_fd;         /* -1 without a log file */
     int state_fd;       /* -1 without a state file */
@@ -131,9 +130,9 @@ static void sleep_s(double s)
 }
 
 /* Starts a call: numbers it and decides whether it fails. Returns the injected status or KR_OK. */
-static int call_begin(fake_impl *m, kr_fake_op op, long *seq)
+static int call_begin(fake_impl *m, kr_gpuctl_fake_op op, long *seq)
 {
-    unsigned bit = KR_FAKE_MASK(op);
+    unsigned bit = KR_GPUCTL_FAKE_MASK(op);
     pthread_mutex_lock(&m->mu);
     *seq = ++m->seq;
     int rc = KR_OK;
@@ -152,10 +151,10 @@ static int call_begin(fake_impl *m, kr_fake_op op, long *seq)
 }
 
 /* Records a finished call (caller holds m->mu). */
-static void record(fake_impl *m, long seq, kr_fake_op op, int dev, int a, int b, int rc)
+static void record(fake_impl *m, long seq, kr_gpuctl_fake_op op, int dev, int a, int b, int rc)
 {
     if (kr__grow((void **)&m->calls, &m->cap, m->ncalls + 1, sizeof *m->calls) == KR_OK)
-        m->calls[m->ncalls++] = (kr_fake_call){seq, op, dev, a, b, rc};
+        m->calls[m->ncalls++] = (kr_gpuctl_fake_call){seq, op, dev, a, b, rc};
     if (m->log_fd >= 0) {
         char line[96];
         int n = snprintf(line, sizeof line, "%ld %s %d %d %d %d\n", seq, op_names[op], dev, a, b, rc);
@@ -166,26 +165,29 @@ static void record(fake_impl *m, long seq, kr_fake_op op, int dev, int a, int b,
 }
 
 /* Message of an injected failure. */
-static int injected(kr_backend *b, int rc, kr_fake_op op, long seq)
+static int injected(kr_backend *b, int rc, kr_gpuctl_fake_op op, long seq)
 {
     if (rc == KR_EPERM)
-        return kr_error_set(&b->err, rc, "fake GPU: %s (call %ld): no permission (imitates NVML_ERROR_NO_PERMISSION)",
+        return kr_error_set(kr_backend_error(b), rc, "fake GPU: %s (call %ld): no permission (imitates NVML_ERROR_NO_PERMISSION)",
                             op_names[op], seq);
-    return kr_error_set(&b->err, rc, "fake GPU: %s (call %ld): injected failure", op_names[op], seq);
+    return kr_error_set(kr_backend_error(b), rc, "fake GPU: %s (call %ld): injected failure", op_names[op], seq);
 }
 
-static fake_impl *impl_of(kr_backend *b)
+static const kr_backend_class fake_class;
+
+/* b's state, NULL when b is not a fake. */
+static fake_impl *impl_of(const kr_backend *b)
 {
-    return (fake_impl *)b->impl;
+    return kr_backend_state(b, &fake_class);
 }
 
 /* Common prologue: numbering, injected failure, device check. Returns KR_OK to proceed. */
-static int enter(kr_backend *b, kr_fake_op op, int dev, long *seq)
+static int enter(kr_backend *b, kr_gpuctl_fake_op op, int dev, long *seq)
 {
     fake_impl *m = impl_of(b);
     int rc = call_begin(m, op, seq);
     if (rc == KR_OK && dev != -1 && (dev < 0 || dev >= m->o.devices))
-        rc = kr_error_set(&b->err, KR_EINVAL, "fake GPU: %s: device %d: expected an index in [0, %d)", op_names[op], dev,
+        rc = kr_error_set(kr_backend_error(b), KR_EINVAL, "fake GPU: %s: device %d: expected an index in [0, %d)", op_names[op], dev,
                           m->o.devices);
     else if (rc != KR_OK)
         injected(b, rc, op, *seq);
@@ -205,13 +207,13 @@ static int clock_supported(const fake_impl *m, int mhz)
 static int fake_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_MEASURE, -1, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_MEASURE, -1, &seq);
     if (rc)
         return rc;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
     if (!clock_supported(m, c->freq_mhz))
-        rc = kr_error_set(&b->err, KR_ERANGE, "fake GPU: measure: clock %d MHz is not in %d..%d step %d", c->freq_mhz,
+        rc = kr_error_set(kr_backend_error(b), KR_ERANGE, "fake GPU: measure: clock %d MHz is not in %d..%d step %d", c->freq_mhz,
                           m->o.min_mhz, m->o.max_mhz, m->o.step_mhz);
     else {
         /* Synthetic and deliberately simple: time inversely proportional to the clock. */
@@ -221,7 +223,7 @@ static int fake_measure(kr_backend *b, const kr_partition *p, const kr_config *c
         out->eff_energy_j = out->energy_j;
         out->repeats = 1;
     }
-    record(m, seq, KR_FAKE_MEASURE, -1, c->freq_mhz, c->sms, rc);
+    record(m, seq, KR_GPUCTL_FAKE_MEASURE, -1, c->freq_mhz, c->sms, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -229,13 +231,13 @@ static int fake_measure(kr_backend *b, const kr_partition *p, const kr_config *c
 static int fake_device_count(kr_backend *b, int *count)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_DEVICE_COUNT, -1, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_DEVICE_COUNT, -1, &seq);
     if (rc)
         return rc;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
     *count = m->o.devices;
-    record(m, seq, KR_FAKE_DEVICE_COUNT, -1, *count, 0, KR_OK);
+    record(m, seq, KR_GPUCTL_FAKE_DEVICE_COUNT, -1, *count, 0, KR_OK);
     pthread_mutex_unlock(&m->mu);
     return KR_OK;
 }
@@ -243,20 +245,20 @@ static int fake_device_count(kr_backend *b, int *count)
 static int fake_supported_clocks(kr_backend *b, int dev, int *mhz, int cap, int *n)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_SUPPORTED_CLOCKS, dev, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_SUPPORTED_CLOCKS, dev, &seq);
     if (rc)
         return rc;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
     int cnt = (m->o.max_mhz - m->o.min_mhz) / m->o.step_mhz + 1;
     if (cnt > cap)
-        rc = kr_error_set(&b->err, KR_ERANGE, "fake GPU: %d clocks, room for %d", cnt, cap);
+        rc = kr_error_set(kr_backend_error(b), KR_ERANGE, "fake GPU: %d clocks, room for %d", cnt, cap);
     else {
         for (int i = 0; i < cnt; i++)
             mhz[i] = m->o.max_mhz - i * m->o.step_mhz;
         *n = cnt;
     }
-    record(m, seq, KR_FAKE_SUPPORTED_CLOCKS, dev, cnt, 0, rc);
+    record(m, seq, KR_GPUCTL_FAKE_SUPPORTED_CLOCKS, dev, cnt, 0, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -264,7 +266,7 @@ static int fake_supported_clocks(kr_backend *b, int dev, int *mhz, int cap, int 
 static int fake_get_clock(kr_backend *b, int dev, int *cur, int *lmin, int *lmax)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_GET_CLOCK, dev, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_GET_CLOCK, dev, &seq);
     if (rc)
         return rc;
     fake_impl *m = impl_of(b);
@@ -274,7 +276,7 @@ static int fake_get_clock(kr_backend *b, int dev, int *cur, int *lmin, int *lmax
     *lmin = m->dev[dev].locked_min;
     *lmax = m->dev[dev].locked_max;
     state_end(m, 0);
-    record(m, seq, KR_FAKE_GET_CLOCK, dev, *cur, 0, KR_OK);
+    record(m, seq, KR_GPUCTL_FAKE_GET_CLOCK, dev, *cur, 0, KR_OK);
     pthread_mutex_unlock(&m->mu);
     return KR_OK;
 }
@@ -282,13 +284,13 @@ static int fake_get_clock(kr_backend *b, int dev, int *cur, int *lmin, int *lmax
 static int fake_set_clock(kr_backend *b, int dev, int min_mhz, int max_mhz)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_SET_CLOCK, dev, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_SET_CLOCK, dev, &seq);
     if (rc)
         return rc;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
     if (!clock_supported(m, min_mhz) || !clock_supported(m, max_mhz) || min_mhz > max_mhz)
-        rc = kr_error_set(&b->err, KR_EINVAL, "fake GPU: set_clock: expected supported clocks min <= max, found [%d, %d]",
+        rc = kr_error_set(kr_backend_error(b), KR_EINVAL, "fake GPU: set_clock: expected supported clocks min <= max, found [%d, %d]",
                           min_mhz, max_mhz);
     else {
         state_begin(m);
@@ -297,7 +299,7 @@ static int fake_set_clock(kr_backend *b, int dev, int min_mhz, int max_mhz)
         m->dev[dev].cur = max_mhz;
         state_end(m, 1);
     }
-    record(m, seq, KR_FAKE_SET_CLOCK, dev, min_mhz, max_mhz, rc);
+    record(m, seq, KR_GPUCTL_FAKE_SET_CLOCK, dev, min_mhz, max_mhz, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -305,7 +307,7 @@ static int fake_set_clock(kr_backend *b, int dev, int min_mhz, int max_mhz)
 static int fake_reset_clock(kr_backend *b, int dev)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_RESET_CLOCK, dev, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_RESET_CLOCK, dev, &seq);
     if (rc)
         return rc;
     fake_impl *m = impl_of(b);
@@ -314,7 +316,7 @@ static int fake_reset_clock(kr_backend *b, int dev)
     m->dev[dev].locked_min = m->dev[dev].locked_max = 0;
     m->dev[dev].cur = m->o.cur_mhz;
     state_end(m, 1);
-    record(m, seq, KR_FAKE_RESET_CLOCK, dev, 0, 0, KR_OK);
+    record(m, seq, KR_GPUCTL_FAKE_RESET_CLOCK, dev, 0, 0, KR_OK);
     pthread_mutex_unlock(&m->mu);
     return KR_OK;
 }
@@ -322,20 +324,20 @@ static int fake_reset_clock(kr_backend *b, int dev)
 static int fake_read_energy(kr_backend *b, int dev, double *energy_j)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_READ_ENERGY, dev, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_READ_ENERGY, dev, &seq);
     if (rc)
         return rc;
     fake_impl *m = impl_of(b);
     double t = fake_now(m) - m->t0;
     pthread_mutex_lock(&m->mu);
     if (m->o.no_energy)
-        rc = kr_error_set(&b->err, KR_EUNSUPPORTED, "fake GPU: no energy counter (no_energy option)");
+        rc = kr_error_set(kr_backend_error(b), KR_EUNSUPPORTED, "fake GPU: no energy counter (no_energy option)");
     else {
         if (m->o.energy_period_s > 0)
             t = floor(t / m->o.energy_period_s) * m->o.energy_period_s;
         *energy_j = m->o.power_w * (t > 0 ? t : 0) + m->dev[dev].extra_j;
     }
-    record(m, seq, KR_FAKE_READ_ENERGY, dev, 0, 0, rc);
+    record(m, seq, KR_GPUCTL_FAKE_READ_ENERGY, dev, 0, 0, rc);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -343,22 +345,20 @@ static int fake_read_energy(kr_backend *b, int dev, double *energy_j)
 static int fake_read_power(kr_backend *b, int dev, double *power_w)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_READ_POWER, dev, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_READ_POWER, dev, &seq);
     if (rc)
         return rc;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
     *power_w = m->o.power_w;
-    record(m, seq, KR_FAKE_READ_POWER, dev, 0, 0, KR_OK);
+    record(m, seq, KR_GPUCTL_FAKE_READ_POWER, dev, 0, 0, KR_OK);
     pthread_mutex_unlock(&m->mu);
     return KR_OK;
 }
 
-static void fake_destroy(kr_backend *b)
+static void fake_destroy(void *state)
 {
-    fake_impl *m = impl_of(b);
-    if (m == NULL)
-        return;
+    fake_impl *m = state;
     if (m->log_fd >= 0)
         close(m->log_fd);
     if (m->state_fd >= 0)
@@ -367,12 +367,12 @@ static void fake_destroy(kr_backend *b)
     free(m->calls);
     free(m->dev);
     free(m);
-    b->impl = NULL;
 }
 
-static const kr_backend_ops fake_ops = {
-    .name = "fake",
-    .measure = fake_measure,
+static int fake_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err);
+
+static const kr_measure_ops fake_measure_ops = {fake_measure};
+static const kr_control_ops fake_control_ops = {
     .device_count = fake_device_count,
     .supported_clocks = fake_supported_clocks,
     .get_clock = fake_get_clock,
@@ -380,35 +380,39 @@ static const kr_backend_ops fake_ops = {
     .reset_clock = fake_reset_clock,
     .read_energy = fake_read_energy,
     .read_power = fake_read_power,
+    .device_info = fake_device_info,
+};
+static const kr_backend_class fake_class = {
+    .name = "fake",
+    .caps = KR_BACKEND_MEASURE | KR_BACKEND_CLOCK_LIST | KR_BACKEND_CLOCK_LOCK | KR_BACKEND_ENERGY | KR_BACKEND_POWER |
+            KR_BACKEND_DEVICE_INFO,
+    .measure = &fake_measure_ops,
+    .control = &fake_control_ops,
     .destroy = fake_destroy,
 };
 
-int kr_fake_backend_is(const kr_backend *b)
-{
-    return b != NULL && b->ops == &fake_ops;
-}
 
-int kr__fake_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
+static int fake_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
 {
     long seq;
-    int rc = enter(b, KR_FAKE_DEVICE_INFO, dev, &seq);
+    int rc = enter(b, KR_GPUCTL_FAKE_DEVICE_INFO, dev, &seq);
     if (rc)
-        return kr_error_set(err, rc, "%s", b->err.msg);
+        return kr_error_set(err, rc, "%s", kr_backend_errmsg(b));
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
     memset(out, 0, sizeof *out);
     kr__strlcpy(out->name, m->name, sizeof out->name);
     snprintf(out->uuid, sizeof out->uuid, "%s-%d", m->uuid, dev);
     out->mem_clock_mhz = out->cur_mem_clock_mhz = 1215; /* an A100 40GB's one memory clock */
-    record(m, seq, KR_FAKE_DEVICE_INFO, dev, 0, 0, KR_OK);
+    record(m, seq, KR_GPUCTL_FAKE_DEVICE_INFO, dev, 0, 0, KR_OK);
     pthread_mutex_unlock(&m->mu);
     return KR_OK;
 }
 
-int kr_fake_backend_create(const kr_fake_options *opt, kr_backend **out, kr_error *err)
+int kr_gpuctl_fake_create(const kr_gpuctl_fake_options *opt, kr_backend **out, kr_error *err)
 {
     *out = NULL;
-    kr_fake_options o = opt ? *opt : (kr_fake_options){0};
+    kr_gpuctl_fake_options o = opt ? *opt : (kr_gpuctl_fake_options){0};
     if (o.devices == 0)
         o.devices = 1;
     if (o.max_mhz == 0)
@@ -422,7 +426,7 @@ int kr_fake_backend_create(const kr_fake_options *opt, kr_backend **out, kr_erro
     if (o.fail_code == 0)
         o.fail_code = KR_EBACKEND;
     if (o.sleep_ops == 0)
-        o.sleep_ops = KR_FAKE_CLOCK_WRITES;
+        o.sleep_ops = KR_GPUCTL_FAKE_CLOCK_WRITES;
     if (o.power_w == 0)
         o.power_w = 250;
     if (o.devices < 0 || o.devices > 64)
@@ -489,17 +493,17 @@ int kr_fake_backend_create(const kr_fake_options *opt, kr_backend **out, kr_erro
     m->o = o;
     m->t0 = fake_now(m);
     pthread_mutex_init(&m->mu, NULL);
-    int rc = kr_backend_create(&fake_ops, m, out);
+    int rc = kr_backend_create(&fake_class, m, out);
     if (rc) {
-        fake_destroy(&(kr_backend){.impl = m});
+        fake_destroy(m);
         return kr_error_set(err, rc, "fake GPU: out of memory");
     }
     return KR_OK;
 }
 
-int kr_fake_calls(kr_backend *b, kr_fake_call *out, int cap, int *n)
+int kr_gpuctl_fake_calls(kr_backend *b, kr_gpuctl_fake_call *out, int cap, int *n)
 {
-    if (!kr_fake_backend_is(b))
+    if (impl_of(b) == NULL)
         return KR_EINVAL;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
@@ -510,9 +514,9 @@ int kr_fake_calls(kr_backend *b, kr_fake_call *out, int cap, int *n)
     return KR_OK;
 }
 
-int kr_fake_state(kr_backend *b, int dev, int *lmin, int *lmax, int *cur)
+int kr_gpuctl_fake_state(kr_backend *b, int dev, int *lmin, int *lmax, int *cur)
 {
-    if (!kr_fake_backend_is(b) || dev < 0 || dev >= impl_of(b)->o.devices)
+    if (impl_of(b) == NULL || dev < 0 || dev >= impl_of(b)->o.devices)
         return KR_EINVAL;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
@@ -525,9 +529,9 @@ int kr_fake_state(kr_backend *b, int dev, int *lmin, int *lmax, int *cur)
     return KR_OK;
 }
 
-int kr_fake_add_energy(kr_backend *b, int dev, double energy_j)
+int kr_gpuctl_fake_add_energy(kr_backend *b, int dev, double energy_j)
 {
-    if (!kr_fake_backend_is(b) || dev < 0 || dev >= impl_of(b)->o.devices)
+    if (impl_of(b) == NULL || dev < 0 || dev >= impl_of(b)->o.devices)
         return KR_EINVAL;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);
@@ -536,9 +540,9 @@ int kr_fake_add_energy(kr_backend *b, int dev, double energy_j)
     return KR_OK;
 }
 
-int kr_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail_code, unsigned fail_ops)
+int kr_gpuctl_fake_set_failure(kr_backend *b, long fail_call, int fail_repeat, int fail_code, unsigned fail_ops)
 {
-    if (!kr_fake_backend_is(b) || fail_code > 0 || fail_call < 0)
+    if (impl_of(b) == NULL || fail_code > 0 || fail_call < 0)
         return KR_EINVAL;
     fake_impl *m = impl_of(b);
     pthread_mutex_lock(&m->mu);

@@ -33,7 +33,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl_internal.h"
 #include "util/util.h"
 
 typedef struct kd_impl {
@@ -45,9 +44,11 @@ typedef struct kd_impl {
     size_t nbuf;
 } kd_impl;
 
-static kd_impl *impl_of(kr_backend *b)
+static const kr_backend_class kd_class;
+
+static kd_impl *impl_of(const kr_backend *b)
 {
-    return (kd_impl *)b->impl;
+    return kr_backend_state(b, &kd_class);
 }
 
 /* Reads one line (without its newline) into line. Returns KR_OK or a failure with err set. */
@@ -104,16 +105,16 @@ static int request(kr_backend *b, char *line, size_t cap, char **rest, const cha
     int n = vsnprintf(req, sizeof req, fmt, ap);
     va_end(ap);
     if (n <= 0 || (size_t)n >= sizeof req)
-        return kr_error_set(&b->err, KR_EINTERNAL, "kareusd: request too long");
+        return kr_error_set(kr_backend_error(b), KR_EINTERNAL, "kareusd: request too long");
     pthread_mutex_lock(&k->mu);
     int rc = KR_OK;
     if (k->fd < 0)
-        rc = kr_error_set(&b->err, KR_ENODEV, "kareusd %s: not connected (an earlier failure closed it)", k->path);
+        rc = kr_error_set(kr_backend_error(b), KR_ENODEV, "kareusd %s: not connected (an earlier failure closed it)", k->path);
     else if (send(k->fd, req, (size_t)n, MSG_NOSIGNAL) != n)
-        rc = kr_error_set(&b->err, KR_ENODEV, "kareusd %s: sending a request: %s%s", k->path, strerror(errno),
+        rc = kr_error_set(kr_backend_error(b), KR_ENODEV, "kareusd %s: sending a request: %s%s", k->path, strerror(errno),
                           errno == EPIPE || errno == ECONNRESET ? " (connection closed by the daemon)" : "");
-    else if ((rc = read_line(k, line, cap, &b->err)) == KR_OK)
-        rc = parse_reply(k, line, rest, &b->err);
+    else if ((rc = read_line(k, line, cap, kr_backend_error(b))) == KR_OK)
+        rc = parse_reply(k, line, rest, kr_backend_error(b));
     if (rc == KR_ENODEV || rc == KR_ETIMEDOUT) { /* the stream is out of step: stop using it */
         if (k->fd >= 0)
             close(k->fd);
@@ -138,13 +139,13 @@ static int kd_supported_clocks(kr_backend *b, int dev, int *mhz, int cap, int *n
     int cnt = 0, off = 0;
     char *p = rest;
     if (sscanf(p, "%d%n", &cnt, &off) != 1 || cnt < 0 || cnt > KR_GPU_MAX_CLOCKS)
-        return kr_error_set(&b->err, KR_EBACKEND, "kareusd: CLOCKS: malformed reply");
+        return kr_error_set(kr_backend_error(b), KR_EBACKEND, "kareusd: CLOCKS: malformed reply");
     if (cnt > cap)
-        return kr_error_set(&b->err, KR_ERANGE, "kareusd: %d clocks, room for %d", cnt, cap);
+        return kr_error_set(kr_backend_error(b), KR_ERANGE, "kareusd: %d clocks, room for %d", cnt, cap);
     p += off;
     for (int i = 0; i < cnt; i++) {
         if (sscanf(p, "%d%n", &mhz[i], &off) != 1)
-            return kr_error_set(&b->err, KR_EBACKEND, "kareusd: CLOCKS: malformed reply");
+            return kr_error_set(kr_backend_error(b), KR_EBACKEND, "kareusd: CLOCKS: malformed reply");
         p += off;
     }
     *n = cnt;
@@ -156,7 +157,7 @@ static int kd_get_clock(kr_backend *b, int dev, int *cur, int *lmin, int *lmax)
     char line[256], *rest;
     int rc = request(b, line, sizeof line, &rest, "GET %d\n", dev);
     if (rc == KR_OK && sscanf(rest, "%d %d %d", cur, lmin, lmax) != 3)
-        rc = kr_error_set(&b->err, KR_EBACKEND, "kareusd: GET: malformed reply '%s'", rest);
+        rc = kr_error_set(kr_backend_error(b), KR_EBACKEND, "kareusd: GET: malformed reply '%s'", rest);
     return rc;
 }
 
@@ -177,7 +178,7 @@ static int read_double(kr_backend *b, const char *what, int dev, double *out)
     char line[KR_KAREUSD_LINE_MAX], *rest;
     int rc = request(b, line, sizeof line, &rest, "%s %d\n", what, dev);
     if (rc == KR_OK && sscanf(rest, "%lf", out) != 1)
-        rc = kr_error_set(&b->err, KR_EBACKEND, "kareusd: %s: malformed reply '%s'", what, rest);
+        rc = kr_error_set(kr_backend_error(b), KR_EBACKEND, "kareusd: %s: malformed reply '%s'", what, rest);
     return rc;
 }
 
@@ -191,20 +192,19 @@ static int kd_read_power(kr_backend *b, int dev, double *power_w)
     return read_double(b, "POWER", dev, power_w);
 }
 
-static void kd_destroy(kr_backend *b)
+static void kd_destroy(void *state)
 {
-    kd_impl *k = impl_of(b);
-    if (k == NULL)
-        return;
+    kd_impl *k = state;
     if (k->fd >= 0)
         close(k->fd); /* the daemon restores this client's devices now */
     pthread_mutex_destroy(&k->mu);
     free(k);
-    b->impl = NULL;
 }
 
-static const kr_backend_ops kd_ops = {
-    .name = "kareusd",
+static int kd_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err);
+
+/* Control only: measure is not offered through the daemon. */
+static const kr_control_ops kd_control_ops = {
     .device_count = kd_device_count,
     .supported_clocks = kd_supported_clocks,
     .get_clock = kd_get_clock,
@@ -212,20 +212,23 @@ static const kr_backend_ops kd_ops = {
     .reset_clock = kd_reset_clock,
     .read_energy = kd_read_energy,
     .read_power = kd_read_power,
+    .device_info = kd_device_info,
+};
+static const kr_backend_class kd_class = {
+    .name = "kareusd",
+    .caps = KR_BACKEND_CLOCK_LIST | KR_BACKEND_CLOCK_LOCK | KR_BACKEND_ENERGY | KR_BACKEND_POWER |
+            KR_BACKEND_DEVICE_INFO | KR_BACKEND_SCOPED,
+    .control = &kd_control_ops,
     .destroy = kd_destroy,
 };
 
-int kr_kareusd_backend_is(const kr_backend *b)
-{
-    return b != NULL && b->ops == &kd_ops;
-}
 
-int kr__kareusd_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
+static int kd_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
 {
     char line[KR_KAREUSD_LINE_MAX], *rest;
     int rc = request(b, line, sizeof line, &rest, "INFO %d\n", dev);
     if (rc)
-        return kr_error_set(err, rc, "%s", b->err.msg);
+        return kr_error_set(err, rc, "%s", kr_backend_errmsg(b));
     memset(out, 0, sizeof *out);
     int off = 0;
     char uuid[KR_GPU_UUID_MAX];
@@ -236,16 +239,16 @@ int kr__kareusd_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_
     return KR_OK;
 }
 
-const char *kr_kareusd_default_socket(void)
+const char *kr_gpuctl_kareusd_default_socket(void)
 {
     const char *env = getenv("KAREUSD_SOCKET");
     return env && *env ? env : KR_KAREUSD_SOCKET;
 }
 
-int kr_kareusd_backend_create(const char *socket_path, kr_backend **out, kr_error *err)
+int kr_gpuctl_kareusd_create(const char *socket_path, kr_backend **out, kr_error *err)
 {
     *out = NULL;
-    const char *path = socket_path && *socket_path ? socket_path : kr_kareusd_default_socket();
+    const char *path = socket_path && *socket_path ? socket_path : kr_gpuctl_kareusd_default_socket();
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path)
         return kr_error_set(err, KR_EINVAL, "kareusd socket %s: expected a path shorter than %zu characters", path,
@@ -275,7 +278,7 @@ int kr_kareusd_backend_create(const char *socket_path, kr_backend **out, kr_erro
         rc = kr_error_set(err, KR_EBACKEND, "kareusd %s: unexpected greeting '%s'", path, line);
     if (rc == KR_OK) {
         pthread_mutex_init(&k->mu, NULL);
-        rc = kr_backend_create(&kd_ops, k, out);
+        rc = kr_backend_create(&kd_class, k, out);
         if (rc) {
             pthread_mutex_destroy(&k->mu);
             kr_error_set(err, rc, "kareusd: out of memory");

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuctl/gpuctl_internal.h"
 #include "util/util.h"
 
 /* ---- the NVML ABI we use (values from nvml.h, stable since NVML 1) ---------------------- */
@@ -132,7 +131,7 @@ static int resolve_symbols(void *h, const char *lib, kr_error *err)
     return KR_OK;
 }
 
-int kr_nvml_status(int r)
+int kr_gpuctl_nvml_status(int r)
 {
     switch (r) {
     case NVML_SUCCESS: return KR_OK;
@@ -173,7 +172,7 @@ static const char *nvml_hint(nvmlReturn_t r)
 /* Formats an NVML failure: "NVML CALL(ARGS): STRING (code N)HINT". */
 static int nvml_fail(kr_error *err, nvmlReturn_t r, const char *call)
 {
-    return kr_error_set(err, kr_nvml_status(r), "NVML %s: %s (NVML code %d)%s", call, nvml_errstr(r), r, nvml_hint(r));
+    return kr_error_set(err, kr_gpuctl_nvml_status(r), "NVML %s: %s (NVML code %d)%s", call, nvml_errstr(r), r, nvml_hint(r));
 }
 
 /* Takes a reference on the library, loading it (and calling nvmlInit) on the first one. */
@@ -252,16 +251,18 @@ typedef struct nvml_impl {
     nvml_dev *dev;
 } nvml_impl;
 
-static nvml_impl *impl_of(kr_backend *b)
+static const kr_backend_class nvml_class;
+
+static nvml_impl *impl_of(const kr_backend *b)
 {
-    return (nvml_impl *)b->impl;
+    return kr_backend_state(b, &nvml_class);
 }
 
 static int check_dev(kr_backend *b, int dev)
 {
     nvml_impl *m = impl_of(b);
     if (dev < 0 || dev >= m->ndev)
-        return kr_error_set(&b->err, KR_EINVAL, "NVML: device %d: expected an index in [0, %d) (%d GPU%s visible)", dev,
+        return kr_error_set(kr_backend_error(b), KR_EINVAL, "NVML: device %d: expected an index in [0, %d) (%d GPU%s visible)", dev,
                             m->ndev, m->ndev, m->ndev == 1 ? "" : "s");
     return KR_OK;
 }
@@ -301,9 +302,9 @@ static int nvml_supported_clocks(kr_backend *b, int dev, int *mhz, int cap, int 
     unsigned mem = max_mem_clock(h);
     nvmlReturn_t r = g_nvml.f.DeviceGetSupportedGraphicsClocks(h, mem, &cnt, buf);
     if (r != NVML_SUCCESS)
-        return nvml_fail(&b->err, r, "nvmlDeviceGetSupportedGraphicsClocks");
+        return nvml_fail(kr_backend_error(b), r, "nvmlDeviceGetSupportedGraphicsClocks");
     if ((int)cnt > cap)
-        return kr_error_set(&b->err, KR_ERANGE, "NVML: device %d lists %u SM clocks, room for %d", dev, cnt, cap);
+        return kr_error_set(kr_backend_error(b), KR_ERANGE, "NVML: device %d lists %u SM clocks, room for %d", dev, cnt, cap);
     for (unsigned i = 0; i < cnt; i++)
         mhz[i] = (int)buf[i];
     qsort(mhz, cnt, sizeof *mhz, cmp_desc);
@@ -320,7 +321,7 @@ static int nvml_get_clock(kr_backend *b, int dev, int *cur, int *lmin, int *lmax
     unsigned c = 0;
     nvmlReturn_t r = g_nvml.f.DeviceGetClockInfo(m->dev[dev].h, NVML_CLOCK_SM, &c);
     if (r != NVML_SUCCESS)
-        return nvml_fail(&b->err, r, "nvmlDeviceGetClockInfo(SM)");
+        return nvml_fail(kr_backend_error(b), r, "nvmlDeviceGetClockInfo(SM)");
     *cur = (int)c;
     pthread_mutex_lock(&m->mu);
     *lmin = m->dev[dev].locked_min_mhz;
@@ -335,17 +336,17 @@ static int nvml_set_clock(kr_backend *b, int dev, int min_mhz, int max_mhz)
     if (rc)
         return rc;
     if (min_mhz <= 0 || max_mhz < min_mhz)
-        return kr_error_set(&b->err, KR_EINVAL, "NVML: clock lock: expected 0 < min <= max, found [%d, %d] MHz", min_mhz,
+        return kr_error_set(kr_backend_error(b), KR_EINVAL, "NVML: clock lock: expected 0 < min <= max, found [%d, %d] MHz", min_mhz,
                             max_mhz);
     if (g_nvml.f.DeviceSetGpuLockedClocks == NULL)
-        return kr_error_set(&b->err, KR_EUNSUPPORTED, "NVML: %s has no nvmlDeviceSetGpuLockedClocks (driver too old)",
+        return kr_error_set(kr_backend_error(b), KR_EUNSUPPORTED, "NVML: %s has no nvmlDeviceSetGpuLockedClocks (driver too old)",
                             g_nvml.path);
     nvml_impl *m = impl_of(b);
     nvmlReturn_t r = g_nvml.f.DeviceSetGpuLockedClocks(m->dev[dev].h, (unsigned)min_mhz, (unsigned)max_mhz);
     if (r != NVML_SUCCESS) {
         char call[96];
         snprintf(call, sizeof call, "nvmlDeviceSetGpuLockedClocks(device %d, %d, %d)", dev, min_mhz, max_mhz);
-        return nvml_fail(&b->err, r, call);
+        return nvml_fail(kr_backend_error(b), r, call);
     }
     pthread_mutex_lock(&m->mu);
     m->dev[dev].locked_min_mhz = min_mhz;
@@ -360,14 +361,14 @@ static int nvml_reset_clock(kr_backend *b, int dev)
     if (rc)
         return rc;
     if (g_nvml.f.DeviceResetGpuLockedClocks == NULL)
-        return kr_error_set(&b->err, KR_EUNSUPPORTED, "NVML: %s has no nvmlDeviceResetGpuLockedClocks (driver too old)",
+        return kr_error_set(kr_backend_error(b), KR_EUNSUPPORTED, "NVML: %s has no nvmlDeviceResetGpuLockedClocks (driver too old)",
                             g_nvml.path);
     nvml_impl *m = impl_of(b);
     nvmlReturn_t r = g_nvml.f.DeviceResetGpuLockedClocks(m->dev[dev].h);
     if (r != NVML_SUCCESS) {
         char call[80];
         snprintf(call, sizeof call, "nvmlDeviceResetGpuLockedClocks(device %d)", dev);
-        return nvml_fail(&b->err, r, call);
+        return nvml_fail(kr_backend_error(b), r, call);
     }
     pthread_mutex_lock(&m->mu);
     m->dev[dev].locked_min_mhz = m->dev[dev].locked_max_mhz = 0;
@@ -381,11 +382,11 @@ static int nvml_read_energy(kr_backend *b, int dev, double *energy_j)
     if (rc)
         return rc;
     if (g_nvml.f.DeviceGetTotalEnergyConsumption == NULL)
-        return kr_error_set(&b->err, KR_EUNSUPPORTED, "NVML: %s has no nvmlDeviceGetTotalEnergyConsumption", g_nvml.path);
+        return kr_error_set(kr_backend_error(b), KR_EUNSUPPORTED, "NVML: %s has no nvmlDeviceGetTotalEnergyConsumption", g_nvml.path);
     unsigned long long mj = 0;
     nvmlReturn_t r = g_nvml.f.DeviceGetTotalEnergyConsumption(impl_of(b)->dev[dev].h, &mj);
     if (r != NVML_SUCCESS)
-        return nvml_fail(&b->err, r, "nvmlDeviceGetTotalEnergyConsumption");
+        return nvml_fail(kr_backend_error(b), r, "nvmlDeviceGetTotalEnergyConsumption");
     *energy_j = (double)mj * 1e-3;
     return KR_OK;
 }
@@ -396,30 +397,28 @@ static int nvml_read_power(kr_backend *b, int dev, double *power_w)
     if (rc)
         return rc;
     if (g_nvml.f.DeviceGetPowerUsage == NULL)
-        return kr_error_set(&b->err, KR_EUNSUPPORTED, "NVML: %s has no nvmlDeviceGetPowerUsage", g_nvml.path);
+        return kr_error_set(kr_backend_error(b), KR_EUNSUPPORTED, "NVML: %s has no nvmlDeviceGetPowerUsage", g_nvml.path);
     unsigned mw = 0;
     nvmlReturn_t r = g_nvml.f.DeviceGetPowerUsage(impl_of(b)->dev[dev].h, &mw);
     if (r != NVML_SUCCESS)
-        return nvml_fail(&b->err, r, "nvmlDeviceGetPowerUsage");
+        return nvml_fail(kr_backend_error(b), r, "nvmlDeviceGetPowerUsage");
     *power_w = (double)mw * 1e-3;
     return KR_OK;
 }
 
-static void nvml_destroy(kr_backend *b)
+static void nvml_destroy(void *state)
 {
-    nvml_impl *m = impl_of(b);
-    if (m == NULL)
-        return;
+    nvml_impl *m = state;
     pthread_mutex_destroy(&m->mu);
     free(m->dev);
     free(m);
-    b->impl = NULL;
     lib_release();
 }
 
-static const kr_backend_ops nvml_ops = {
-    .name = "nvml",
-    .measure = NULL, /* partitions are measured by the CUDA profiler, which uses this backend */
+static int nvml_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err);
+
+/* Control only: partitions are measured by the CUDA profiler, which uses this backend. */
+static const kr_control_ops nvml_control_ops = {
     .device_count = nvml_device_count,
     .supported_clocks = nvml_supported_clocks,
     .get_clock = nvml_get_clock,
@@ -427,19 +426,21 @@ static const kr_backend_ops nvml_ops = {
     .reset_clock = nvml_reset_clock,
     .read_energy = nvml_read_energy,
     .read_power = nvml_read_power,
+    .device_info = nvml_device_info,
+};
+static const kr_backend_class nvml_class = {
+    .name = "nvml",
+    .caps = KR_BACKEND_CLOCK_LIST | KR_BACKEND_CLOCK_LOCK | KR_BACKEND_ENERGY | KR_BACKEND_POWER | KR_BACKEND_DEVICE_INFO,
+    .control = &nvml_control_ops,
     .destroy = nvml_destroy,
 };
 
-int kr_nvml_backend_is(const kr_backend *b)
-{
-    return b != NULL && b->ops == &nvml_ops;
-}
 
-int kr__nvml_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
+static int nvml_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
 {
     int rc = check_dev(b, dev);
     if (rc)
-        return kr_error_set(err, rc, "%s", b->err.msg);
+        return kr_error_set(err, rc, "%s", kr_backend_errmsg(b));
     nvmlDevice_t h = impl_of(b)->dev[dev].h;
     memset(out, 0, sizeof *out);
     nvmlReturn_t r = g_nvml.f.DeviceGetName(h, out->name, sizeof out->name);
@@ -454,7 +455,7 @@ int kr__nvml_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_err
     return KR_OK;
 }
 
-int kr_nvml_backend_create(const kr_nvml_options *opt, kr_backend **out, kr_error *err)
+int kr_gpuctl_nvml_create(const kr_gpuctl_nvml_options *opt, kr_backend **out, kr_error *err)
 {
     *out = NULL;
     int rc = lib_acquire(opt ? opt->library : NULL, err);
@@ -490,7 +491,7 @@ int kr_nvml_backend_create(const kr_nvml_options *opt, kr_backend **out, kr_erro
             rc = nvml_fail(err, r, call);
             goto fail;
         }
-    if ((rc = kr_backend_create(&nvml_ops, m, out)) != KR_OK) {
+    if ((rc = kr_backend_create(&nvml_class, m, out)) != KR_OK) {
         kr_error_set(err, rc, "NVML: out of memory");
         goto fail;
     }

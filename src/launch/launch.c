@@ -336,7 +336,7 @@ static int map_entry(const char *entry, kr_backend *b, int ndev, int *device, kr
     char uuids[512] = "";
     for (int d = 0; d < ndev; d++) {
         kr_gpu_device_info info;
-        int rc = kr_gpuctl_device_info(b, d, &info, err);
+        int rc = kr_backend_device_info(b, d, &info, err);
         if (rc)
             return rc;
         if (strlen(uuids) + strlen(info.uuid) + 4 < sizeof uuids)
@@ -400,7 +400,7 @@ int kr_launch_device(const kr_launch *l, kr_backend *b, int *device, kr_gpu_devi
             }
         }
     }
-    if (info && (rc = kr_gpuctl_device_info(b, *device, info, err)))
+    if (info && (rc = kr_backend_device_info(b, *device, info, err)))
         return rc;
     return KR_OK;
 }

@@ -927,7 +927,7 @@ int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_
     }
     /* Simulator and replay: every configuration (on a replay, every recorded one); a GPU: bo. */
     out->strategy = o.strategy_set                                                        ? o.strategy
-                    : kr_sim_backend_is(r.b) || strcmp(kr_backend_name(r.b), "replay") == 0 ? KR_STRATEGY_EXHAUSTIVE
+                    : kr_backend_caps(r.b) & (KR_BACKEND_SIMULATED | KR_BACKEND_RECORDED) ? KR_STRATEGY_EXHAUSTIVE
                                                                                           : KR_STRATEGY_BO;
     if (o.out_dir) {
         if ((rc = kr__mkdirs(o.out_dir, err)))
@@ -940,13 +940,13 @@ int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_
         }
         if ((rc = kr_search_log_open(lp, job, &r.log, err)))
             goto done;
-        if (kr_sim_backend_is(r.b))
+        if (kr_backend_caps(r.b) & KR_BACKEND_SIMULATED)
             kr_search_log_set_sync(r.log, KR_LOG_SYNC_BATCH);
     } else if (o.log_path) {
         if ((rc = kr_search_log_open(o.log_path, job, &r.log, err)))
             goto done;
     }
-    if (strcmp(kr_backend_name(r.b), "replay") == 0 && (rc = replay_coverage(&r, methods)))
+    if ((kr_backend_caps(r.b) & KR_BACKEND_RECORDED) && (rc = replay_coverage(&r, methods)))
         goto done;
     for (int m = 0; m < KR_NUM_METHODS; m++) {
         if (!(methods & (1u << m)))

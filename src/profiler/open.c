@@ -24,7 +24,7 @@ int kr_profiler_open_hardware(int first, int devices, const char *control, kr_pr
     *ctl = NULL;
     kr_error e1 = {0}, e2 = {0};
     int rc1 = kr_profiler_runner_open(first, devices, runner, &e1);
-    int rc2 = kr_gpuctl_open(control ? control : "nvml", NULL, ctl, &e2);
+    int rc2 = kr_backend_open(control ? control : "nvml", NULL, ctl, &e2);
     if (rc1 == KR_OK && rc2 == KR_OK)
         return KR_OK;
     kr_profiler_runner_destroy(*runner);

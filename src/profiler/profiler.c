@@ -462,15 +462,18 @@ typedef struct gpu_backend {
     void (*owned_free)(void *);
 } gpu_backend;
 
+static const kr_backend_class gpu_class;
+#define STATE(b) ((gpu_backend *)kr_backend_state((b), &gpu_class))
+
 static int gb_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
-    gpu_backend *g = b->impl;
-    int rc = kr_profiler_plan_build(&g->job, p, c, &g->pp, &g->next, &b->err);
+    gpu_backend *g = STATE(b);
+    int rc = kr_profiler_plan_build(&g->job, p, c, &g->pp, &g->next, kr_backend_error(b));
     if (rc)
         return rc;
     if (!g->prepared || memcmp(&g->next, &g->plan, sizeof g->plan) != 0) {
         g->prepared = 0;
-        if ((rc = g->runner->ops->prepare(g->runner->impl, &g->next, &b->err)))
+        if ((rc = g->runner->ops->prepare(g->runner->impl, &g->next, kr_backend_error(b))))
             return rc;
         g->plan = g->next;
         g->prepared = 1;
@@ -479,9 +482,9 @@ static int gb_measure(kr_backend *b, const kr_partition *p, const kr_config *c, 
     if (g->o.lock_clock)
         g->ever_locked = 1; /* even a partly failed lock leaves clocks to restore */
     rc = kr_profiler_measure(g->runner, g->ctl, &g->o, g->has_clk ? &g->clk : NULL, &g->plan,
-                             g->job.static_power_w, &g->locked_mhz, &res, &b->err);
+                             g->job.static_power_w, &g->locked_mhz, &res, kr_backend_error(b));
     if (rc) {
-        kr_error_prefix(&b->err, "partition %s at %d MHz, %d SMs, slot %s", p->key, c->freq_mhz, c->sms,
+        kr_error_prefix(kr_backend_error(b), "partition %s at %d MHz, %d SMs, slot %s", p->key, c->freq_mhz, c->sms,
                         kr_partition_slot_name(p, c->slot));
         return rc;
     }
@@ -495,7 +498,7 @@ static int gb_measure(kr_backend *b, const kr_partition *p, const kr_config *c, 
 
 static int gb_device_count(kr_backend *b, int *count)
 {
-    gpu_backend *g = b->impl;
+    gpu_backend *g = STATE(b);
     *count = g->runner->ndevices;
     return KR_OK;
 }
@@ -503,10 +506,10 @@ static int gb_device_count(kr_backend *b, int *count)
 /* The clock and energy entries forward to the control backend, copying its message. */
 #define FORWARD(call)                                                                   \
     do {                                                                                \
-        gpu_backend *g = b->impl;                                                       \
+        gpu_backend *g = STATE(b);                                                       \
         int rc_ = (call);                                                               \
         if (rc_)                                                                        \
-            kr_error_set(&b->err, rc_, "%s", kr_backend_errmsg(g->ctl));                \
+            kr_error_set(kr_backend_error(b), rc_, "%s", kr_backend_errmsg(g->ctl));                \
         return rc_;                                                                     \
     } while (0)
 
@@ -522,13 +525,13 @@ static int gb_get_clock(kr_backend *b, int dev, int *cur, int *lo, int *hi)
 
 static int gb_set_clock(kr_backend *b, int dev, int lo, int hi)
 {
-    ((gpu_backend *)b->impl)->locked_mhz = 0; /* someone else changed it: re-lock next time */
+    (STATE(b))->locked_mhz = 0; /* someone else changed it: re-lock next time */
     FORWARD(kr_backend_set_clock(g->ctl, dev, lo, hi));
 }
 
 static int gb_reset_clock(kr_backend *b, int dev)
 {
-    ((gpu_backend *)b->impl)->locked_mhz = 0;
+    (STATE(b))->locked_mhz = 0;
     FORWARD(kr_backend_reset_clock(g->ctl, dev));
 }
 
@@ -542,11 +545,9 @@ static int gb_read_power(kr_backend *b, int dev, double *p)
     FORWARD(kr_backend_read_power(g->ctl, dev, p));
 }
 
-static void gb_destroy(kr_backend *b)
+static void gb_destroy(void *state)
 {
-    gpu_backend *g = b->impl;
-    if (g == NULL)
-        return;
+    gpu_backend *g = state;
     if (g->ever_locked)
         for (int i = 0; i < g->runner->ndevices; i++)
             kr_backend_reset_clock(g->ctl, g->runner->device[i]);
@@ -556,9 +557,24 @@ static void gb_destroy(kr_backend *b)
     free(g);
 }
 
-static const kr_backend_ops gpu_ops = {
-    "gpu",           gb_measure,     gb_device_count, gb_supported_clocks, gb_get_clock,
-    gb_set_clock,    gb_reset_clock, gb_read_energy,  gb_read_power,       gb_destroy,
+static const kr_measure_ops gpu_measure_ops = {gb_measure};
+static const kr_control_ops gpu_control_ops = {
+    .device_count = gb_device_count,
+    .supported_clocks = gb_supported_clocks,
+    .get_clock = gb_get_clock,
+    .set_clock = gb_set_clock,
+    .reset_clock = gb_reset_clock,
+    .read_energy = gb_read_energy,
+    .read_power = gb_read_power,
+};
+/* The control entries forward to the control backend, which answers KR_EUNSUPPORTED for what
+ * it lacks. */
+static const kr_backend_class gpu_class = {
+    .name = "gpu",
+    .caps = KR_BACKEND_MEASURE | KR_BACKEND_CLOCK_LIST | KR_BACKEND_CLOCK_LOCK | KR_BACKEND_ENERGY | KR_BACKEND_POWER,
+    .measure = &gpu_measure_ops,
+    .control = &gpu_control_ops,
+    .destroy = gb_destroy,
 };
 
 int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr_backend *ctl,
@@ -590,7 +606,7 @@ int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr
     }
     g->observer = observer;
     g->observer_ud = observer_ud;
-    rc = kr_backend_create(&gpu_ops, g, out);
+    rc = kr_backend_create(&gpu_class, g, out);
     if (rc) {
         free(g);
         return kr_error_set(err, rc, "out of memory");
@@ -600,24 +616,22 @@ int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr
 
 const char *kr_profiler_backend_device(const kr_backend *b)
 {
-    if (b == NULL || b->ops != &gpu_ops)
-        return "";
-    const gpu_backend *g = b->impl;
-    return g->runner->device_name;
+    const gpu_backend *g = STATE(b);
+    return g ? g->runner->device_name : "";
 }
 
 void kr__profiler_backend_own(kr_backend *b, void *ud, void (*free_fn)(void *ud))
 {
-    gpu_backend *g = b->impl;
+    gpu_backend *g = STATE(b);
     g->owned = ud;
     g->owned_free = free_fn;
 }
 
 int kr_profiler_backend_last(kr_backend *b, kr_profiler_result *out)
 {
-    if (b == NULL || b->ops != &gpu_ops)
+    gpu_backend *g = STATE(b);
+    if (g == NULL)
         return KR_EINVAL;
-    gpu_backend *g = b->impl;
     if (!g->have_last)
         return KR_ESTATE;
     *out = g->last;

@@ -248,7 +248,8 @@ static int attach_backend(kr_runtime *rt, const kr_plan *plan, const kr_runtime_
         rt->backend = o->backend_ptr;
         rt->own_backend = (o->flags & KR_RUNTIME_OWN_BACKEND) != 0;
     } else {
-        if ((rc = kr_gpuctl_open(o->backend, o->job ? o->job : plan->job_name, &rt->backend, err)))
+        if ((rc = kr_backend_open(o->backend, &(kr_backend_open_options){.default_job = o->job ? o->job : plan->job_name},
+                                   &rt->backend, err)))
             return rc;
         rt->own_backend = 1;
     }
@@ -258,7 +259,7 @@ static int attach_backend(kr_runtime *rt, const kr_plan *plan, const kr_runtime_
     if (rt->device < 0 || rt->device >= ndev)
         return kr_error_set(err, KR_EINVAL, "device: expected 0..%d (%s backend has %d device%s), found %d", ndev - 1,
                             kr_backend_name(rt->backend), ndev, ndev == 1 ? "" : "s", rt->device);
-    if ((rc = kr_gpuctl_device_info(rt->backend, rt->device, &rt->info, err)))
+    if ((rc = kr_backend_device_info(rt->backend, rt->device, &rt->info, err)))
         return rc;
     if ((rc = check_clocks(rt, plan, err)))
         return rc;
@@ -682,7 +683,7 @@ size_t kr_runtime_abi_size(const char *type_name)
     } sizes[] = {
         KR_ABI_(kr_error),          KR_ABI_(kr_runtime_options),      KR_ABI_(kr_runtime_status),
         KR_ABI_(kr_runtime_energy), KR_ABI_(kr_runtime_instr_energy), KR_ABI_(kr_runtime_comm),
-        KR_ABI_(kr_fake_call),      KR_ABI_(kr_sim_clock_event),      KR_ABI_(kr_gpu_device_info),
+        KR_ABI_(kr_gpuctl_fake_call),      KR_ABI_(kr_sim_clock_event),      KR_ABI_(kr_gpu_device_info),
         KR_ABI_(kr_gpu_lock),       KR_ABI_(kr_plan),                 KR_ABI_(kr_partition_frontier),
     };
 #undef KR_ABI_

@@ -253,7 +253,7 @@ int kr_runtime_gpu_restore(kr_backend *b, int dev, const char *lock_dir, int *re
 {
     *restored = 0;
     kr_gpu_device_info info;
-    int rc = kr_gpuctl_device_info(b, dev, &info, err);
+    int rc = kr_backend_device_info(b, dev, &info, err);
     if (rc)
         return rc;
     if (info.uuid[0] == '\0')

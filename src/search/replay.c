@@ -20,9 +20,12 @@ typedef struct replay {
     char files[512]; /* the paths, for messages */
 } replay;
 
+static const kr_backend_class replay_class;
+#define STATE(b) ((replay *)kr_backend_state((b), &replay_class))
+
 static int replay_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
-    replay *r = b->impl;
+    replay *r = STATE(b);
     kr__mrec probe;
     kr__mrec_from_config(&probe, p, c);
     const kr__mrec *m = kr__mrecs_find(&r->recs, &probe);
@@ -30,7 +33,7 @@ static int replay_measure(kr_backend *b, const kr_partition *p, const kr_config 
         long same = 0;
         for (size_t i = 0; i < r->recs.n; i++)
             same += strcmp(r->recs.r[i].key, p->key) == 0 && r->recs.r[i].variant == p->variant;
-        return kr_error_set(&b->err, KR_ENOTFOUND,
+        return kr_error_set(kr_backend_error(b), KR_ENOTFOUND,
                             "replay: no recorded measurement of %s (%s) at %d MHz, slot %s, %d SMs in %s (it has %ld "
                             "measurements of that partition; --strategy exhaustive searches only what was recorded)",
                             p->key, kr_variant_name(p->variant), probe.freq_mhz, probe.slot, probe.sms, r->files, same);
@@ -54,41 +57,42 @@ static int replay_device_count(kr_backend *b, int *count)
 
 static int replay_clocks(kr_backend *b, int dev, int *mhz, int cap, int *n)
 {
-    replay *r = b->impl;
+    replay *r = STATE(b);
     if (dev != 0)
-        return kr_error_set(&b->err, KR_ERANGE, "replay: device: expected 0, found %d", dev);
+        return kr_error_set(kr_backend_error(b), KR_ERANGE, "replay: device: expected 0, found %d", dev);
     int needed = 0;
     int k = kr_gpu_supported_clocks(&r->job.gpu, mhz, cap, &needed);
     if (k < 0)
-        return kr_error_set(&b->err, k, "replay: %d clocks do not fit in %d", needed, cap);
+        return kr_error_set(kr_backend_error(b), k, "replay: %d clocks do not fit in %d", needed, cap);
     *n = k;
     return KR_OK;
 }
 
-static void replay_destroy(kr_backend *b)
+static void replay_destroy(void *state)
 {
-    replay *r = b->impl;
-    if (r) {
-        free(r->recs.r);
-        free(r);
-    }
+    replay *r = state;
+    free(r->recs.r);
+    free(r);
 }
 
-static const kr_backend_ops replay_ops = {
+static const kr_measure_ops replay_measure_ops = {replay_measure};
+/* The clock list of the recording's GPU, for callers that plan on the backend's devices. */
+static const kr_control_ops replay_control_ops = {.device_count = replay_device_count, .supported_clocks = replay_clocks};
+static const kr_backend_class replay_class = {
     .name = "replay",
-    .measure = replay_measure,
-    .device_count = replay_device_count,
-    .supported_clocks = replay_clocks,
+    .caps = KR_BACKEND_MEASURE | KR_BACKEND_CLOCK_LIST | KR_BACKEND_RECORDED,
+    .measure = &replay_measure_ops,
+    .control = &replay_control_ops,
     .destroy = replay_destroy,
 };
 
 int kr__replay_recorded(const kr_backend *b, const kr_partition *p, const kr_config *c)
 {
-    if (b == NULL || b->ops != &replay_ops)
+    const replay *r = STATE(b);
+    if (r == NULL)
         return -1;
     if (p == NULL)
         return 0;
-    const replay *r = b->impl;
     kr__mrec probe;
     kr__mrec_from_config(&probe, p, c);
     return kr__mrecs_find(&r->recs, &probe) != NULL;
@@ -96,7 +100,8 @@ int kr__replay_recorded(const kr_backend *b, const kr_partition *p, const kr_con
 
 const char *kr__replay_files(const kr_backend *b)
 {
-    return b && b->ops == &replay_ops ? ((const replay *)b->impl)->files : "";
+    const replay *r = STATE(b);
+    return r ? r->files : "";
 }
 
 int kr_replay_missing(const kr_backend *b, const kr_search_log *log, const kr_job *job, kr_variant variant,
@@ -209,7 +214,7 @@ int kr_replay_backend_create(const kr_job *job, const char *const *paths, int np
     kr__mrecs_dedupe(&r->recs, &first_dup);
     free(cat);
     cat = NULL;
-    if ((rc = kr_backend_create(&replay_ops, r, out))) {
+    if ((rc = kr_backend_create(&replay_class, r, out))) {
         rc = kr_error_set(err, KR_ENOMEM, "replay: out of memory");
         goto fail;
     }

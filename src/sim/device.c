@@ -1,6 +1,6 @@
 /*
- * device.c — the simulator as a backend (backend.h): measure simulates partitions
- * (kr_sim_measure), and a set of simulated devices answers the control calls the runtime makes
+ * device.c — the simulator as a backend (backend.h), with both interfaces: measuring simulates
+ * partitions (kr_sim_measure), and a set of simulated devices answers the control calls the runtime makes
  * on real GPUs — supported clocks, get/set/reset of the locked SM clock, a cumulative energy
  * counter and the present power — and logs every clock change so tests can read back what a
  * plan applied.
@@ -38,6 +38,9 @@ typedef struct sim_backend {
     kr_sim_clock_event *log;
     size_t nlog, caplog;
 } sim_backend;
+
+static const kr_backend_class sim_class;
+#define STATE(b) ((sim_backend *)kr_backend_state((b), &sim_class))
 
 static double monotonic_now(void *ud)
 {
@@ -77,25 +80,25 @@ static void advance(sim_backend *s, sim_dev *d, double now)
 static int check_dev(kr_backend *b, const sim_backend *s, int dev)
 {
     if (dev < 0 || dev >= s->ndev)
-        return kr_error_set(&b->err, KR_ERANGE, "sim backend: device: expected 0..%d, found %d", s->ndev - 1, dev);
+        return kr_error_set(kr_backend_error(b), KR_ERANGE, "sim backend: device: expected 0..%d, found %d", s->ndev - 1, dev);
     return KR_OK;
 }
 
 static int sim_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
-    sim_backend *s = b->impl;
-    return kr_sim_measure(&s->job, p, c, out, &b->err);
+    sim_backend *s = STATE(b);
+    return kr_sim_measure(&s->job, p, c, out, kr_backend_error(b));
 }
 
 static int sim_device_count(kr_backend *b, int *count)
 {
-    *count = ((sim_backend *)b->impl)->ndev;
+    *count = (STATE(b))->ndev;
     return KR_OK;
 }
 
 static int sim_supported_clocks(kr_backend *b, int dev, int *mhz, int cap, int *n)
 {
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     int rc = check_dev(b, s, dev);
     if (rc)
         return rc;
@@ -103,7 +106,7 @@ static int sim_supported_clocks(kr_backend *b, int dev, int *mhz, int cap, int *
     int got = kr_gpu_supported_clocks(&s->job.gpu, mhz, cap, &needed);
     if (got < 0) {
         *n = 0;
-        return kr_error_set(&b->err, got, "sim backend: supported clocks: %d entries needed, buffer holds %d",
+        return kr_error_set(kr_backend_error(b), got, "sim backend: supported clocks: %d entries needed, buffer holds %d",
                             needed, cap);
     }
     *n = got;
@@ -112,7 +115,7 @@ static int sim_supported_clocks(kr_backend *b, int dev, int *mhz, int cap, int *
 
 static int sim_get_clock(kr_backend *b, int dev, int *cur_mhz, int *locked_min_mhz, int *locked_max_mhz)
 {
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     int rc = check_dev(b, s, dev);
     if (rc)
         return rc;
@@ -140,7 +143,7 @@ static int log_change(sim_backend *s, double now, int dev, int lo, int hi)
 
 static int apply(kr_backend *b, int dev, int lo, int hi)
 {
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     pthread_mutex_lock(&s->mu);
     double now = s->now_s(s->now_ud);
     sim_dev *d = &s->dev[dev];
@@ -153,19 +156,19 @@ static int apply(kr_backend *b, int dev, int lo, int hi)
     }
     pthread_mutex_unlock(&s->mu);
     if (rc)
-        return kr_error_set(&b->err, rc, "sim backend: out of memory logging a clock change");
+        return kr_error_set(kr_backend_error(b), rc, "sim backend: out of memory logging a clock change");
     return KR_OK;
 }
 
 static int sim_set_clock(kr_backend *b, int dev, int min_mhz, int max_mhz)
 {
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     int rc = check_dev(b, s, dev);
     if (rc)
         return rc;
     const kr_gpu *g = &s->job.gpu;
     if (!kr_gpu_clock_supported(g, min_mhz) || !kr_gpu_clock_supported(g, max_mhz) || min_mhz > max_mhz)
-        return kr_error_set(&b->err, KR_ERANGE,
+        return kr_error_set(kr_backend_error(b), KR_ERANGE,
                             "sim backend: device %d: clock range: expected min <= max, both clocks the %s supports "
                             "(%d..%d MHz in steps of %d), found [%d, %d]",
                             dev, g->name, (int)g->clock_min_mhz, (int)g->clock_max_mhz, (int)g->clock_step_mhz,
@@ -175,7 +178,7 @@ static int sim_set_clock(kr_backend *b, int dev, int min_mhz, int max_mhz)
 
 static int sim_reset_clock(kr_backend *b, int dev)
 {
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     int rc = check_dev(b, s, dev);
     if (rc)
         return rc;
@@ -184,7 +187,7 @@ static int sim_reset_clock(kr_backend *b, int dev)
 
 static int sim_read_energy(kr_backend *b, int dev, double *energy_j)
 {
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     int rc = check_dev(b, s, dev);
     if (rc)
         return rc;
@@ -198,7 +201,7 @@ static int sim_read_energy(kr_backend *b, int dev, double *energy_j)
 
 static int sim_read_power(kr_backend *b, int dev, double *power_w)
 {
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     int rc = check_dev(b, s, dev);
     if (rc)
         return rc;
@@ -208,21 +211,32 @@ static int sim_read_power(kr_backend *b, int dev, double *power_w)
     return KR_OK;
 }
 
-static void sim_destroy(kr_backend *b)
+static void sim_destroy(void *state)
 {
-    sim_backend *s = b->impl;
-    if (s == NULL)
-        return;
+    sim_backend *s = state;
     pthread_mutex_destroy(&s->mu);
     free(s->dev);
     free(s->log);
     free(s);
-    b->impl = NULL;
 }
 
-static const kr_backend_ops sim_ops = {
-    "sim",         sim_measure,     sim_device_count, sim_supported_clocks, sim_get_clock, sim_set_clock,
-    sim_reset_clock, sim_read_energy, sim_read_power,  sim_destroy,
+static const kr_measure_ops sim_measure_ops = {sim_measure};
+static const kr_control_ops sim_control_ops = {
+    .device_count = sim_device_count,
+    .supported_clocks = sim_supported_clocks,
+    .get_clock = sim_get_clock,
+    .set_clock = sim_set_clock,
+    .reset_clock = sim_reset_clock,
+    .read_energy = sim_read_energy,
+    .read_power = sim_read_power,
+};
+static const kr_backend_class sim_class = {
+    .name = "sim",
+    .caps = KR_BACKEND_MEASURE | KR_BACKEND_CLOCK_LIST | KR_BACKEND_CLOCK_LOCK | KR_BACKEND_ENERGY | KR_BACKEND_POWER |
+            KR_BACKEND_SIMULATED,
+    .measure = &sim_measure_ops,
+    .control = &sim_control_ops,
+    .destroy = sim_destroy,
 };
 
 int kr_sim_backend_create(const kr_job *job, const kr_sim_options *opts, kr_backend **out, kr_error *err)
@@ -260,7 +274,7 @@ int kr_sim_backend_create(const kr_job *job, const kr_sim_options *opts, kr_back
         s->dev[i].last_s = now;
         s->dev[i].power_w = device_power(s, &s->dev[i]);
     }
-    rc = kr_backend_create(&sim_ops, s, out);
+    rc = kr_backend_create(&sim_class, s, out);
     if (rc) {
         pthread_mutex_destroy(&s->mu);
         free(s->dev);
@@ -272,14 +286,14 @@ int kr_sim_backend_create(const kr_job *job, const kr_sim_options *opts, kr_back
 
 int kr_sim_backend_is(const kr_backend *b)
 {
-    return b != NULL && b->ops == &sim_ops;
+    return kr_backend_is(b, &sim_class);
 }
 
 int kr_sim_backend_clock_log(kr_backend *b, kr_sim_clock_event *out, int cap, int *n)
 {
     if (!kr_sim_backend_is(b))
         return KR_EINVAL;
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     pthread_mutex_lock(&s->mu);
     *n = (int)s->nlog;
     for (int i = 0; i < cap && (size_t)i < s->nlog; i++)
@@ -292,12 +306,12 @@ int kr_sim_backend_set_activity(kr_backend *b, int dev, double activity)
 {
     if (!kr_sim_backend_is(b))
         return KR_EINVAL;
-    sim_backend *s = b->impl;
+    sim_backend *s = STATE(b);
     int rc = check_dev(b, s, dev);
     if (rc)
         return rc;
     if (!(activity >= 0 && activity <= 1))
-        return kr_error_set(&b->err, KR_ERANGE, "sim backend: activity: expected 0..1, found %g", activity);
+        return kr_error_set(kr_backend_error(b), KR_ERANGE, "sim backend: activity: expected 0..1, found %g", activity);
     pthread_mutex_lock(&s->mu);
     sim_dev *d = &s->dev[dev];
     advance(s, d, s->now_s(s->now_ud));

@@ -201,6 +201,16 @@ class GpuDeviceInfo(ctypes.Structure):
     ]
 
 
+class BackendOpenOptions(ctypes.Structure):
+    """kr_backend_open_options (backend.h)."""
+    _fields_ = [
+        ("job", ctypes.c_void_p),
+        ("default_job", ctypes.c_char_p),
+        ("replay", ctypes.POINTER(ctypes.c_char_p)),
+        ("nreplay", ctypes.c_int),
+    ]
+
+
 def _sig(name, restype, *argtypes):
     fn = getattr(lib, name)
     fn.restype = restype
@@ -225,14 +235,13 @@ _sig("kr_runtime_status_get", None, _p, ctypes.POINTER(RuntimeStatus))
 _sig("kr_runtime_energy_get", None, _p, ctypes.POINTER(RuntimeEnergy), ctypes.POINTER(RuntimeInstrEnergy), ctypes.c_int)
 _sig("kr_runtime_ninstr", ctypes.c_int, _p)
 _sig("kr_runtime_close", ctypes.c_int, _p, _err)
-_sig("kr_gpuctl_open", ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_p), _err)
-_sig("kr_gpuctl_device_info", ctypes.c_int, _p, ctypes.c_int, ctypes.POINTER(GpuDeviceInfo), _err)
+_sig("kr_backend_open", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(BackendOpenOptions), ctypes.POINTER(_p), _err)
+_sig("kr_backend_device_info", ctypes.c_int, _p, ctypes.c_int, ctypes.POINTER(GpuDeviceInfo), _err)
 _sig("kr_backend_destroy", None, _p)
 _sig("kr_backend_name", ctypes.c_char_p, _p)
 _sig("kr_backend_device_count", ctypes.c_int, _p, ctypes.POINTER(ctypes.c_int))
-_sig("kr_fake_backend_is", ctypes.c_int, _p)
-_sig("kr_fake_calls", ctypes.c_int, _p, ctypes.POINTER(FakeCall), ctypes.c_int, ctypes.POINTER(ctypes.c_int))
-_sig("kr_fake_op_name", ctypes.c_char_p, ctypes.c_int)
+_sig("kr_gpuctl_fake_calls", ctypes.c_int, _p, ctypes.POINTER(FakeCall), ctypes.c_int, ctypes.POINTER(ctypes.c_int))
+_sig("kr_gpuctl_fake_op_name", ctypes.c_char_p, ctypes.c_int)
 _sig("kr_sim_backend_is", ctypes.c_int, _p)
 _sig("kr_sim_backend_clock_log", ctypes.c_int, _p, ctypes.POINTER(SimClockEvent), ctypes.c_int,
      ctypes.POINTER(ctypes.c_int))
@@ -241,7 +250,7 @@ _sig("kr_frontier_free", None, _p)
 
 for _name, _cls in (("kr_error", Error), ("kr_runtime_options", RuntimeOptions), ("kr_runtime_status", RuntimeStatus),
                     ("kr_runtime_energy", RuntimeEnergy), ("kr_runtime_instr_energy", RuntimeInstrEnergy),
-                    ("kr_runtime_comm", RuntimeComm), ("kr_fake_call", FakeCall),
+                    ("kr_runtime_comm", RuntimeComm), ("kr_gpuctl_fake_call", FakeCall),
                     ("kr_sim_clock_event", SimClockEvent), ("kr_gpu_device_info", GpuDeviceInfo)):
     _c = lib.kr_runtime_abi_size(_name.encode())
     if _c != ctypes.sizeof(_cls):

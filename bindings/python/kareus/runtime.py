@@ -100,8 +100,8 @@ class Runtime:
             from .files import Plan
             default_job = Plan(self.plan_path).job_name or None
         b = ctypes.c_void_p()
-        _native.check(lib.kr_gpuctl_open(backend.encode(), default_job.encode() if default_job else None,
-                                         ctypes.byref(b), ctypes.byref(err)), err)
+        bo = _native.BackendOpenOptions(default_job=default_job.encode() if default_job else None)
+        _native.check(lib.kr_backend_open(backend.encode(), ctypes.byref(bo), ctypes.byref(b), ctypes.byref(err)), err)
         self._backend = b
         o = _native.RuntimeOptions()
         o.backend_ptr = b
@@ -240,13 +240,12 @@ class Runtime:
             arr = (_native.SimClockEvent * max(n.value, 1))()
             lib.kr_sim_backend_clock_log(b, arr, n.value, ctypes.byref(n))
             return [(e.min_mhz, e.max_mhz) for e in arr[:n.value] if e.dev == self.device]
-        if lib.kr_fake_backend_is(b):
-            lib.kr_fake_calls(b, None, 0, ctypes.byref(n))
+        if lib.kr_gpuctl_fake_calls(b, None, 0, ctypes.byref(n)) == 0:  # KR_EINVAL: not a fake
             arr = (_native.FakeCall * max(n.value, 1))()
-            lib.kr_fake_calls(b, arr, n.value, ctypes.byref(n))
+            lib.kr_gpuctl_fake_calls(b, arr, n.value, ctypes.byref(n))
             out = []
             for c in arr[:n.value]:
-                op = lib.kr_fake_op_name(c.op).decode()
+                op = lib.kr_gpuctl_fake_op_name(c.op).decode()
                 if c.rc == 0 and c.dev == self.device and op in ("set_clock", "reset_clock"):
                     out.append((c.a, c.b) if op == "set_clock" else (0, 0))
             return out

@@ -37,7 +37,7 @@ def gpu_device(info, backend="nvml"):
     (kr_launch_device); returns (index, uuid). Raises KareusError (two ranks on one GPU, more local
     ranks than GPUs, an unknown UUID) with the library's message."""
     b, err = ctypes.c_void_p(), _native.Error()
-    _native.check(lib.kr_gpuctl_open(backend.encode(), None, ctypes.byref(b), ctypes.byref(err)), err)
+    _native.check(lib.kr_backend_open(backend.encode(), None, ctypes.byref(b), ctypes.byref(err)), err)
     try:
         dev, gi = ctypes.c_int(), _native.GpuDeviceInfo()
         _native.check(lib.kr_launch_device(ctypes.byref(info["_struct"]), b, ctypes.byref(dev), ctypes.byref(gi),

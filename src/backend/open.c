@@ -1,10 +1,12 @@
 /*
- * gpuctl.c — what is common to the GPU control backends: device identity whatever the backend,
- * and opening a backend from a spec string ("fake:sleep_s=0.02,log=calls.log"), the one syntax
- * shared by the CLI (--backend), `kareus run`'s environment (KAREUS_BACKEND) and the Python
- * binding.
+ * open.c — the one backend factory: a spec string ("sim", "replay:FILE", "gpu:1", "nvml",
+ * "fake:sleep_s=0.02,log=calls.log", "kareusd", "auto") opens any backend, measuring or control,
+ * with one syntax shared by every command (--backend), `kareus run`'s environment
+ * (KAREUS_BACKEND), kareusd's configuration and the Python binding (backend.h:
+ * kr_backend_open). This is the one file that knows every implementation; backend.c below it
+ * knows none.
  */
-#include "kareus/gpuctl.h"
+#include "kareus/backend.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,30 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpuctl/gpuctl_internal.h"
+#include "kareus/gpuctl.h"
 #include "kareus/job.h"
+#include "kareus/profiler.h"
+#include "kareus/search.h"
 #include "kareus/sim.h"
 #include "util/util.h"
-
-int kr_gpuctl_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_error *err)
-{
-    if (b == NULL || out == NULL)
-        return kr_error_set(err, KR_EINVAL, "gpuctl: device info: NULL argument");
-    if (kr_nvml_backend_is(b))
-        return kr__nvml_device_info(b, dev, out, err);
-    if (kr_fake_backend_is(b))
-        return kr__fake_device_info(b, dev, out, err);
-    if (kr_kareusd_backend_is(b))
-        return kr__kareusd_device_info(b, dev, out, err);
-    int n = 0;
-    int rc = kr_backend_device_count(b, &n);
-    if (rc == KR_OK && (dev < 0 || dev >= n))
-        return kr_error_set(err, KR_EINVAL, "%s backend: device %d: expected an index in [0, %d)", kr_backend_name(b), dev,
-                            n);
-    memset(out, 0, sizeof *out);
-    kr__strlcpy(out->name, kr_backend_name(b), sizeof out->name);
-    return KR_OK;
-}
 
 /* ---- spec strings ------------------------------------------------------------------------- */
 
@@ -95,11 +79,11 @@ static int parse_double(const spec_kv *kv, double lo, double hi, double *out, kr
 static int parse_ops(const spec_kv *kv, unsigned *mask, kr_error *err)
 {
     if (strcmp(kv->val, "writes") == 0) {
-        *mask = KR_FAKE_CLOCK_WRITES;
+        *mask = KR_GPUCTL_FAKE_CLOCK_WRITES;
         return KR_OK;
     }
     if (strcmp(kv->val, "all") == 0) {
-        *mask = (1u << KR_FAKE_NOPS) - 1;
+        *mask = (1u << KR_GPUCTL_FAKE_NOPS) - 1;
         return KR_OK;
     }
     char buf[256];
@@ -108,12 +92,12 @@ static int parse_ops(const spec_kv *kv, unsigned *mask, kr_error *err)
     *mask = 0;
     char *save = NULL;
     for (char *t = strtok_r(buf, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
-        kr_fake_op op;
-        if (kr_fake_op_parse(t, &op))
+        kr_gpuctl_fake_op op;
+        if (kr_gpuctl_fake_op_parse(t, &op))
             return bad_value(kv, "operations joined by '+' (measure, device_count, supported_clocks, get_clock, "
                                  "set_clock, reset_clock, read_energy, read_power, device_info), 'writes' or 'all'",
                              err);
-        *mask |= KR_FAKE_MASK(op);
+        *mask |= KR_GPUCTL_FAKE_MASK(op);
     }
     return *mask ? KR_OK : bad_value(kv, "at least one operation", err);
 }
@@ -134,7 +118,7 @@ static int parse_fail_code(const spec_kv *kv, int *code, kr_error *err)
 }
 
 /* Applies one KEY=VALUE to fake options (strings point into the caller's copy of the spec). */
-static int fake_key(const spec_kv *kv, kr_fake_options *o, kr_error *err)
+static int fake_key(const spec_kv *kv, kr_gpuctl_fake_options *o, kr_error *err)
 {
     const char *k = kv->key;
     if (strcmp(k, "devices") == 0)
@@ -233,7 +217,7 @@ static int trusted_library(const spec_kv *kv, kr_error *err)
     return KR_OK;
 }
 
-static int nvml_key(const spec_kv *kv, kr_nvml_options *o, kr_error *err)
+static int nvml_key(const spec_kv *kv, kr_gpuctl_nvml_options *o, kr_error *err)
 {
     if (strcmp(kv->key, "lib") == 0) {
         if (privileged()) {
@@ -267,33 +251,91 @@ static int sim_key(const spec_kv *kv, sim_spec *o, kr_error *err)
                         kv->spec, kv->key);
 }
 
-static int open_sim(const char *spec, sim_spec *ss, const char *default_job, kr_backend **out, kr_error *err)
+/* The job a measuring backend works on: the caller's, else job= of the spec, else the
+ * default job by name. *own is set when the job was loaded (free it). */
+static int spec_job(const char *spec, const char *named, int sim, const kr_backend_open_options *o,
+                    const kr_job **job, kr_job **own, kr_error *err)
 {
-    const char *name = ss->job ? ss->job : default_job && *default_job ? default_job : "default";
-    kr_job *job = malloc(sizeof *job);
-    if (job == NULL)
+    *own = NULL;
+    if (named == NULL && o->job) {
+        *job = o->job;
+        return KR_OK;
+    }
+    const char *name = named ? named : o->default_job && *o->default_job ? o->default_job : "default";
+    kr_job *j = malloc(sizeof *j);
+    if (j == NULL)
         return kr_error_set(err, KR_ENOMEM, "backend spec '%s': out of memory", spec);
-    int rc = kr_job_load(name, job, err);
-    if (rc)
-        kr_error_prefix(err, "backend spec '%s': the simulated job%s", spec,
-                        ss->job ? "" : " (the plan's job; name another with sim:job=PATH)");
-    else
+    int rc = kr_job_load(name, j, err);
+    if (rc) {
+        free(j);
+        return kr_error_prefix(err, "backend spec '%s': the %sjob%s", spec, sim ? "simulated " : "",
+                               named || !sim ? "" : " (the plan's job; name another with sim:job=PATH)");
+    }
+    *job = *own = j;
+    return KR_OK;
+}
+
+static int open_sim(const char *spec, sim_spec *ss, const kr_backend_open_options *o, kr_backend **out,
+                    kr_error *err)
+{
+    const kr_job *job;
+    kr_job *own;
+    int rc = spec_job(spec, ss->job, 1, o, &job, &own, err);
+    if (rc == KR_OK)
         rc = kr_sim_backend_create(job, &ss->o, out, err);
-    free(job);
+    free(own);
     return rc;
 }
 
-int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, kr_error *err)
+/* "replay[:[KEY=]FILE]": the spec's recording, then the options' (the CLI's --replay). */
+static int open_replay(const char *spec, const char *file, const kr_backend_open_options *o, kr_backend **out,
+                       kr_error *err)
 {
-    *out = NULL;
-    if (spec == NULL || *spec == '\0' || strcmp(spec, "auto") == 0) {
-        /* Unprivileged with a helper running: go through it (no root needed for clocks). */
-        if (geteuid() != 0 && access(kr_kareusd_default_socket(), F_OK) == 0)
-            return kr_kareusd_backend_create(NULL, out, err);
-        spec = "nvml";
+    int n = (file != NULL) + (o->nreplay > 0 ? o->nreplay : 0);
+    if (n == 0)
+        return kr_error_set(err, KR_EINVAL, "backend spec '%s': expected replay:FILE or recordings to replay, found none",
+                            spec);
+    const char **paths = malloc((size_t)n * sizeof *paths);
+    if (paths == NULL)
+        return kr_error_set(err, KR_ENOMEM, "backend spec '%s': out of memory", spec);
+    int k = 0;
+    if (file)
+        paths[k++] = file;
+    for (int i = 0; i < o->nreplay; i++)
+        paths[k++] = o->replay[i];
+    const kr_job *job;
+    kr_job *own;
+    int rc = spec_job(spec, NULL, 0, o, &job, &own, err);
+    if (rc == KR_OK)
+        rc = kr_replay_backend_create(job, paths, n, out, err);
+    free(own);
+    free(paths);
+    return rc;
+}
+
+/* "gpu[:N]": the CUDA profiler from device N on, clocks through NVML (profiler.h). */
+static int open_gpu(const char *spec, const char *arg, const kr_backend_open_options *o, kr_backend **out,
+                    kr_error *err)
+{
+    kr_profiler_open_options po = {0};
+    if (arg) {
+        spec_kv kv = {spec, "device", arg};
+        int rc = parse_int(&kv, 0, 1023, &po.device, err);
+        if (rc)
+            return rc;
     }
-    if (strncmp(spec, "kareusd", 7) == 0 && (spec[7] == '\0' || spec[7] == ':'))
-        return kr_kareusd_backend_create(spec[7] ? spec + 8 : NULL, out, err);
+    const kr_job *job;
+    kr_job *own;
+    int rc = spec_job(spec, NULL, 0, o, &job, &own, err);
+    if (rc == KR_OK)
+        rc = kr_profiler_open_backend(job, &po, out, err);
+    free(own);
+    return rc;
+}
+
+/* The control kinds and sim: "KIND[:KEY=VALUE,…]". */
+static int open_keyed(const char *spec, const kr_backend_open_options *o, kr_backend **out, kr_error *err)
+{
     char buf[1024];
     if (kr__strlcpy(buf, spec, sizeof buf))
         return kr_error_set(err, KR_EINVAL, "backend spec: expected at most %zu characters, found %zu", sizeof buf - 1,
@@ -304,10 +346,12 @@ int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, 
     const char *kind = buf;
     int is_fake = strcmp(kind, "fake") == 0, is_nvml = strcmp(kind, "nvml") == 0, is_sim = strcmp(kind, "sim") == 0;
     if (!is_fake && !is_nvml && !is_sim)
-        return kr_error_set(err, KR_EINVAL, "backend spec '%s': kind: expected nvml, sim or fake (or kareusd, auto), found '%s'", spec,
-                            kind);
-    kr_fake_options fo = {0};
-    kr_nvml_options no = {0};
+        return kr_error_set(err, KR_EINVAL,
+                            "backend spec '%s': kind: expected nvml, sim or fake (or kareusd, auto, replay:FILE, gpu[:N]), "
+                            "found '%s'",
+                            spec, kind);
+    kr_gpuctl_fake_options fo = {0};
+    kr_gpuctl_nvml_options no = {0};
     sim_spec ss = {0};
     char *save = NULL;
     for (char *t = args ? strtok_r(args, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
@@ -321,6 +365,36 @@ int kr_gpuctl_open(const char *spec, const char *default_job, kr_backend **out, 
             return rc;
     }
     if (is_sim)
-        return open_sim(spec, &ss, default_job, out, err);
-    return is_fake ? kr_fake_backend_create(&fo, out, err) : kr_nvml_backend_create(&no, out, err);
+        return open_sim(spec, &ss, o, out, err);
+    return is_fake ? kr_gpuctl_fake_create(&fo, out, err) : kr_gpuctl_nvml_create(&no, out, err);
+}
+
+/* 1 when spec is KIND alone or KIND:…; *arg is what follows the colon (NULL without one). */
+static int spec_kind(const char *spec, const char *kind, const char **arg)
+{
+    size_t n = strlen(kind);
+    if (strncmp(spec, kind, n) != 0 || (spec[n] != '\0' && spec[n] != ':'))
+        return 0;
+    *arg = spec[n] ? spec + n + 1 : NULL;
+    return 1;
+}
+
+int kr_backend_open(const char *spec, const kr_backend_open_options *opt, kr_backend **out, kr_error *err)
+{
+    *out = NULL;
+    kr_backend_open_options o = opt ? *opt : (kr_backend_open_options){0};
+    const char *arg;
+    if (spec == NULL || *spec == '\0' || strcmp(spec, "auto") == 0) {
+        /* Unprivileged with a helper running: go through it (no root needed for clocks). */
+        if (geteuid() != 0 && access(kr_gpuctl_kareusd_default_socket(), F_OK) == 0)
+            return kr_gpuctl_kareusd_create(NULL, out, err);
+        spec = "nvml";
+    }
+    if (spec_kind(spec, "kareusd", &arg))
+        return kr_gpuctl_kareusd_create(arg, out, err);
+    if (spec_kind(spec, "replay", &arg))
+        return open_replay(spec, arg, &o, out, err);
+    if (spec_kind(spec, "gpu", &arg))
+        return open_gpu(spec, arg, &o, out, err);
+    return open_keyed(spec, &o, out, err);
 }
