@@ -2,26 +2,54 @@
  * cmd_catalog.c — `kareus catalog`: the built-in GPUs (with every constant's source), models,
  * the paper suite, and the partitions of a job.
  */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus catalog [--gpu NAME] [--model NAME] [--partitions [--job FILE] [--variant V]]\n"
     "                      [--markdown] [--check] [--json]\n\n"
-    "Without options: lists the built-in GPUs, models and jobs.\n"
-    "  --gpu NAME      every constant of one GPU with its unit and source\n"
-    "  --model NAME    one model's dimensions and source\n"
-    "  --partitions    the partitions of a job: ops, FLOPs, bytes, collective, slots\n"
-    "  --job FILE      job spec (JSON file or built-in name; default: the default job)\n"
-    "  --variant V     kareus (default), sequential or default-overlap\n"
-    "  --markdown      GPU constants of every GPU as the Markdown table of docs/calibration.md\n"
-    "  --check         the simulator's predictions next to the published figures\n"
-    "                  (docs/calibration.md); exit 0 even when a prediction is out of range\n"
-    "  --json          machine-readable output\n";
+    "Without options: lists the built-in GPUs, models and jobs.\n";
+
+/* What the options set. */
+typedef struct catalog_args {
+    const char *gpu, *model, *job, *variant;
+    int partitions, json, md, chk;
+} catalog_args;
+
+static const cli_opt catalog_opts[] = {
+    CLI_OPT("gpu", 1,
+        "  --gpu NAME      every constant of one GPU with its unit and source\n",
+        cli_set_str, catalog_args, gpu),
+    CLI_OPT("model", 1,
+        "  --model NAME    one model's dimensions and source\n",
+        cli_set_str, catalog_args, model),
+    CLI_OPT("partitions", 0,
+        "  --partitions    the partitions of a job: ops, FLOPs, bytes, collective, slots\n",
+        cli_set_flag, catalog_args, partitions),
+    CLI_OPT("job", 1,
+        "  --job FILE      job spec (JSON file or built-in name; default: the default job)\n",
+        cli_set_str, catalog_args, job),
+    CLI_OPT("variant", 1,
+        "  --variant V     kareus (default), sequential or default-overlap\n",
+        cli_set_str, catalog_args, variant),
+    CLI_OPT("markdown", 0,
+        "  --markdown      GPU constants of every GPU as the Markdown table of docs/calibration.md\n",
+        cli_set_flag, catalog_args, md),
+    CLI_OPT("check", 0,
+        "  --check         the simulator's predictions next to the published figures\n"
+        "                  (docs/calibration.md); exit 0 even when a prediction is out of range\n",
+        cli_set_flag, catalog_args, chk),
+    CLI_OPT("json", 0,
+        "  --json          machine-readable output\n",
+        cli_set_flag, catalog_args, json),
+    CLI_OPT_HELP,
+};
+static const cli_optset catalog_set = {"catalog", usage_head, catalog_opts, CLI_OPT_COUNT(catalog_opts),
+                                       NULL, "h", 0};
 
 static json_t *gpu_json(const kr_gpu *g)
 {
@@ -218,34 +246,15 @@ static int check(int json)
 
 int cmd_catalog(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"gpu", required_argument, 0, 'g'},  {"model", required_argument, 0, 'm'},
-        {"partitions", no_argument, 0, 'p'}, {"job", required_argument, 0, 'j'},
-        {"variant", required_argument, 0, 'v'}, {"markdown", no_argument, 0, 'M'},
-        {"check", no_argument, 0, 'C'},
-        {"json", no_argument, 0, 'J'},       {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    const char *gpu = NULL, *model = NULL, *job = NULL, *variant = NULL;
-    int partitions = 0, json = 0, md = 0, chk = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'g': gpu = optarg; break;
-        case 'm': model = optarg; break;
-        case 'p': partitions = 1; break;
-        case 'j': job = optarg; break;
-        case 'v': variant = optarg; break;
-        case 'M': md = 1; break;
-        case 'C': chk = 1; break;
-        case 'J': json = 1; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default: return cli_usage_error("catalog", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("catalog", "unexpected argument '%s'", argv[optind]);
+    catalog_args a = {0};
+    int next;
+    int prc = cli_opt_parse(&catalog_set, argc, argv, 1, &a, &next);
+    if (prc)
+        return prc == CLI_OPT_STOP ? 0 : prc;
+    if (next < argc)
+        return cli_usage_error("catalog", "unexpected argument '%s'", argv[next]);
+    const char *gpu = a.gpu, *model = a.model, *job = a.job, *variant = a.variant;
+    int partitions = a.partitions, json = a.json, md = a.md, chk = a.chk;
     if (md) {
         markdown();
         return 0;

@@ -4,24 +4,61 @@
  * against Megatron, and iso-time energy / iso-energy time reductions against Perseus on the
  * 10-point frontiers (kareus-method.md §10.4).
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus compare [--job FILE | --suite paper] [--out DIR] [--strategy NAME] [--seed N]\n"
     "                      [--cost-model exact|lowtime] [--unit-time SEC] [--no-pictures] [--json] [--quiet]\n\n"
     "Runs Megatron, Perseus, Nanobatching, Nanobatching+Perseus and Kareus through the same simulator,\n"
-    "search, composition and solver, and prints the paper's tables.\n"
-    "  --job FILE      one job (default: the built-in default job)\n"
-    "  --suite paper   the paper's ten configurations (Llama 3.2 3B and Qwen3 1.7B, PP 2, 16 A100s)\n"
-    "  --out DIR       where each job's results go (default kareus-compare; one directory per job)\n"
-    "  --no-pictures   no SVG pictures and reports (faster)\n"
-    "  --json          the figures as JSON\n"
-    "  other options as for 'kareus optimize'\n";
+    "search, composition and solver, and prints the paper's tables.\n";
+
+/* What the options set. */
+typedef struct compare_args {
+    kr_optimize_options o;
+    const char *job, *suite, *out;
+    int json, quiet;
+} compare_args;
+
+static const cli_opt compare_opts[] = {
+    CLI_OPT("job", 1,
+        "  --job FILE      one job (default: the built-in default job)\n",
+        cli_set_str, compare_args, job),
+    CLI_OPT("suite", 1,
+        "  --suite paper   the paper's ten configurations (Llama 3.2 3B and Qwen3 1.7B, PP 2, 16 A100s)\n",
+        cli_set_str, compare_args, suite),
+    CLI_OPT("out", 1,
+        "  --out DIR       where each job's results go (default kareus-compare; one directory per job)\n",
+        cli_set_str, compare_args, out),
+    CLI_OPT("strategy", 1,
+        NULL,
+        cli_set_optimize, compare_args, o),
+    CLI_OPT("seed", 1,
+        NULL,
+        cli_set_optimize, compare_args, o),
+    CLI_OPT("cost-model", 1,
+        NULL,
+        cli_set_optimize, compare_args, o),
+    CLI_OPT("unit-time", 1,
+        NULL,
+        cli_set_optimize, compare_args, o),
+    CLI_OPT("no-pictures", 0,
+        "  --no-pictures   no SVG pictures and reports (faster)\n",
+        cli_set_clear, compare_args, o.pictures),
+    CLI_OPT("json", 0,
+        "  --json          the figures as JSON\n",
+        cli_set_flag, compare_args, json),
+    CLI_OPT("quiet", 0,
+        NULL,
+        cli_set_flag, compare_args, quiet),
+};
+static const char usage_tail[] = "  other options as for 'kareus optimize'\n";
+static const cli_optset compare_set = {"compare", usage_head, compare_opts, CLI_OPT_COUNT(compare_opts),
+                                       usage_tail, "h", 0};
 
 static void on_progress(void *ud, const char *phase, const char *detail)
 {
@@ -111,45 +148,18 @@ static void print_json(const kr_optimize_result *res, int n)
 
 int cmd_compare(int argc, char **argv)
 {
-    enum { O_JOB = 1, O_SUITE, O_OUT, O_NOPIC, O_JSON, O_QUIET };
-    static const struct option opts[] = {
-        {"job", required_argument, 0, O_JOB},         {"suite", required_argument, 0, O_SUITE},
-        {"out", required_argument, 0, O_OUT},         {"strategy", required_argument, 0, CLI_OPT_STRATEGY},
-        {"seed", required_argument, 0, CLI_OPT_SEED},       {"cost-model", required_argument, 0, CLI_OPT_COST},
-        {"unit-time", required_argument, 0, CLI_OPT_UNIT},  {"no-pictures", no_argument, 0, O_NOPIC},
-        {"json", no_argument, 0, O_JSON},             {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0},
-    };
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    kr_optimize_options o;
-    kr_optimize_options_default(&o);
-    const char *jobpath = NULL, *suite = NULL, *out = "kareus-compare";
-    int json = 0, quiet = 0, c, rc;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_JOB: jobpath = optarg; break;
-        case O_SUITE: suite = optarg; break;
-        case O_OUT: out = optarg; break;
-        case CLI_OPT_STRATEGY:
-        case CLI_OPT_SEED:
-        case CLI_OPT_COST:
-        case CLI_OPT_UNIT:
-            if ((rc = cli_optimize_option("compare", c, optarg, &o)))
-                return rc;
-            break;
-        case O_NOPIC: o.pictures = 0; break;
-        case O_JSON: json = 1; break;
-        case O_QUIET: quiet = 1; break;
-        default: return cli_usage_error("compare", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("compare", "unexpected argument '%s'", argv[optind]);
+    if (cli_wants_help(argc, argv))
+        return cli_opt_usage(stdout, &compare_set);
+    compare_args a = {.out = "kareus-compare"};
+    kr_optimize_options_default(&a.o);
+    int next, rc;
+    if ((rc = cli_opt_parse(&compare_set, argc, argv, 1, &a, &next)))
+        return rc;
+    if (next < argc)
+        return cli_usage_error("compare", "unexpected argument '%s'", argv[next]);
+    kr_optimize_options o = a.o;
+    const char *jobpath = a.job, *suite = a.suite, *out = a.out;
+    int json = a.json, quiet = a.quiet;
     if (suite && strcmp(suite, "paper") != 0)
         return cli_usage_error("compare", "--suite: expected paper, found '%s'", suite);
     if (suite && jobpath)

@@ -8,14 +8,14 @@
  * NVIDIA driver/library/GPU on this machine (a missing device is treated like a wrong input:
  * the command cannot do anything here) — the message names what is missing.
  */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus gpu info [--device N] [--backend SPEC] [--json]\n"
     "       kareus gpu reset [--device N|all] [--backend SPEC] [--lock-dir DIR] [--force]\n"
     "       kareus gpu restore [--device N|all] [--backend SPEC] [--lock-dir DIR]\n\n"
@@ -23,14 +23,47 @@ static const char usage_text[] =
     "  reset       remove the SM clock lock (the driver's default behaviour); refuses a GPU that a\n"
     "              running Kareus process controls unless --force (needs root or CAP_SYS_ADMIN)\n"
     "  restore     after a Kareus process died without restoring (SIGKILL, crash): put back the\n"
-    "              clocks its lock file recorded (default: all devices); a live holder is left alone\n"
-    "  --device N  one device (default: all for info, 0 for reset)\n"
-    "  --backend S auto (default: kareusd when not root and it runs, else nvml), nvml,\n"
-    "              kareusd[:SOCKET], or a fake/sim spec for tests (see docs/runtime.md)\n"
-    "  --lock-dir  directory of the per-GPU lock files (default /run/kareus as root, else\n"
-    "              $XDG_RUNTIME_DIR/kareus)\n"
-    "  --json      machine-readable output\n\n"
-    "Exit status 2 when there is no NVIDIA driver, library or GPU here (the message says which).\n";
+    "              clocks its lock file recorded (default: all devices); a live holder is left alone\n";
+
+/* What the options set. */
+typedef struct gpu_args {
+    const char *spec, *lock_dir;
+    int device, all, json, force;
+} gpu_args;
+
+static int set_device(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    gpu_args *a = ctx;
+    if (strcmp(arg, "all") == 0)
+        a->all = 1;
+    else if (cli_parse_int(cmd, "--device", arg, 0, 1023, &a->device))
+        return CLI_EXIT_INPUT;
+    return 0;
+}
+
+static const cli_opt gpu_opts[] = {
+    CLI_OPT_FN("device", 1,
+        "  --device N  one device (default: all for info, 0 for reset)\n",
+        set_device),
+    CLI_OPT("backend", 1,
+        "  --backend S auto (default: kareusd when not root and it runs, else nvml), nvml,\n"
+        "              kareusd[:SOCKET], or a fake/sim spec for tests (see docs/runtime.md)\n",
+        cli_set_str, gpu_args, spec),
+    CLI_OPT("lock-dir", 1,
+        "  --lock-dir  directory of the per-GPU lock files (default /run/kareus as root, else\n"
+        "              $XDG_RUNTIME_DIR/kareus)\n",
+        cli_set_str, gpu_args, lock_dir),
+    CLI_OPT("json", 0,
+        "  --json      machine-readable output\n",
+        cli_set_flag, gpu_args, json),
+    CLI_OPT("force", 0,
+        NULL,
+        cli_set_flag, gpu_args, force),
+};
+static const char usage_tail[] =
+    "\nExit status 2 when there is no NVIDIA driver, library or GPU here (the message says which).\n";
+static const cli_optset gpu_set = {"gpu", usage_head, gpu_opts, CLI_OPT_COUNT(gpu_opts), usage_tail, "", 0};
 
 /* Opens the backend; maps a missing driver/library/GPU to exit status 2. */
 static int open_backend(const char *spec, kr_backend **b)
@@ -215,36 +248,19 @@ static int gpu_restore(kr_backend *b, int only, const char *lock_dir)
 
 int cmd_gpu(int argc, char **argv)
 {
-    int urc = cli_subcommand_usage(argc, argv, usage_text);
+    int urc = cli_opt_subcommand_usage(argc, argv, &gpu_set);
     if (urc >= 0)
         return urc;
     const char *sub = argv[1];
-    static const struct option opts[] = {
-        {"device", required_argument, 0, 'd'}, {"backend", required_argument, 0, 'b'},
-        {"json", no_argument, 0, 'J'},         {"lock-dir", required_argument, 0, 'l'},
-        {"force", no_argument, 0, 'f'},        {0, 0, 0, 0},
-    };
-    const char *spec = NULL, *lock_dir = NULL;
-    int device = -1, all = 0, json = 0, force = 0, c;
-    optind = 2;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            if (strcmp(optarg, "all") == 0)
-                all = 1;
-            else if (cli_parse_int("gpu", "--device", optarg, 0, 1023, &device))
-                return CLI_EXIT_INPUT;
-            break;
-        case 'b': spec = optarg; break;
-        case 'J': json = 1; break;
-        case 'l': lock_dir = optarg; break;
-        case 'f': force = 1; break;
-        default: return cli_usage_error("gpu", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("gpu", "unexpected argument '%s'", argv[optind]);
+    gpu_args a = {.device = -1};
+    int next;
+    int prc = cli_opt_parse(&gpu_set, argc, argv, 2, &a, &next);
+    if (prc)
+        return prc;
+    if (next < argc)
+        return cli_usage_error("gpu", "unexpected argument '%s'", argv[next]);
+    const char *spec = a.spec, *lock_dir = a.lock_dir;
+    int device = a.device, all = a.all, json = a.json, force = a.force;
     int is_info = strcmp(sub, "info") == 0, is_reset = strcmp(sub, "reset") == 0,
         is_restore = strcmp(sub, "restore") == 0;
     if (!is_info && !is_reset && !is_restore)

@@ -2,14 +2,14 @@
  * cmd_job.c — `kareus job show|write|validate|format`: print, save or check a job spec, or
  * describe the format.
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus job show [--job FILE] [--json]\n"
     "       kareus job write --out FILE [--job FILE]\n"
     "       kareus job validate FILE\n"
@@ -18,39 +18,49 @@ static const char usage_text[] =
     "  write      write the job as a JSON spec (a starting point for your own)\n"
     "  validate   load and check a job spec; exit 2 with a precise error if it is wrong\n"
     "  format     every field of the job spec format: type, accepted values, default, meaning\n"
-    "             (--markdown: the table of docs/formats.md)\n"
-    "  --job FILE a JSON job spec or a built-in job name (see 'kareus catalog')\n";
+    "             (--markdown: the table of docs/formats.md)\n";
+
+/* What the options set. */
+typedef struct job_args {
+    const char *jobpath, *out;
+    int json, markdown;
+} job_args;
+
+static const cli_opt job_opts[] = {
+    CLI_OPT("job", 1,
+        "  --job FILE a JSON job spec or a built-in job name (see 'kareus catalog')\n",
+        cli_set_str, job_args, jobpath),
+    CLI_OPT("out", 1,
+        NULL,
+        cli_set_str, job_args, out),
+    CLI_OPT("json", 0,
+        NULL,
+        cli_set_flag, job_args, json),
+    CLI_OPT("markdown", 0,
+        NULL,
+        cli_set_flag, job_args, markdown),
+};
+static const cli_optset job_set = {"job", usage_head, job_opts, CLI_OPT_COUNT(job_opts), NULL, "", 0};
 
 int cmd_job(int argc, char **argv)
 {
-    int urc = cli_subcommand_usage(argc, argv, usage_text);
+    int urc = cli_opt_subcommand_usage(argc, argv, &job_set);
     if (urc >= 0)
         return urc;
     const char *sub = argv[1];
-    static const struct option opts[] = {
-        {"job", required_argument, 0, 'j'}, {"out", required_argument, 0, 'o'},
-        {"json", no_argument, 0, 'J'},      {"markdown", no_argument, 0, 'M'},
-        {0, 0, 0, 0},
-    };
-    const char *jobpath = NULL, *out = NULL;
-    int json = 0, markdown = 0, c;
-    optind = 2;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': jobpath = optarg; break;
-        case 'o': out = optarg; break;
-        case 'J': json = 1; break;
-        case 'M': markdown = 1; break;
-        default: return cli_usage_error("job", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
+    job_args a = {0};
+    int next;
+    int prc = cli_opt_parse(&job_set, argc, argv, 2, &a, &next);
+    if (prc)
+        return prc;
+    const char *jobpath = a.jobpath, *out = a.out;
+    int json = a.json, markdown = a.markdown;
     if (strcmp(sub, "validate") == 0) {
-        if (optind != argc - 1)
+        if (next != argc - 1)
             return cli_usage_error("job", "validate: expected one job file");
-        jobpath = argv[optind];
-    } else if (optind < argc) {
-        return cli_usage_error("job", "unexpected argument '%s'", argv[optind]);
+        jobpath = argv[next];
+    } else if (next < argc) {
+        return cli_usage_error("job", "unexpected argument '%s'", argv[next]);
     }
     if (strcmp(sub, "format") == 0)
         return cli_print_format(kr_job_format_field, markdown);

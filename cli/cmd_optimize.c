@@ -3,40 +3,110 @@
  * --job): search, compose, solve, simulate, compare the five methods, write the results, the
  * pictures and the report, and print a short table.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus optimize [--job FILE] [--out DIR] [--methods LIST] [--strategy NAME] [--seed N]\n"
     "                       [--cost-model exact|lowtime] [--unit-time SEC] [--backend sim|replay|gpu]\n"
     "                       [--replay [KEY=]FILE]... [--log FILE] [--no-pictures] [--json] [--quiet]\n\n"
     "Searches every partition, composes instruction options, solves the iteration time-energy\n"
     "frontier, simulates the chosen plans on the pipeline simulator and compares Megatron, Perseus,\n"
-    "Nanobatching, Nanobatching+Perseus and Kareus on equal terms.\n\n"
-    "  --job FILE         job spec or built-in name (default: the built-in default job)\n"
-    "  --out DIR          output directory (default kareus-out): partitions/, options/, frontiers/,\n"
-    "                     plans/, summary.json, pictures and report.html\n"
-    "  --methods LIST     comma-separated: megatron, perseus, nanobatch, nanobatch+perseus, kareus\n"
-    "                     (default all; Megatron and Perseus always run: the metrics refer to them)\n"
-    "  --strategy NAME    exhaustive, bo or artifact (default: exhaustive on the simulator and on a\n"
-    "                     replay, where it searches every recorded configuration; bo on a GPU)\n"
-    "  --seed N           search seed (default 1)\n"
-    "  --cost-model NAME  exact (default) or lowtime\n"
-    "  --unit-time SEC    solver time step (default 0.001)\n"
-    "  --exchange MODE    solver's knob exchanges and window search: off (default), on, auto\n"
-    "  --backend NAME     sim (default), replay (recorded measurements) or gpu (CUDA profiler)\n"
-    "  --replay [KEY=]FILE  a measurement log to replay (repeatable; implies --backend replay): ours,\n"
-    "                     or the artifact's per-key eval_results.jsonl (KEY= or its directory names\n"
-    "                     the key); every partition the methods need must be covered (the error\n"
-    "                     lists what is missing)\n"
-    "  --log FILE         measurement log (default DIR/measurements.jsonl; reruns resume from it)\n"
-    "  --no-pictures      no SVG pictures and no report.html\n"
-    "  --json             print the summary as JSON instead of the table\n"
-    "  --quiet            no progress on stderr\n";
+    "Nanobatching, Nanobatching+Perseus and Kareus on equal terms.\n\n";
+
+/* What the options set. */
+typedef struct optimize_args {
+    kr_optimize_options o;
+    const char *job, *out, *backend;
+    const char *replay[64];
+    int nreplay, json, quiet;
+} optimize_args;
+
+static int set_methods(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    optimize_args *a = ctx;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    a->o.methods = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        kr_method m;
+        if (kr_method_parse(tok, &m))
+            return cli_usage_error(cmd,
+                                   "--methods: expected megatron, perseus, nanobatch, nanobatch+perseus or kareus, "
+                                   "found '%s'",
+                                   tok);
+        a->o.methods |= 1u << m;
+    }
+    return 0;
+}
+
+static int set_replay(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    optimize_args *a = ctx;
+    if (a->nreplay == 64)
+        return cli_usage_error(cmd, "--replay: at most 64 files");
+    a->replay[a->nreplay++] = arg;
+    return 0;
+}
+
+static const cli_opt optimize_opts[] = {
+    CLI_OPT("job", 1,
+        "  --job FILE         job spec or built-in name (default: the built-in default job)\n",
+        cli_set_str, optimize_args, job),
+    CLI_OPT("out", 1,
+        "  --out DIR          output directory (default kareus-out): partitions/, options/, frontiers/,\n"
+        "                     plans/, summary.json, pictures and report.html\n",
+        cli_set_str, optimize_args, out),
+    CLI_OPT_FN("methods", 1,
+        "  --methods LIST     comma-separated: megatron, perseus, nanobatch, nanobatch+perseus, kareus\n"
+        "                     (default all; Megatron and Perseus always run: the metrics refer to them)\n",
+        set_methods),
+    CLI_OPT("strategy", 1,
+        "  --strategy NAME    exhaustive, bo or artifact (default: exhaustive on the simulator and on a\n"
+        "                     replay, where it searches every recorded configuration; bo on a GPU)\n",
+        cli_set_optimize, optimize_args, o),
+    CLI_OPT("seed", 1,
+        "  --seed N           search seed (default 1)\n",
+        cli_set_optimize, optimize_args, o),
+    CLI_OPT("cost-model", 1,
+        "  --cost-model NAME  exact (default) or lowtime\n",
+        cli_set_optimize, optimize_args, o),
+    CLI_OPT("unit-time", 1,
+        "  --unit-time SEC    solver time step (default 0.001)\n",
+        cli_set_optimize, optimize_args, o),
+    CLI_OPT("exchange", 1,
+        "  --exchange MODE    solver's knob exchanges and window search: off (default), on, auto\n",
+        cli_set_optimize, optimize_args, o),
+    CLI_OPT("backend", 1,
+        "  --backend NAME     sim (default), replay (recorded measurements) or gpu (CUDA profiler)\n",
+        cli_set_str, optimize_args, backend),
+    CLI_OPT_FN("replay", 1,
+        "  --replay [KEY=]FILE  a measurement log to replay (repeatable; implies --backend replay): ours,\n"
+        "                     or the artifact's per-key eval_results.jsonl (KEY= or its directory names\n"
+        "                     the key); every partition the methods need must be covered (the error\n"
+        "                     lists what is missing)\n",
+        set_replay),
+    CLI_OPT("log", 1,
+        "  --log FILE         measurement log (default DIR/measurements.jsonl; reruns resume from it)\n",
+        cli_set_str, optimize_args, o.log_path),
+    CLI_OPT("no-pictures", 0,
+        "  --no-pictures      no SVG pictures and no report.html\n",
+        cli_set_clear, optimize_args, o.pictures),
+    CLI_OPT("json", 0,
+        "  --json             print the summary as JSON instead of the table\n",
+        cli_set_flag, optimize_args, json),
+    CLI_OPT("quiet", 0,
+        "  --quiet            no progress on stderr\n",
+        cli_set_flag, optimize_args, quiet),
+};
+static const cli_optset optimize_set = {"optimize", usage_head, optimize_opts, CLI_OPT_COUNT(optimize_opts),
+                                        NULL, "h", 0};
 
 static void on_progress(void *ud, const char *phase, const char *detail)
 {
@@ -85,70 +155,18 @@ static void print_table(const kr_optimize_result *r, const char *out)
 
 int cmd_optimize(int argc, char **argv)
 {
-    enum { O_JOB = 1, O_OUT, O_METHODS, O_BACKEND, O_REPLAY, O_LOG, O_NOPIC, O_JSON, O_QUIET };
-    static const struct option opts[] = {
-        {"job", required_argument, 0, O_JOB},         {"out", required_argument, 0, O_OUT},
-        {"methods", required_argument, 0, O_METHODS}, {"strategy", required_argument, 0, CLI_OPT_STRATEGY},
-        {"seed", required_argument, 0, CLI_OPT_SEED},       {"cost-model", required_argument, 0, CLI_OPT_COST},
-        {"unit-time", required_argument, 0, CLI_OPT_UNIT},  {"backend", required_argument, 0, O_BACKEND},
-        {"replay", required_argument, 0, O_REPLAY},   {"log", required_argument, 0, O_LOG},
-        {"no-pictures", no_argument, 0, O_NOPIC},     {"json", no_argument, 0, O_JSON},
-        {"quiet", no_argument, 0, O_QUIET},           {"exchange", required_argument, 0, CLI_OPT_EXCHANGE},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    kr_optimize_options o;
-    kr_optimize_options_default(&o);
-    const char *jobpath = NULL, *out = "kareus-out", *backend = NULL, *replay[64];
-    int nreplay = 0, json = 0, quiet = 0, c, rc;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_JOB: jobpath = optarg; break;
-        case O_OUT: out = optarg; break;
-        case O_METHODS: {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", optarg);
-            o.methods = 0;
-            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-                kr_method m;
-                if (kr_method_parse(tok, &m))
-                    return cli_usage_error("optimize",
-                                           "--methods: expected megatron, perseus, nanobatch, nanobatch+perseus or kareus, "
-                                           "found '%s'",
-                                           tok);
-                o.methods |= 1u << m;
-            }
-            break;
-        }
-        case CLI_OPT_STRATEGY:
-        case CLI_OPT_SEED:
-        case CLI_OPT_COST:
-        case CLI_OPT_UNIT:
-        case CLI_OPT_EXCHANGE:
-            if ((rc = cli_optimize_option("optimize", c, optarg, &o)))
-                return rc;
-            break;
-        case O_BACKEND: backend = optarg; break;
-        case O_REPLAY:
-            if (nreplay == 64)
-                return cli_usage_error("optimize", "--replay: at most 64 files");
-            replay[nreplay++] = optarg;
-            break;
-        case O_LOG: o.log_path = optarg; break;
-        case O_NOPIC: o.pictures = 0; break;
-        case O_JSON: json = 1; break;
-        case O_QUIET: quiet = 1; break;
-        default: return cli_usage_error("optimize", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("optimize", "unexpected argument '%s'", argv[optind]);
+    if (cli_wants_help(argc, argv))
+        return cli_opt_usage(stdout, &optimize_set);
+    optimize_args a = {.out = "kareus-out"};
+    kr_optimize_options_default(&a.o);
+    int next, rc;
+    if ((rc = cli_opt_parse(&optimize_set, argc, argv, 1, &a, &next)))
+        return rc;
+    if (next < argc)
+        return cli_usage_error("optimize", "unexpected argument '%s'", argv[next]);
+    kr_optimize_options o = a.o;
+    const char *jobpath = a.job, *out = a.out, *backend = a.backend, **replay = a.replay;
+    int nreplay = a.nreplay, json = a.json, quiet = a.quiet;
     if (backend == NULL)
         backend = nreplay ? "replay" : "sim";
     if (strcmp(backend, "sim") && strcmp(backend, "replay") && strcmp(backend, "gpu"))

@@ -4,30 +4,57 @@
  * timeline as JSON for pictures. Every out-of-range value is an input error (exit 2) that says
  * what was expected.
  */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus partition eval --partition KEY --freq MHZ [--sms N] [--slot NAME]\n"
     "                             [--job FILE] [--variant kareus|sequential|default-overlap]\n"
     "                             [--timeline FILE.json] [--json]\n\n"
     "Simulates one execution of a partition on one GPU and prints time_s, energy_j and\n"
-    "effective_energy_j (energy minus the job's static power times the time).\n"
-    "  --partition KEY  partition key (see `kareus catalog --partitions`), or non-partition\n"
-    "                   work: embed_fwd, embed_bwd, lmhead_fwd, lmhead_bwd, loss_fwd, loss_bwd\n"
-    "  --freq MHZ       SM clock; must be one the job's GPU supports\n"
-    "  --sms N          SMs (CTAs) of the comm kernel, 1 .. SM count - 1 (kareus: required;\n"
-    "                   baselines: NCCL's default)\n"
-    "  --slot NAME      launch slot (norm_0, linear_0, ...) or none (kareus: required;\n"
-    "                   baselines: their fixed slot)\n"
-    "  --job FILE       job spec (JSON file or built-in name; default: the default job)\n"
-    "  --variant V      kareus (default), sequential or default-overlap\n"
-    "  --timeline FILE  also write the per-stream timeline and power trace as JSON\n"
-    "  --json           machine-readable output\n";
+    "effective_energy_j (energy minus the job's static power times the time).\n";
+
+/* What the options set. */
+typedef struct eval_args {
+    const char *key, *freq_s, *sms_s, *slot_s, *jobpath, *variant_s, *timeline;
+    int json;
+} eval_args;
+
+static const cli_opt eval_opts[] = {
+    CLI_OPT("partition", 1,
+        "  --partition KEY  partition key (see `kareus catalog --partitions`), or non-partition\n"
+        "                   work: embed_fwd, embed_bwd, lmhead_fwd, lmhead_bwd, loss_fwd, loss_bwd\n",
+        cli_set_str, eval_args, key),
+    CLI_OPT("freq", 1,
+        "  --freq MHZ       SM clock; must be one the job's GPU supports\n",
+        cli_set_str, eval_args, freq_s),
+    CLI_OPT("sms", 1,
+        "  --sms N          SMs (CTAs) of the comm kernel, 1 .. SM count - 1 (kareus: required;\n"
+        "                   baselines: NCCL's default)\n",
+        cli_set_str, eval_args, sms_s),
+    CLI_OPT("slot", 1,
+        "  --slot NAME      launch slot (norm_0, linear_0, ...) or none (kareus: required;\n"
+        "                   baselines: their fixed slot)\n",
+        cli_set_str, eval_args, slot_s),
+    CLI_OPT("job", 1,
+        "  --job FILE       job spec (JSON file or built-in name; default: the default job)\n",
+        cli_set_str, eval_args, jobpath),
+    CLI_OPT("variant", 1,
+        "  --variant V      kareus (default), sequential or default-overlap\n",
+        cli_set_str, eval_args, variant_s),
+    CLI_OPT("timeline", 1,
+        "  --timeline FILE  also write the per-stream timeline and power trace as JSON\n",
+        cli_set_str, eval_args, timeline),
+    CLI_OPT("json", 0,
+        "  --json           machine-readable output\n",
+        cli_set_flag, eval_args, json),
+    CLI_OPT_HELP,
+};
+static const cli_optset eval_set = {"partition eval", usage_head, eval_opts, CLI_OPT_COUNT(eval_opts), NULL, "h", 0};
 
 /* Finds key among the variant's partitions, then among the non-partition work of every stage
  * (copied into *out). Returns 0, or prints the error and returns 2. */
@@ -119,34 +146,16 @@ static void print_result(const kr_job *job, const kr_partition *p, const kr_conf
 
 static int eval(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"partition", required_argument, 0, 'p'}, {"freq", required_argument, 0, 'f'},
-        {"sms", required_argument, 0, 's'},       {"slot", required_argument, 0, 'l'},
-        {"job", required_argument, 0, 'j'},       {"variant", required_argument, 0, 'v'},
-        {"timeline", required_argument, 0, 't'},  {"json", no_argument, 0, 'J'},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
-    };
-    const char *key = NULL, *freq_s = NULL, *sms_s = NULL, *slot_s = NULL, *jobpath = NULL, *variant_s = NULL,
-               *timeline = NULL;
-    int json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': key = optarg; break;
-        case 'f': freq_s = optarg; break;
-        case 's': sms_s = optarg; break;
-        case 'l': slot_s = optarg; break;
-        case 'j': jobpath = optarg; break;
-        case 'v': variant_s = optarg; break;
-        case 't': timeline = optarg; break;
-        case 'J': json = 1; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default: return cli_usage_error("partition eval", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("partition eval", "unexpected argument '%s'", argv[optind]);
+    eval_args a = {0};
+    int next;
+    int prc = cli_opt_parse(&eval_set, argc, argv, 1, &a, &next);
+    if (prc)
+        return prc == CLI_OPT_STOP ? 0 : prc;
+    if (next < argc)
+        return cli_usage_error("partition eval", "unexpected argument '%s'", argv[next]);
+    const char *key = a.key, *freq_s = a.freq_s, *sms_s = a.sms_s, *slot_s = a.slot_s, *jobpath = a.jobpath,
+               *variant_s = a.variant_s, *timeline = a.timeline;
+    int json = a.json;
     if (key == NULL)
         return cli_usage_error("partition eval", "--partition: missing (which partition to evaluate)");
     if (freq_s == NULL)
@@ -201,7 +210,7 @@ static int eval(int argc, char **argv)
 int cmd_partition(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage_text, argc < 2 ? stderr : stdout);
+        cli_opt_usage(argc < 2 ? stderr : stdout, &eval_set);
         return argc < 2 ? CLI_EXIT_INPUT : 0;
     }
     if (strcmp(argv[1], "eval") == 0)

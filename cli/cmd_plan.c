@@ -4,13 +4,13 @@
  * (Zeus's freqs_pipeline_N.py, Kareus's scheds_pipeline_N.py), or read those files back into a
  * plan for a job.
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus plan show FILE [--json]\n"
     "       kareus plan validate FILE [--job FILE] [--json]\n"
     "       kareus plan export-zeus FILE --out FILE.py [--job FILE] [--json]\n"
@@ -32,9 +32,47 @@ static const char usage_text[] =
     "                   kareus with a scheds file, perseus without). The files are read as\n"
     "                   literals, never evaluated.\n"
     "  format           every field of the plan format: type, accepted values, default, meaning\n"
-    "                   (--markdown: the table of docs/formats.md)\n"
-    "  --json           show: the plan file itself once it reads correctly; validate and the\n"
-    "                   exports: the result as one JSON object\n";
+    "                   (--markdown: the table of docs/formats.md)\n";
+
+/* What the options set. */
+typedef struct plan_args {
+    const char *jobpath, *out, *method;
+    int index, json, markdown;
+} plan_args;
+
+static int set_index(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*arg == '\0' || *end != '\0' || v < 0 || v > 99999)
+        return cli_usage_error(cmd, "--index: expected an integer in [0, 99999], found '%s'", arg);
+    ((plan_args *)ctx)->index = (int)v;
+    return 0;
+}
+
+static const cli_opt plan_opts[] = {
+    CLI_OPT("job", 1,
+        NULL,
+        cli_set_str, plan_args, jobpath),
+    CLI_OPT("out", 1,
+        NULL,
+        cli_set_str, plan_args, out),
+    CLI_OPT("method", 1,
+        NULL,
+        cli_set_str, plan_args, method),
+    CLI_OPT_FN("index", 1,
+        NULL,
+        set_index),
+    CLI_OPT("json", 0,
+        "  --json           show: the plan file itself once it reads correctly; validate and the\n"
+        "                   exports: the result as one JSON object\n",
+        cli_set_flag, plan_args, json),
+    CLI_OPT("markdown", 0,
+        NULL,
+        cli_set_flag, plan_args, markdown),
+};
+static const cli_optset plan_set = {"plan", usage_head, plan_opts, CLI_OPT_COUNT(plan_opts), NULL, "", 0};
 
 static void show(const kr_plan *p)
 {
@@ -61,9 +99,9 @@ static void show(const kr_plan *p)
     }
 }
 
-static int do_import(int argc, char **argv, const char *jobpath, const char *out, const char *method)
+static int do_import(int argc, char **argv, int first, const char *jobpath, const char *out, const char *method)
 {
-    int nfiles = argc - optind;
+    int nfiles = argc - first;
     if (nfiles < 1 || nfiles > 2)
         return cli_usage_error("plan", "import: expected FREQS.py and optionally SCHEDS.py, found %d file(s)", nfiles);
     if (out == NULL)
@@ -74,63 +112,42 @@ static int do_import(int argc, char **argv, const char *jobpath, const char *out
         return rc;
     kr_error err = {0};
     kr_plan p;
-    if ((rc = kr_plan_import_artifact(&job, argv[optind], nfiles == 2 ? argv[optind + 1] : NULL, method, &p, &err)))
+    if ((rc = kr_plan_import_artifact(&job, argv[first], nfiles == 2 ? argv[first + 1] : NULL, method, &p, &err)))
         return cli_report(rc, &err);
     if ((rc = kr_plan_write(out, &p, &err)) == KR_OK)
         printf("%s: %s plan for job '%s' (%d stages, %d microbatches, step %d) from %s%s%s\n", out, p.method, job.name,
-               p.num_stages, p.num_microbatches, p.step, argv[optind], nfiles == 2 ? " and " : "",
-               nfiles == 2 ? argv[optind + 1] : "");
+               p.num_stages, p.num_microbatches, p.step, argv[first], nfiles == 2 ? " and " : "",
+               nfiles == 2 ? argv[first + 1] : "");
     kr_plan_free(&p);
     return rc ? cli_report(rc, &err) : 0;
 }
 
 int cmd_plan(int argc, char **argv)
 {
-    int urc = cli_subcommand_usage(argc, argv, usage_text);
+    int urc = cli_opt_subcommand_usage(argc, argv, &plan_set);
     if (urc >= 0)
         return urc;
     const char *sub = argv[1];
-    static const struct option opts[] = {
-        {"job", required_argument, 0, 'j'},    {"out", required_argument, 0, 'o'},
-        {"method", required_argument, 0, 'm'}, {"index", required_argument, 0, 'i'},
-        {"json", no_argument, 0, 'J'},         {"markdown", no_argument, 0, 'M'},
-        {0, 0, 0, 0}};
-    const char *jobpath = NULL, *out = NULL, *method = NULL;
-    int index = -1;
-    int c, json = 0, markdown = 0;
-    optind = 2;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': jobpath = optarg; break;
-        case 'o': out = optarg; break;
-        case 'm': method = optarg; break;
-        case 'i': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || v < 0 || v > 99999)
-                return cli_usage_error("plan", "--index: expected an integer in [0, 99999], found '%s'", optarg);
-            index = (int)v;
-            break;
-        }
-        case 'J': json = 1; break;
-        case 'M': markdown = 1; break;
-        default: return cli_usage_error("plan", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
+    plan_args a = {.index = -1};
+    int next;
+    int prc = cli_opt_parse(&plan_set, argc, argv, 2, &a, &next);
+    if (prc)
+        return prc;
+    const char *jobpath = a.jobpath, *out = a.out, *method = a.method;
+    int index = a.index, json = a.json, markdown = a.markdown;
     if (strcmp(sub, "import") == 0)
-        return do_import(argc, argv, jobpath, out, method);
+        return do_import(argc, argv, next, jobpath, out, method);
     if (strcmp(sub, "format") == 0)
-        return optind < argc ? cli_usage_error("plan", "format: unexpected argument '%s'", argv[optind])
+        return next < argc ? cli_usage_error("plan", "format: unexpected argument '%s'", argv[next])
                              : cli_print_format(kr_plan_format_field, markdown);
     if (strcmp(sub, "show") != 0 && strcmp(sub, "validate") != 0 && strcmp(sub, "export-zeus") != 0 &&
         strcmp(sub, "export-artifact") != 0)
         return cli_usage_error("plan", "unknown subcommand '%s' (expected show, validate, export-zeus, export-artifact, "
                                        "import or format)",
                                sub);
-    if (optind != argc - 1)
+    if (next != argc - 1)
         return cli_usage_error("plan", "%s: expected one plan file", sub);
-    const char *path = argv[optind];
+    const char *path = argv[next];
     kr_error err = {0};
     kr_plan p;
     int rc = kr_plan_read(path, &p, &err);

@@ -7,7 +7,6 @@
  * Without what a measurement needs (libkareus_cuda, a CUDA driver, a GPU, NVML, permission to
  * lock clocks) it exits 2 and says which is missing; --plan works anywhere.
  */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +14,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus profile [--job FILE] --partition KEY --config MHZ[,SMS,SLOT] [--config ...]\n"
     "       kareus profile [--job FILE] [--partition KEY|all] --log FILE [--strategy bo|exhaustive]\n"
     "       kareus profile [--job FILE] --partition KEY --plan [--config MHZ[,SMS,SLOT]]\n"
@@ -27,44 +27,11 @@ static const char usage_text[] =
     "nanobatch's collective on a comm stream launched at the slot with SMS CTAs (NCCL with two\n"
     "or more GPUs; with one, a labelled PROXY kernel moving the same bytes), at a locked clock;\n"
     "time from CUDA events, energy from the NVML counter between its update edges, >= 3 repeats.\n\n"
-    "modes:\n"
-    "  --config MHZ,SMS,SLOT  measure these configurations (repeatable; MHZ alone for work\n"
-    "                   without a collective and for the baseline variants)\n"
-    "  --log FILE       search the partition(s) with the GPU backend (--strategy, default bo),\n"
-    "                   every measurement appended to the search's JSONL log as it is taken\n"
-    "  --plan           print the kernel plan (no GPU needed)\n"
-    "  --calibrate      measure the GPU's constants and write a catalog entry (docs/profiler.md)\n"
-    "  --check          what is present, and the kernels checked against CPU references\n"
-    "options:\n"
-    "  --job FILE       job spec (JSON or built-in name; default: the default job)\n"
-    "  --partition KEY  a partition key, non-partition work (embed_fwd, ...), or all\n"
-    "  --variant V      kareus (default), sequential or default-overlap\n"
-    "  --strategy S     bo (default), exhaustive or artifact (search mode)\n"
-    "  --seed N         search seed (default 1)\n"
-    "  --prior SPEC     search mode, bo: the simulator's prediction as the prior mean: sim (default:\n"
-    "                   the job's GPU), FILE (a GPU entry, e.g. from --calibrate) or none\n"
-    "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
-    "                   --calibrate: the entry (default gpu-calibrated.json)\n"
-    "  --details FILE   append one JSON line per measurement with everything behind it\n"
-    "  --json           machine-readable output (--config mode); with --out FILE also to FILE\n"
-    "  --sim            --config: the simulator's prediction (the job's GPU) and measured/simulated\n"
-    "                   ratios beside each measurement\n"
-    "  --sim-gpu FILE   also the simulator with this GPU entry (e.g. the one --calibrate wrote)\n"
-    "  --device N       first CUDA device (default 0)\n"
-    "  --devices N      GPUs to use (default: all from --device on, for NCCL)\n"
-    "  --comm MODE      auto (default), nccl, proxy (link-capped) or proxy-unpaced\n"
-    "  --control SPEC   clock/energy backend (default nvml; see `kareus gpu --help`)\n"
-    "  --window S       energy window per repeat, >= 1 s (default 1)\n"
-    "  --repeats N      repeats, 3..16 (default 3)\n"
-    "  --cooldown-ratio X  idle time after a measurement, x its busy time (default 0.5)\n"
-    "  --quiet          no progress lines\n"
-    "calibration:\n"
-    "  --base GPU       catalog entry filling what is not measured (default: matched by name)\n"
-    "  --name NAME      name of the new entry (default: <base>-calibrated)\n"
-    "  --raw FILE       every raw point as JSON (default: <out>.raw.json)\n"
-    "  --quick          fewer points (3 GEMM clocks, 2 copy clocks, 3 CTA counts)\n";
+    "modes:\n";
 
 #define MAX_CONFIGS 64
+
+/* What the options set. */
 
 typedef struct args {
     const char *job, *partition, *variant, *strategy, *out, *details, *control, *base, *name, *raw, *log;
@@ -79,6 +46,132 @@ typedef struct args {
     kr_profiler_comm comm;
     kr_profiler_options o;
 } args;
+
+static int set_seed(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    long l;
+    int rc = cli_parse_long(cmd, "--seed", arg, 0, 2147483647L, &l);
+    if (rc == 0)
+        ((args *)ctx)->seed = (unsigned long long)l;
+    return rc;
+}
+
+static int set_comm(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    args *a = ctx;
+    if (kr_profiler_comm_parse(arg, &a->comm) || a->comm == KR_PROFILER_COMM_NONE)
+        return cli_usage_error(cmd, "--comm: expected auto, nccl, proxy or proxy-unpaced, found '%s'", arg);
+    return 0;
+}
+
+static int set_config(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    args *a = ctx;
+    if (a->nconfigs == MAX_CONFIGS)
+        return cli_usage_error(cmd, "--config: at most %d configurations", MAX_CONFIGS);
+    a->configs[a->nconfigs++] = arg;
+    return 0;
+}
+
+static const cli_opt profile_opts[] = {
+    CLI_OPT_FN("config", 1,
+        "  --config MHZ,SMS,SLOT  measure these configurations (repeatable; MHZ alone for work\n"
+        "                   without a collective and for the baseline variants)\n",
+        set_config),
+    CLI_OPT("log", 1,
+        "  --log FILE       search the partition(s) with the GPU backend (--strategy, default bo),\n"
+        "                   every measurement appended to the search's JSONL log as it is taken\n",
+        cli_set_str, args, log),
+    CLI_OPT("plan", 0,
+        "  --plan           print the kernel plan (no GPU needed)\n",
+        cli_set_flag, args, plan),
+    CLI_OPT("calibrate", 0,
+        "  --calibrate      measure the GPU's constants and write a catalog entry (docs/profiler.md)\n",
+        cli_set_flag, args, calibrate),
+    CLI_OPT("check", 0,
+        "  --check          what is present, and the kernels checked against CPU references\n"
+        "options:\n",
+        cli_set_flag, args, check),
+    CLI_OPT("job", 1,
+        "  --job FILE       job spec (JSON or built-in name; default: the default job)\n",
+        cli_set_str, args, job),
+    CLI_OPT("partition", 1,
+        "  --partition KEY  a partition key, non-partition work (embed_fwd, ...), or all\n",
+        cli_set_str, args, partition),
+    CLI_OPT("variant", 1,
+        "  --variant V      kareus (default), sequential or default-overlap\n",
+        cli_set_str, args, variant),
+    CLI_OPT("strategy", 1,
+        "  --strategy S     bo (default), exhaustive or artifact (search mode)\n",
+        cli_set_str, args, strategy),
+    CLI_OPT_FN("seed", 1,
+        "  --seed N         search seed (default 1)\n",
+        set_seed),
+    CLI_OPT("prior", 1,
+        "  --prior SPEC     search mode, bo: the simulator's prediction as the prior mean: sim (default:\n"
+        "                   the job's GPU), FILE (a GPU entry, e.g. from --calibrate) or none\n",
+        cli_set_str, args, prior),
+    CLI_OPT("out", 1,
+        "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
+        "                   --calibrate: the entry (default gpu-calibrated.json)\n",
+        cli_set_str, args, out),
+    CLI_OPT("details", 1,
+        "  --details FILE   append one JSON line per measurement with everything behind it\n",
+        cli_set_str, args, details),
+    CLI_OPT("json", 0,
+        "  --json           machine-readable output (--config mode); with --out FILE also to FILE\n",
+        cli_set_flag, args, json),
+    CLI_OPT("sim", 0,
+        "  --sim            --config: the simulator's prediction (the job's GPU) and measured/simulated\n"
+        "                   ratios beside each measurement\n",
+        cli_set_flag, args, sim),
+    CLI_OPT("sim-gpu", 1,
+        "  --sim-gpu FILE   also the simulator with this GPU entry (e.g. the one --calibrate wrote)\n",
+        cli_set_str, args, sim_gpu),
+    CLI_OPT_RANGE("device", 1,
+        "  --device N       first CUDA device (default 0)\n",
+        cli_set_int, args, device, 0, 1023),
+    CLI_OPT_RANGE("devices", 1,
+        "  --devices N      GPUs to use (default: all from --device on, for NCCL)\n",
+        cli_set_int, args, devices, 1, KR_PROFILER_MAX_RANKS),
+    CLI_OPT_FN("comm", 1,
+        "  --comm MODE      auto (default), nccl, proxy (link-capped) or proxy-unpaced\n",
+        set_comm),
+    CLI_OPT("control", 1,
+        "  --control SPEC   clock/energy backend (default nvml; see `kareus gpu --help`)\n",
+        cli_set_str, args, control),
+    CLI_OPT_RANGE("window", 1,
+        "  --window S       energy window per repeat, >= 1 s (default 1)\n",
+        cli_set_double, args, o.window_s, 1.0, 600.0),
+    CLI_OPT_RANGE("repeats", 1,
+        "  --repeats N      repeats, 3..16 (default 3)\n",
+        cli_set_int, args, o.repeats, 3, KR_PROFILER_MAX_REPEATS),
+    CLI_OPT_RANGE("cooldown-ratio", 1,
+        "  --cooldown-ratio X  idle time after a measurement, x its busy time (default 0.5)\n",
+        cli_set_double, args, o.cooldown_ratio, 0.0, 100.0),
+    CLI_OPT("quiet", 0,
+        "  --quiet          no progress lines\n"
+        "calibration:\n",
+        cli_set_flag, args, quiet),
+    CLI_OPT("base", 1,
+        "  --base GPU       catalog entry filling what is not measured (default: matched by name)\n",
+        cli_set_str, args, base),
+    CLI_OPT("name", 1,
+        "  --name NAME      name of the new entry (default: <base>-calibrated)\n",
+        cli_set_str, args, name),
+    CLI_OPT("raw", 1,
+        "  --raw FILE       every raw point as JSON (default: <out>.raw.json)\n",
+        cli_set_str, args, raw),
+    CLI_OPT("quick", 0,
+        "  --quick          fewer points (3 GEMM clocks, 2 copy clocks, 3 CTA counts)\n",
+        cli_set_flag, args, quick),
+    CLI_OPT_HELP,
+};
+static const cli_optset profile_set = {"profile", usage_head, profile_opts, CLI_OPT_COUNT(profile_opts),
+                                       NULL, "h", 0};
 
 /* ---- what is missing ------------------------------------------------------------------------ */
 
@@ -618,101 +711,17 @@ static int mode_search(const args *a, const kr_job *job, kr_variant var)
 
 static int parse_args(int argc, char **argv, args *a)
 {
-    enum {
-        O_JOB = 256, O_PART, O_VARIANT, O_STRATEGY, O_SEED, O_OUT, O_DETAILS, O_JSON, O_DEVICE, O_DEVICES, O_COMM,
-        O_CONTROL, O_WINDOW, O_REPEATS, O_COOL, O_QUIET, O_BASE, O_NAME, O_RAW, O_QUICK, O_CONFIG, O_PLAN,
-        O_CALIB, O_CHECK, O_LOG, O_SIM, O_SIMGPU, O_PRIOR
-    };
-    static const struct option opts[] = {
-        {"job", required_argument, 0, O_JOB},         {"partition", required_argument, 0, O_PART},
-        {"variant", required_argument, 0, O_VARIANT}, {"strategy", required_argument, 0, O_STRATEGY},
-        {"seed", required_argument, 0, O_SEED},       {"out", required_argument, 0, O_OUT},
-        {"details", required_argument, 0, O_DETAILS}, {"json", no_argument, 0, O_JSON},
-        {"device", required_argument, 0, O_DEVICE},   {"devices", required_argument, 0, O_DEVICES},
-        {"comm", required_argument, 0, O_COMM},       {"control", required_argument, 0, O_CONTROL},
-        {"window", required_argument, 0, O_WINDOW},   {"repeats", required_argument, 0, O_REPEATS},
-        {"cooldown-ratio", required_argument, 0, O_COOL}, {"quiet", no_argument, 0, O_QUIET},
-        {"base", required_argument, 0, O_BASE},       {"name", required_argument, 0, O_NAME},
-        {"raw", required_argument, 0, O_RAW},         {"quick", no_argument, 0, O_QUICK},
-        {"config", required_argument, 0, O_CONFIG},   {"plan", no_argument, 0, O_PLAN},
-        {"calibrate", no_argument, 0, O_CALIB},       {"check", no_argument, 0, O_CHECK},
-        {"log", required_argument, 0, O_LOG},         {"sim", no_argument, 0, O_SIM},
-        {"sim-gpu", required_argument, 0, O_SIMGPU},  {"help", no_argument, 0, 'h'},
-        {"prior", required_argument, 0, O_PRIOR},
-        {0, 0, 0, 0},
-    };
     memset(a, 0, sizeof *a);
     a->control = "nvml";
     a->seed = 1;
     a->comm = KR_PROFILER_COMM_AUTO;
     kr_profiler_options_default(&a->o);
-    optind = 1;
-    opterr = 0;
-    int c, rc;
-    long l;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_JOB: a->job = optarg; break;
-        case O_PART: a->partition = optarg; break;
-        case O_VARIANT: a->variant = optarg; break;
-        case O_STRATEGY: a->strategy = optarg; break;
-        case O_SEED:
-            if ((rc = cli_parse_long("profile", "--seed", optarg, 0, 2147483647L, &l)))
-                return rc;
-            a->seed = (unsigned long long)l;
-            break;
-        case O_OUT: a->out = optarg; break;
-        case O_DETAILS: a->details = optarg; break;
-        case O_JSON: a->json = 1; break;
-        case O_DEVICE:
-            if ((rc = cli_parse_int("profile", "--device", optarg, 0, 1023, &a->device)))
-                return rc;
-            break;
-        case O_DEVICES:
-            if ((rc = cli_parse_int("profile", "--devices", optarg, 1, KR_PROFILER_MAX_RANKS, &a->devices)))
-                return rc;
-            break;
-        case O_COMM:
-            if (kr_profiler_comm_parse(optarg, &a->comm) || a->comm == KR_PROFILER_COMM_NONE)
-                return cli_usage_error("profile", "--comm: expected auto, nccl, proxy or proxy-unpaced, found '%s'",
-                                       optarg);
-            break;
-        case O_CONTROL: a->control = optarg; break;
-        case O_WINDOW:
-            if ((rc = cli_parse_double("profile", "--window", optarg, 1.0, 600.0, &a->o.window_s)))
-                return rc;
-            break;
-        case O_REPEATS:
-            if ((rc = cli_parse_int("profile", "--repeats", optarg, 3, KR_PROFILER_MAX_REPEATS, &a->o.repeats)))
-                return rc;
-            break;
-        case O_COOL:
-            if ((rc = cli_parse_double("profile", "--cooldown-ratio", optarg, 0.0, 100.0, &a->o.cooldown_ratio)))
-                return rc;
-            break;
-        case O_QUIET: a->quiet = 1; break;
-        case O_BASE: a->base = optarg; break;
-        case O_NAME: a->name = optarg; break;
-        case O_RAW: a->raw = optarg; break;
-        case O_QUICK: a->quick = 1; break;
-        case O_CONFIG:
-            if (a->nconfigs == MAX_CONFIGS)
-                return cli_usage_error("profile", "--config: at most %d configurations", MAX_CONFIGS);
-            a->configs[a->nconfigs++] = optarg;
-            break;
-        case O_PLAN: a->plan = 1; break;
-        case O_CALIB: a->calibrate = 1; break;
-        case O_CHECK: a->check = 1; break;
-        case O_LOG: a->log = optarg; break;
-        case O_SIM: a->sim = 1; break;
-        case O_SIMGPU: a->sim_gpu = optarg; break;
-        case O_PRIOR: a->prior = optarg; break;
-        case 'h': fputs(usage_text, stdout); return -1;
-        default: return cli_usage_error("profile", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("profile", "unexpected argument '%s'", argv[optind]);
+    int next;
+    int rc = cli_opt_parse(&profile_set, argc, argv, 1, a, &next);
+    if (rc)
+        return rc;
+    if (next < argc)
+        return cli_usage_error("profile", "unexpected argument '%s'", argv[next]);
     int modes = a->plan + a->calibrate + a->check + (a->nconfigs > 0 && !a->plan) + (a->log != NULL);
     if (modes == 0)
         return cli_usage_error("profile", "expected a mode: --config, --log (search), --plan, --calibrate or --check");

@@ -22,7 +22,6 @@
  * that does not fit; 1 if the clocks could not be restored after a successful command.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -31,30 +30,82 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus run --plan FILE [--stage S] [--device N[,N…]|all] [--backend SPEC] [--job JOB]\n"
     "                  [--lock-dir DIR] [--restore-lock MIN,MAX] [--force] [--json] -- CMD [ARGS…]\n\n"
     "Runs CMD with the plan in its environment (KAREUS_PLAN, KAREUS_STAGE, KAREUS_DEVICE,\n"
     "KAREUS_BACKEND, KAREUS_JOB, KAREUS_LOCK_DIR, KAREUS_RUN_PID), forwards SIGINT, SIGTERM and\n"
     "SIGHUP sent to this wrapper, and restores the SM clocks of the devices when CMD ends —\n"
-    "also after SIGKILL or a crash, which no in-process handler can catch.\n\n"
-    "  --plan FILE          plan to expose (checked first: exit 2 if it does not fit)\n"
-    "  --stage S            the stage of a single-rank job (multi-rank jobs pass their own)\n"
-    "  --device LIST        devices whose clocks are restored (default 0; 'all'); any other\n"
-    "                       device the command's runtimes left changed is restored too\n"
-    "  --backend SPEC       auto (default: kareusd when not root and it runs, else nvml),\n"
-    "                       kareusd[:SOCKET], nvml; sim needs no restore; fake:… for tests\n"
-    "  --job JOB            also check the plan against this job spec or built-in name\n"
-    "  --lock-dir DIR       per-GPU lock files (default /run/kareus as root, else\n"
-    "                       $XDG_RUNTIME_DIR/kareus)\n"
-    "  --restore-lock A,B   restore this lock instead of resetting (NVML cannot report the one\n"
-    "                       in place before the run)\n"
-    "  --force              start even if another Kareus process controls a device\n"
-    "  --tp N, --cp N       under torchrun/srun (no --device): parallel degrees for the rank's\n"
-    "                       stage and GPU (default: the --job's, else 1; order tp-cp-dp-pp)\n"
-    "  --json               after CMD ends, one JSON object on stdout: command, exit_status,\n"
-    "                       signal, devices restored, clocks_restored\n";
+    "also after SIGKILL or a crash, which no in-process handler can catch.\n\n";
+
+/* What the options set. */
+typedef struct run_args {
+    const char *plan, *spec, *job, *lock_dir, *devs, *stage_s;
+    int stage, rmin, rmax, force, tp, cp, json;
+} run_args;
+
+static int set_stage(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    run_args *a = ctx;
+    a->stage_s = arg;
+    return cli_parse_int(cmd, "--stage", arg, 0, KR_MAX_STAGES - 1, &a->stage);
+}
+
+static int set_restore_lock(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    run_args *a = ctx;
+    int n = 0;
+    if (sscanf(arg, "%d,%d%n", &a->rmin, &a->rmax, &n) != 2 || arg[n] || a->rmin <= 0 || a->rmax < a->rmin)
+        return cli_usage_error(cmd, "--restore-lock: expected MIN,MAX in MHz with 0 < MIN <= MAX, found '%s'", arg);
+    return 0;
+}
+
+static const cli_opt run_opts[] = {
+    CLI_OPT("plan", 1,
+        "  --plan FILE          plan to expose (checked first: exit 2 if it does not fit)\n",
+        cli_set_str, run_args, plan),
+    CLI_OPT_FN("stage", 1,
+        "  --stage S            the stage of a single-rank job (multi-rank jobs pass their own)\n",
+        set_stage),
+    CLI_OPT("device", 1,
+        "  --device LIST        devices whose clocks are restored (default 0; 'all'); any other\n"
+        "                       device the command's runtimes left changed is restored too\n",
+        cli_set_str, run_args, devs),
+    CLI_OPT("backend", 1,
+        "  --backend SPEC       auto (default: kareusd when not root and it runs, else nvml),\n"
+        "                       kareusd[:SOCKET], nvml; sim needs no restore; fake:… for tests\n",
+        cli_set_str, run_args, spec),
+    CLI_OPT("job", 1,
+        "  --job JOB            also check the plan against this job spec or built-in name\n",
+        cli_set_str, run_args, job),
+    CLI_OPT("lock-dir", 1,
+        "  --lock-dir DIR       per-GPU lock files (default /run/kareus as root, else\n"
+        "                       $XDG_RUNTIME_DIR/kareus)\n",
+        cli_set_str, run_args, lock_dir),
+    CLI_OPT_FN("restore-lock", 1,
+        "  --restore-lock A,B   restore this lock instead of resetting (NVML cannot report the one\n"
+        "                       in place before the run)\n",
+        set_restore_lock),
+    CLI_OPT("force", 0,
+        "  --force              start even if another Kareus process controls a device\n",
+        cli_set_flag, run_args, force),
+    CLI_OPT_RANGE("tp", 1,
+        "  --tp N, --cp N       under torchrun/srun (no --device): parallel degrees for the rank's\n"
+        "                       stage and GPU (default: the --job's, else 1; order tp-cp-dp-pp)\n",
+        cli_set_int, run_args, tp, 1, 1 << 16),
+    CLI_OPT_RANGE("cp", 1,
+        NULL,
+        cli_set_int, run_args, cp, 1, 1 << 16),
+    CLI_OPT("json", 0,
+        "  --json               after CMD ends, one JSON object on stdout: command, exit_status,\n"
+        "                       signal, devices restored, clocks_restored\n",
+        cli_set_flag, run_args, json),
+};
+static const cli_optset run_set = {"run", usage_head, run_opts, CLI_OPT_COUNT(run_opts), NULL, "+", 0};
 
 #define MAX_DEVS 64
 
@@ -258,56 +309,23 @@ static int check_plan_clocks(kr_backend *b, const char *path, int stage, const f
 
 int cmd_run(int argc, char **argv)
 {
-    int urc = cli_subcommand_usage(argc, argv, usage_text);
+    int urc = cli_opt_subcommand_usage(argc, argv, &run_set);
     if (urc >= 0)
         return urc;
-    static const struct option opts[] = {
-        {"plan", required_argument, 0, 'p'},     {"stage", required_argument, 0, 's'},
-        {"device", required_argument, 0, 'd'},   {"backend", required_argument, 0, 'b'},
-        {"job", required_argument, 0, 'j'},      {"lock-dir", required_argument, 0, 'l'},
-        {"restore-lock", required_argument, 0, 'r'}, {"force", no_argument, 0, 'f'},
-        {"tp", required_argument, 0, 'T'},       {"cp", required_argument, 0, 'C'},
-        {"json", no_argument, 0, 'J'},           {0, 0, 0, 0},
-    };
-    const char *plan = NULL, *spec = "auto", *job = NULL, *lock_dir = NULL, *devs = NULL, *stage_s = NULL;
-    int stage = -1, rmin = 0, rmax = 0, force = 0, tp = 0, cp = 0, json = 0, c;
-    optind = 1;
-    opterr = 0;
+    run_args a = {.spec = "auto", .stage = -1};
+    int next;
     /* "+": stop at the first non-option, so CMD's own options are left alone. */
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': plan = optarg; break;
-        case 's':
-            stage_s = optarg;
-            if (cli_parse_int("run", "--stage", optarg, 0, KR_MAX_STAGES - 1, &stage))
-                return CLI_EXIT_INPUT;
-            break;
-        case 'd': devs = optarg; break;
-        case 'b': spec = optarg; break;
-        case 'j': job = optarg; break;
-        case 'l': lock_dir = optarg; break;
-        case 'r': {
-            int n = 0;
-            if (sscanf(optarg, "%d,%d%n", &rmin, &rmax, &n) != 2 || optarg[n] || rmin <= 0 || rmax < rmin)
-                return cli_usage_error("run", "--restore-lock: expected MIN,MAX in MHz with 0 < MIN <= MAX, found '%s'",
-                                       optarg);
-            break;
-        }
-        case 'f': force = 1; break;
-        case 'T':
-        case 'C':
-            if (cli_parse_int("run", c == 'T' ? "--tp" : "--cp", optarg, 1, 1 << 16, c == 'T' ? &tp : &cp))
-                return CLI_EXIT_INPUT;
-            break;
-        case 'J': json = 1; break;
-        default: return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
+    int prc = cli_opt_parse(&run_set, argc, argv, 1, &a, &next);
+    if (prc)
+        return prc;
+    const char *plan = a.plan, *spec = a.spec, *job = a.job, *lock_dir = a.lock_dir, *devs = a.devs,
+               *stage_s = a.stage_s;
+    int stage = a.stage, rmin = a.rmin, rmax = a.rmax, force = a.force, tp = a.tp, cp = a.cp, json = a.json;
     if (plan == NULL)
         return cli_usage_error("run", "--plan FILE is required");
-    if (optind >= argc || strcmp(argv[optind - 1], "--") != 0)
+    if (next >= argc || strcmp(argv[next - 1], "--") != 0)
         return cli_usage_error("run", "expected '-- CMD [ARGS…]' after the options");
-    char **cmd = argv + optind;
+    char **cmd = argv + next;
     int is_sim = strncmp(spec, "sim", 3) == 0 && (spec[3] == '\0' || spec[3] == ':');
     kr_error err = {0};
     char devbuf[16], stagebuf[16];

@@ -5,7 +5,6 @@
  * measurement in a resumable log, a progress line on stderr and a summary on stdout.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,43 +12,99 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus search [--job FILE] [--partition KEY|all] [--strategy exhaustive|bo|artifact]\n"
     "                     [--variant kareus|sequential|default-overlap] [--log FILE|none] [--seed N]\n"
     "                     [--out DIR] [--backend sim|replay|gpu] [--replay [KEY=]FILE]... [--max-evals N]\n"
     "                     [--stop X] [--budget N] [--clock-step MHZ] [--prior none|sim|FILE] [--json]\n"
-    "                     [--quiet]\n\n"
-    "  --job FILE          job spec or built-in name (default: the built-in default job)\n"
-    "  --partition KEY     one partition key, or all (default): every layer partition of the\n"
-    "                      variant plus the non-partition work (embedding, LM head, loss)\n"
-    "  --strategy NAME     bo (default; exhaustive with --backend replay): Gaussian-process BO with\n"
-    "                      a stopping rule; exhaustive: every configuration (on a replay: every\n"
-    "                      recorded one, the frontier of the recorded points); artifact: the\n"
-    "                      published rule\n"
-    "  --variant NAME      kareus (default), sequential or default-overlap (clock only)\n"
-    "  --log FILE          measurement log, JSONL, appended and fsync'd; a rerun resumes from it\n"
-    "                      and never measures a configuration twice (default: DIR/measurements.jsonl;\n"
-    "                      'none' keeps no log)\n"
-    "  --seed N            seed of every random choice (default 1)\n"
-    "  --out DIR           where <key>.<variant>.json and .csv go (default: frontiers)\n"
-    "  --backend NAME      sim (default): the calibrated simulator; replay: recorded measurements;\n"
-    "                      gpu: measured on this machine's GPU(s) (see `kareus profile --help`)\n"
-    "  --replay [KEY=]FILE a recording to replay (implies --backend replay; repeatable): our logs,\n"
-    "                      or the artifact's eval_results.jsonl (KEY= names its partition when its\n"
-    "                      directory does not); without it, replay reads --log\n"
-    "  --max-evals N       cap on configurations evaluated per partition\n"
-    "  --stop X            bo: stop when the expected remaining hypervolume gain is below X of\n"
-    "                      the current hypervolume (default 0.02)\n"
-    "  --budget N          exactly N evaluations per partition, for equal-count comparisons: artifact\n"
-    "                      runs its published schedule (initial draw + batches) scaled to N; bo runs\n"
-    "                      to N without its stopping rule (clock-only work still measures every clock)\n"
-    "  --clock-step MHZ    planning clock step (down to the GPU's native step)\n"
-    "  --prior SPEC        bo: the simulator's prediction as the surrogate's prior mean (docs/search.md):\n"
-    "                      none, sim (the job's GPU) or FILE (a GPU entry, e.g. a calibrated one);\n"
-    "                      default sim with --backend gpu, none with sim and replay\n"
-    "  --json              print a JSON summary on stdout instead of a table\n"
-    "  --quiet             no progress line\n";
+    "                     [--quiet]\n\n";
+
+/* What the options set. */
+typedef struct search_args {
+    const char *job, *part, *strat, *var, *logpath, *out, *backend, *prior_spec;
+    const char *replay[64];
+    int nreplay, json, quiet, step;
+    long seed, max_evals, budget;
+    double stop;
+} search_args;
+
+static int set_replay(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    search_args *a = ctx;
+    if (a->nreplay == 64)
+        return cli_usage_error(cmd, "--replay: expected at most 64 recordings");
+    a->replay[a->nreplay++] = arg;
+    return 0;
+}
+
+static const cli_opt search_opts[] = {
+    CLI_OPT("job", 1,
+        "  --job FILE          job spec or built-in name (default: the built-in default job)\n",
+        cli_set_str, search_args, job),
+    CLI_OPT("partition", 1,
+        "  --partition KEY     one partition key, or all (default): every layer partition of the\n"
+        "                      variant plus the non-partition work (embedding, LM head, loss)\n",
+        cli_set_str, search_args, part),
+    CLI_OPT("strategy", 1,
+        "  --strategy NAME     bo (default; exhaustive with --backend replay): Gaussian-process BO with\n"
+        "                      a stopping rule; exhaustive: every configuration (on a replay: every\n"
+        "                      recorded one, the frontier of the recorded points); artifact: the\n"
+        "                      published rule\n",
+        cli_set_str, search_args, strat),
+    CLI_OPT("variant", 1,
+        "  --variant NAME      kareus (default), sequential or default-overlap (clock only)\n",
+        cli_set_str, search_args, var),
+    CLI_OPT("log", 1,
+        "  --log FILE          measurement log, JSONL, appended and fsync'd; a rerun resumes from it\n"
+        "                      and never measures a configuration twice (default: DIR/measurements.jsonl;\n"
+        "                      'none' keeps no log)\n",
+        cli_set_str, search_args, logpath),
+    CLI_OPT_RANGE("seed", 1,
+        "  --seed N            seed of every random choice (default 1)\n",
+        cli_set_long, search_args, seed, 0, 2147483647L),
+    CLI_OPT("out", 1,
+        "  --out DIR           where <key>.<variant>.json and .csv go (default: frontiers)\n",
+        cli_set_str, search_args, out),
+    CLI_OPT("backend", 1,
+        "  --backend NAME      sim (default): the calibrated simulator; replay: recorded measurements;\n"
+        "                      gpu: measured on this machine's GPU(s) (see `kareus profile --help`)\n",
+        cli_set_str, search_args, backend),
+    CLI_OPT_FN("replay", 1,
+        "  --replay [KEY=]FILE a recording to replay (implies --backend replay; repeatable): our logs,\n"
+        "                      or the artifact's eval_results.jsonl (KEY= names its partition when its\n"
+        "                      directory does not); without it, replay reads --log\n",
+        set_replay),
+    CLI_OPT_RANGE("max-evals", 1,
+        "  --max-evals N       cap on configurations evaluated per partition\n",
+        cli_set_long, search_args, max_evals, 1, 100000000L),
+    CLI_OPT_RANGE("stop", 1,
+        "  --stop X            bo: stop when the expected remaining hypervolume gain is below X of\n"
+        "                      the current hypervolume (default 0.02)\n",
+        cli_set_double, search_args, stop, 1e-9, 1.0),
+    CLI_OPT_RANGE("budget", 1,
+        "  --budget N          exactly N evaluations per partition, for equal-count comparisons: artifact\n"
+        "                      runs its published schedule (initial draw + batches) scaled to N; bo runs\n"
+        "                      to N without its stopping rule (clock-only work still measures every clock)\n",
+        cli_set_long, search_args, budget, 1, 100000000L),
+    CLI_OPT_RANGE("clock-step", 1,
+        "  --clock-step MHZ    planning clock step (down to the GPU's native step)\n",
+        cli_set_int, search_args, step, 1, 10000),
+    CLI_OPT("prior", 1,
+        "  --prior SPEC        bo: the simulator's prediction as the surrogate's prior mean (docs/search.md):\n"
+        "                      none, sim (the job's GPU) or FILE (a GPU entry, e.g. a calibrated one);\n"
+        "                      default sim with --backend gpu, none with sim and replay\n",
+        cli_set_str, search_args, prior_spec),
+    CLI_OPT("json", 0,
+        "  --json              print a JSON summary on stdout instead of a table\n",
+        cli_set_flag, search_args, json),
+    CLI_OPT("quiet", 0,
+        "  --quiet             no progress line\n",
+        cli_set_flag, search_args, quiet),
+};
+static const cli_optset search_set = {"search", usage_head, search_opts, CLI_OPT_COUNT(search_opts), NULL, "", 0};
 
 typedef struct progress_ctx {
     int quiet;
@@ -132,72 +187,20 @@ int cli_search_prior(const char *cmd, const char *spec, const kr_job *job, kr_jo
 
 int cmd_search(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    enum { O_JOB = 1, O_PART, O_STRAT, O_VAR, O_LOG, O_SEED, O_OUT, O_BACKEND, O_REPLAY, O_MAX, O_STOP, O_STEP, O_JSON,
-           O_QUIET, O_PRIOR, O_BUDGET };
-    static const struct option lopts[] = {
-        {"job", required_argument, 0, O_JOB},         {"partition", required_argument, 0, O_PART},
-        {"strategy", required_argument, 0, O_STRAT},  {"variant", required_argument, 0, O_VAR},
-        {"log", required_argument, 0, O_LOG},         {"seed", required_argument, 0, O_SEED},
-        {"out", required_argument, 0, O_OUT},         {"backend", required_argument, 0, O_BACKEND},
-        {"replay", required_argument, 0, O_REPLAY},   {"max-evals", required_argument, 0, O_MAX},
-        {"stop", required_argument, 0, O_STOP},       {"clock-step", required_argument, 0, O_STEP},
-        {"json", no_argument, 0, O_JSON},             {"quiet", no_argument, 0, O_QUIET},
-        {"prior", required_argument, 0, O_PRIOR},     {"budget", required_argument, 0, O_BUDGET},
-        {0, 0, 0, 0}};
-    const char *jobpath = NULL, *part = "all", *strat = NULL, *var = "kareus", *logpath = NULL, *out = "frontiers",
-               *backend = NULL, *prior_spec = NULL;
-    const char *replay[64];
-    int nreplay = 0, json = 0, quiet = 0, step = 0, c, rc;
-    long seed = 1, max_evals = 0, budget = 0;
-    double stop = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-        switch (c) {
-        case O_JOB: jobpath = optarg; break;
-        case O_PART: part = optarg; break;
-        case O_STRAT: strat = optarg; break;
-        case O_VAR: var = optarg; break;
-        case O_LOG: logpath = optarg; break;
-        case O_SEED:
-            if ((rc = cli_parse_long("search", "--seed", optarg, 0, 2147483647L, &seed)))
-                return rc;
-            break;
-        case O_OUT: out = optarg; break;
-        case O_BACKEND: backend = optarg; break;
-        case O_PRIOR: prior_spec = optarg; break;
-        case O_REPLAY:
-            if (nreplay == 64)
-                return cli_usage_error("search", "--replay: expected at most 64 recordings");
-            replay[nreplay++] = optarg;
-            break;
-        case O_MAX:
-            if ((rc = cli_parse_long("search", "--max-evals", optarg, 1, 100000000L, &max_evals)))
-                return rc;
-            break;
-        case O_BUDGET:
-            if ((rc = cli_parse_long("search", "--budget", optarg, 1, 100000000L, &budget)))
-                return rc;
-            break;
-        case O_STOP:
-            if ((rc = cli_parse_double("search", "--stop", optarg, 1e-9, 1.0, &stop)))
-                return rc;
-            break;
-        case O_STEP:
-            if ((rc = cli_parse_int("search", "--clock-step", optarg, 1, 10000, &step)))
-                return rc;
-            break;
-        case O_JSON: json = 1; break;
-        case O_QUIET: quiet = 1; break;
-        default: return cli_usage_error("search", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("search", "unexpected argument '%s'", argv[optind]);
+    if (cli_wants_help(argc, argv))
+        return cli_opt_usage(stdout, &search_set);
+    search_args a = {.part = "all", .var = "kareus", .out = "frontiers", .seed = 1};
+    int next, rc;
+    if ((rc = cli_opt_parse(&search_set, argc, argv, 1, &a, &next)))
+        return rc;
+    if (next < argc)
+        return cli_usage_error("search", "unexpected argument '%s'", argv[next]);
+    const char *jobpath = a.job, *part = a.part, *strat = a.strat, *var = a.var, *logpath = a.logpath, *out = a.out,
+               *backend = a.backend, *prior_spec = a.prior_spec;
+    const char **replay = a.replay;
+    int nreplay = a.nreplay, json = a.json, quiet = a.quiet, step = a.step;
+    long seed = a.seed, max_evals = a.max_evals, budget = a.budget;
+    double stop = a.stop;
     kr_search_options opt;
     kr_search_options_default(&opt);
     kr_variant variant;
@@ -297,12 +300,9 @@ int cmd_search(int argc, char **argv)
         }
         replay[nreplay++] = logpath;
     }
-    if (strcmp(backend, "replay") == 0)
-        rc = kr_replay_backend_create(&job, replay, nreplay, &b, &err);
-    else if (strcmp(backend, "gpu") == 0)
-        rc = kr_profiler_open_backend(&job, NULL, &b, &err); /* measured: see docs/profiler.md */
-    else
-        rc = kr_sim_backend_create(&job, NULL, &b, &err);
+    /* sim, replay (of the --replay files) or gpu (measured: see docs/profiler.md). */
+    rc = kr_backend_open(backend, &(kr_backend_open_options){.job = &job, .replay = replay, .nreplay = nreplay}, &b,
+                         &err);
     if (rc == KR_OK && use_log)
         rc = kr_search_log_open(logpath, &job, &log, &err);
     if (rc) {
@@ -311,7 +311,7 @@ int cmd_search(int argc, char **argv)
     }
     /* Simulated and replayed measurements cost microseconds and can be redone: fsync the log
      * once per batch rather than once per line (a GPU's measurements cost seconds: every line). */
-    if (strcmp(backend, "gpu") != 0)
+    if (kr_backend_caps(b) & (KR_BACKEND_SIMULATED | KR_BACKEND_RECORDED))
         kr_search_log_set_sync(log, KR_LOG_SYNC_BATCH);
     const char *warning = log ? kr_search_log_warning(log) : "";
     if (warning[0])

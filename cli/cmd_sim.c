@@ -4,35 +4,13 @@
  * `kareus calibrate` fits the harness-identifiable constants to one fold of the set and writes
  * the calibrated GPU entry (then `sim check --gpu` validates it on the other fold).
  */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-static const char check_usage[] =
-    "usage: kareus sim check --data CALIB.json [--gpu FILE] [--fold all|odd|even] [--rows OUT.csv] [--json]\n\n"
-    "Predicts every measured row of a calibration set (a kareus.calib manifest: job, partition,\n"
-    "CSV files in the Kareus artifact's energy_results.csv layout, the clock of each) and prints,\n"
-    "per clock: median and 90th-percentile relative error of time, energy and average power,\n"
-    "Spearman rank correlation of time over all rows, of the overlap windows and of the CTA\n"
-    "counts; and the measured vs predicted ratios of time and energy to the first clock.\n"
-    "  --data FILE   the manifest (e.g. tests/data/calibration/a100-attn-tp2/calib.json)\n"
-    "  --gpu FILE    predict with this GPU entry (e.g. from kareus calibrate) instead of the job's\n"
-    "  --fold F      rows to use: all (default), odd or even CTA counts\n"
-    "  --rows FILE   also write every row, measured and predicted, with where the time goes (CSV)\n"
-    "  --json        machine-readable output\n";
-
-static const char calib_usage[] =
-    "usage: kareus calibrate --data CALIB.json [--fold odd|even|all] [--out GPU.json] [--json]\n\n"
-    "Fits the constants a measured partition pins down (loaded v_max, the floor power's\n"
-    "clock-independent part, host dispatch per op, attention efficiency, the tuned comm kernel's\n"
-    "per-CTA bandwidth, saturation and clock exponent, comm CTA power) to the rows of one fold\n"
-    "by least squares on log time and log energy, starting from the job's GPU entry, and prints\n"
-    "the fitted values with the check of both folds. Default fold: odd (validate on even).\n"
-    "  --out FILE    write the calibrated GPU entry (kareus.gpu JSON, sources say how it was fit)\n";
+#include "opt.h"
 
 static int parse_fold(const char *cmd, const char *s, int *out)
 {
@@ -46,6 +24,79 @@ static int parse_fold(const char *cmd, const char *s, int *out)
         return cli_usage_error(cmd, "--fold: expected all, odd or even, found '%s'", s);
     return 0;
 }
+
+static const char check_head[] =
+    "usage: kareus sim check --data CALIB.json [--gpu FILE] [--fold all|odd|even] [--rows OUT.csv] [--json]\n\n"
+    "Predicts every measured row of a calibration set (a kareus.calib manifest: job, partition,\n"
+    "CSV files in the Kareus artifact's energy_results.csv layout, the clock of each) and prints,\n"
+    "per clock: median and 90th-percentile relative error of time, energy and average power,\n"
+    "Spearman rank correlation of time over all rows, of the overlap windows and of the CTA\n"
+    "counts; and the measured vs predicted ratios of time and energy to the first clock.\n";
+
+/* What the options set. */
+typedef struct check_args {
+    const char *data, *gpu_file, *rows;
+    int fold, json;
+} check_args;
+
+/* --fold of both commands. */
+static int set_fold(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    return parse_fold(cmd, arg, (int *)(void *)((char *)ctx + o->off));
+}
+
+static const cli_opt check_opts[] = {
+    CLI_OPT("data", 1,
+        "  --data FILE   the manifest (e.g. tests/data/calibration/a100-attn-tp2/calib.json)\n",
+        cli_set_str, check_args, data),
+    CLI_OPT("gpu", 1,
+        "  --gpu FILE    predict with this GPU entry (e.g. from kareus calibrate) instead of the job's\n",
+        cli_set_str, check_args, gpu_file),
+    CLI_OPT("fold", 1,
+        "  --fold F      rows to use: all (default), odd or even CTA counts\n",
+        set_fold, check_args, fold),
+    CLI_OPT("rows", 1,
+        "  --rows FILE   also write every row, measured and predicted, with where the time goes (CSV)\n",
+        cli_set_str, check_args, rows),
+    CLI_OPT("json", 0,
+        "  --json        machine-readable output\n",
+        cli_set_flag, check_args, json),
+    CLI_OPT_HELP,
+};
+static const cli_optset check_set = {"sim check", check_head, check_opts, CLI_OPT_COUNT(check_opts),
+                                     NULL, "", CLI_OPT_GETOPT_MSG};
+
+static const char calib_head[] =
+    "usage: kareus calibrate --data CALIB.json [--fold odd|even|all] [--out GPU.json] [--json]\n\n"
+    "Fits the constants a measured partition pins down (loaded v_max, the floor power's\n"
+    "clock-independent part, host dispatch per op, attention efficiency, the tuned comm kernel's\n"
+    "per-CTA bandwidth, saturation and clock exponent, comm CTA power) to the rows of one fold\n"
+    "by least squares on log time and log energy, starting from the job's GPU entry, and prints\n"
+    "the fitted values with the check of both folds. Default fold: odd (validate on even).\n";
+
+/* What the options set. */
+typedef struct calib_args {
+    const char *data, *out;
+    int fold, json;
+} calib_args;
+
+static const cli_opt calib_opts[] = {
+    CLI_OPT("data", 1,
+        NULL,
+        cli_set_str, calib_args, data),
+    CLI_OPT("out", 1,
+        "  --out FILE    write the calibrated GPU entry (kareus.gpu JSON, sources say how it was fit)\n",
+        cli_set_str, calib_args, out),
+    CLI_OPT("fold", 1,
+        NULL,
+        set_fold, calib_args, fold),
+    CLI_OPT("json", 0,
+        NULL,
+        cli_set_flag, calib_args, json),
+    CLI_OPT_HELP,
+};
+static const cli_optset calib_set = {"calibrate", calib_head, calib_opts, CLI_OPT_COUNT(calib_opts),
+                                     NULL, "", CLI_OPT_GETOPT_MSG};
 
 static const char *fold_name(int f)
 {
@@ -106,27 +157,12 @@ static void report_print(const char *title, const kr_sim_calib_report *r)
 
 static int sim_check(int argc, char **argv)
 {
-    static const struct option opts[] = {{"data", required_argument, NULL, 'd'}, {"gpu", required_argument, NULL, 'g'},
-                                         {"fold", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
-                                         {"rows", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *data = NULL, *gpu_file = NULL, *rows = NULL;
-    int fold = KR_CALIB_ALL, json = 0, ch, rc;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'd': data = optarg; break;
-        case 'g': gpu_file = optarg; break;
-        case 'r': rows = optarg; break;
-        case 'f':
-            if ((rc = parse_fold("sim check", optarg, &fold)))
-                return rc;
-            break;
-        case 'j': json = 1; break;
-        case 'h': fputs(check_usage, stdout); return 0;
-        default: return cli_usage_error("sim check", "unknown option");
-        }
-    }
+    check_args a = {.fold = KR_CALIB_ALL};
+    int next, rc = cli_opt_parse(&check_set, argc, argv, 1, &a, &next);
+    if (rc)
+        return rc == CLI_OPT_STOP ? 0 : rc;
+    const char *data = a.data, *gpu_file = a.gpu_file, *rows = a.rows;
+    int fold = a.fold, json = a.json;
     if (data == NULL)
         return cli_usage_error("sim check", "--data: required (a kareus.calib manifest)");
     kr_error err = {0};
@@ -175,7 +211,10 @@ int cmd_sim(int argc, char **argv)
 {
     static const char usage[] = "usage: kareus sim check --data CALIB.json [--gpu FILE] [--fold F] [--json]\n";
     if (argc < 2 || cli_wants_help(argc, argv)) {
-        fputs(argc >= 3 && strcmp(argv[1], "check") == 0 ? check_usage : usage, stdout);
+        if (argc >= 3 && strcmp(argv[1], "check") == 0)
+            cli_opt_usage(stdout, &check_set);
+        else
+            fputs(usage, stdout);
         return argc < 2 ? CLI_EXIT_INPUT : 0;
     }
     if (strcmp(argv[1], "check") == 0)
@@ -185,25 +224,12 @@ int cmd_sim(int argc, char **argv)
 
 int cmd_calibrate(int argc, char **argv)
 {
-    static const struct option opts[] = {{"data", required_argument, NULL, 'd'}, {"out", required_argument, NULL, 'o'},
-                                         {"fold", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
-    const char *data = NULL, *out = NULL;
-    int fold = KR_CALIB_ODD, json = 0, ch, rc;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'd': data = optarg; break;
-        case 'o': out = optarg; break;
-        case 'f':
-            if ((rc = parse_fold("calibrate", optarg, &fold)))
-                return rc;
-            break;
-        case 'j': json = 1; break;
-        case 'h': fputs(calib_usage, stdout); return 0;
-        default: return cli_usage_error("calibrate", "unknown option");
-        }
-    }
+    calib_args a = {.fold = KR_CALIB_ODD};
+    int next, rc = cli_opt_parse(&calib_set, argc, argv, 1, &a, &next);
+    if (rc)
+        return rc == CLI_OPT_STOP ? 0 : rc;
+    const char *data = a.data, *out = a.out;
+    int fold = a.fold, json = a.json;
     if (data == NULL)
         return cli_usage_error("calibrate", "--data: required (a kareus.calib manifest)");
     if (out && out[0] == '\0')
