@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "kareus/gpuctl.h"
+#include "kareus/search.h"
 #include "kareus/sim.h"
 #include "util/util.h"
 
@@ -407,6 +408,81 @@ static void device_info_of_other_backends(void **state)
     kr_backend_destroy(b);
 }
 
+/* The factory's measuring kinds (replay, gpu) and what each backend says it is. */
+static void factory_measuring_kinds_and_caps(void **state)
+{
+    (void)state;
+    kr_error e = {0};
+    kr_backend *b;
+    kr_job job;
+    kr_job_default(&job);
+    kr_backend_open_options oo = {.job = &job};
+    KR_ASSERT_ERR(kr_backend_open("replay", &oo, &b, &e), KR_EINVAL, e, "expected replay:FILE or recordings");
+    /* An empty recording: the factory routes to the replay backend, which holds nothing. */
+    char path[1200], spec[1300];
+    snprintf(path, sizeof path, "%s/empty.jsonl", kr_test_tmpdir("gpuctl_factory"));
+    kr_search_log *log;
+    assert_int_equal(kr_search_log_open(path, &job, &log, &e), KR_OK);
+    kr_search_log_close(log);
+    snprintf(spec, sizeof spec, "replay:%s", path);
+    assert_int_equal(kr_backend_open(spec, &oo, &b, &e), KR_OK);
+    assert_string_equal(kr_backend_name(b), "replay");
+    assert_int_equal(kr_backend_caps(b), KR_BACKEND_MEASURE | KR_BACKEND_CLOCK_LIST | KR_BACKEND_RECORDED);
+    double x;
+    KR_ASSERT_ERR(kr_backend_read_energy(b, 0, &x), KR_EUNSUPPORTED, *kr_backend_error(b),
+                  "backend replay: read_energy is not supported");
+    kr_backend_destroy(b);
+    const char *files[] = {path};
+    oo.replay = files;
+    oo.nreplay = 1;
+    assert_int_equal(kr_backend_open("replay", &oo, &b, &e), KR_OK); /* the CLI's --replay FILE */
+    kr_backend_destroy(b);
+    /* gpu[:N]: the first device is checked before any hardware is opened. */
+    KR_ASSERT_ERR(kr_backend_open("gpu:x", &oo, &b, &e), KR_EINVAL, e, "device: expected an integer in [0, 1023]");
+    /* The simulator of the caller's job, and the fake: measuring and control, told apart by caps. */
+    assert_int_equal(kr_backend_open("sim", &oo, &b, &e), KR_OK);
+    assert_true(kr_backend_caps(b) & KR_BACKEND_SIMULATED);
+    assert_true(kr_backend_caps(b) & KR_BACKEND_MEASURE);
+    assert_false(kr_backend_caps(b) & (KR_BACKEND_RECORDED | KR_BACKEND_SCOPED | KR_BACKEND_DEVICE_INFO));
+    kr_backend_destroy(b);
+    assert_int_equal(kr_backend_open("fake", NULL, &b, &e), KR_OK);
+    assert_true(kr_backend_caps(b) & KR_BACKEND_MEASURE);
+    assert_true(kr_backend_caps(b) & KR_BACKEND_DEVICE_INFO);
+    assert_false(kr_backend_caps(b) & (KR_BACKEND_SIMULATED | KR_BACKEND_RECORDED));
+    assert_int_equal(kr_gpuctl_fake_calls(b, NULL, 0, &(int){0}), KR_OK);
+    kr_backend_destroy(b);
+    assert_int_equal(kr_backend_open("sim", NULL, &b, &e), KR_OK);
+    assert_int_equal(kr_gpuctl_fake_calls(b, NULL, 0, &(int){0}), KR_EINVAL); /* not a fake */
+    kr_backend_destroy(b);
+}
+
+/* A class must have the entries its capabilities name; a call outside them is unsupported. */
+static void backend_class_matches_its_caps(void **state)
+{
+    (void)state;
+    kr_backend *b = NULL;
+    static const kr_control_ops counts_only = {.device_count = other_count};
+    static const kr_backend_class claims_clocks = {
+        .name = "liar", .caps = KR_BACKEND_CLOCK_LOCK, .control = &counts_only};
+    assert_int_equal(kr_backend_create(&claims_clocks, NULL, &b), KR_EINVAL);
+    assert_null(b);
+    static const kr_backend_class claims_measure = {.name = "liar", .caps = KR_BACKEND_MEASURE};
+    assert_int_equal(kr_backend_create(&claims_measure, NULL, &b), KR_EINVAL);
+    static const kr_backend_class honest = {.name = "counter", .control = &counts_only};
+    assert_int_equal(kr_backend_create(&honest, NULL, &b), KR_OK);
+    assert_int_equal(kr_backend_caps(b), 0u);
+    KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1410, 1410), KR_EUNSUPPORTED, *kr_backend_error(b),
+                  "backend counter: set_clock is not supported");
+    kr_config c = {1410, 0, KR_SLOT_NONE};
+    kr_measurement m;
+    KR_ASSERT_ERR(kr_backend_measure(b, NULL, &c, &m), KR_EUNSUPPORTED, *kr_backend_error(b),
+                  "backend counter: measure is not supported");
+    int n = 0;
+    assert_int_equal(kr_backend_device_count(b, &n), KR_OK);
+    assert_int_equal(n, 2);
+    kr_backend_destroy(b);
+}
+
 int main(int argc, char **argv);
 
 /* nvml:lib= in a privileged process: only bare names or root-owned, non-writable paths. */
@@ -465,6 +541,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(fake_rejects_bad_options),
     cmocka_unit_test(spec_strings),
     cmocka_unit_test(device_info_of_other_backends),
+    cmocka_unit_test(factory_measuring_kinds_and_caps),
+    cmocka_unit_test(backend_class_matches_its_caps),
     cmocka_unit_test(privileged_nvml_lib_is_restricted),
 };
 

@@ -371,6 +371,9 @@ static void out_of_range_clocks_and_devices_are_refused(void **state)
     assert_int_equal(kr_backend_device_info(b, 0, &info, &e), KR_OK);
     assert_string_equal(info.uuid, "GPU-fake-0");
     assert_string_equal(info.name, "Kareus fake GPU");
+    /* A control backend that restores by itself when it goes: what `kareus run` asks for. */
+    assert_int_equal(kr_backend_caps(b), KR_BACKEND_CLOCK_LIST | KR_BACKEND_CLOCK_LOCK | KR_BACKEND_ENERGY |
+                                             KR_BACKEND_POWER | KR_BACKEND_DEVICE_INFO | KR_BACKEND_SCOPED);
     /* A second client cannot take the device the first one controls. */
     assert_int_equal(kr_gpuctl_kareusd_create(c.sock, &b2, &e), KR_OK);
     KR_ASSERT_ERR(kr_backend_set_clock(b2, 0, 1005, 1005), KR_EBUSY, *kr_backend_error(b2), "controlled by another client");
