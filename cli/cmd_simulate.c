@@ -3,53 +3,62 @@
  * prints what happened (iteration time, energy, per-stage busy and idle time, the plan's own
  * prediction beside it) and draws its timeline.
  */
-#include <getopt.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
-    "usage: kareus simulate --plan FILE [--job FILE] [--svg FILE] [--no-settle] [--no-p2p] [--json]\n\n"
-    "  --plan FILE   a plan (kareus.plan JSON, e.g. from 'kareus optimize' or 'kareus solve --plans')\n"
-    "  --job FILE    the job it was made for (default: the built-in default job); the plan must match it\n"
-    "  --svg FILE    where to draw the timeline (default: the plan's name with .timeline.svg, in the\n"
-    "                current directory; 'none' to skip)\n"
-    "  --no-settle   clock changes take no time (default: the GPU's settle time)\n"
-    "  --no-p2p      pipeline sends take no time\n"
-    "  --json        machine-readable output\n";
+static const char usage_head[] =
+    "usage: kareus simulate --plan FILE [--job FILE] [--svg FILE] [--no-settle] [--no-p2p] [--json]\n\n";
+
+/* What the options set. */
+typedef struct simulate_args {
+    const char *planpath, *jobpath, *svg;
+    int no_settle, no_p2p, json;
+} simulate_args;
+
+static const cli_opt simulate_opts[] = {
+    CLI_OPT("plan", 1,
+        "  --plan FILE   a plan (kareus.plan JSON, e.g. from 'kareus optimize' or 'kareus solve --plans')\n",
+        cli_set_str, simulate_args, planpath),
+    CLI_OPT("job", 1,
+        "  --job FILE    the job it was made for (default: the built-in default job); the plan must match it\n",
+        cli_set_str, simulate_args, jobpath),
+    CLI_OPT("svg", 1,
+        "  --svg FILE    where to draw the timeline (default: the plan's name with .timeline.svg, in the\n"
+        "                current directory; 'none' to skip)\n",
+        cli_set_str, simulate_args, svg),
+    CLI_OPT("no-settle", 0,
+        "  --no-settle   clock changes take no time (default: the GPU's settle time)\n",
+        cli_set_flag, simulate_args, no_settle),
+    CLI_OPT("no-p2p", 0,
+        "  --no-p2p      pipeline sends take no time\n",
+        cli_set_flag, simulate_args, no_p2p),
+    CLI_OPT("json", 0,
+        "  --json        machine-readable output\n",
+        cli_set_flag, simulate_args, json),
+    CLI_OPT_HELP,
+};
+static const cli_optset simulate_set = {"simulate", usage_head, simulate_opts, CLI_OPT_COUNT(simulate_opts), NULL,
+                                        "h", 0};
 
 int cmd_simulate(int argc, char **argv)
 {
-    enum { O_PLAN = 1, O_JOB, O_SVG, O_NOSETTLE, O_NOP2P, O_JSON };
-    static const struct option opts[] = {
-        {"plan", required_argument, 0, O_PLAN}, {"job", required_argument, 0, O_JOB},
-        {"svg", required_argument, 0, O_SVG},   {"no-settle", no_argument, 0, O_NOSETTLE},
-        {"no-p2p", no_argument, 0, O_NOP2P},    {"json", no_argument, 0, O_JSON},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
-    };
-    const char *planpath = NULL, *jobpath = NULL, *svg = NULL;
-    kr_pipesim_options po = {0};
-    int json = 0, c, rc;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_PLAN: planpath = optarg; break;
-        case O_JOB: jobpath = optarg; break;
-        case O_SVG: svg = optarg; break;
-        case O_NOSETTLE: po.no_settle = 1; break;
-        case O_NOP2P: po.no_p2p = 1; break;
-        case O_JSON: json = 1; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default: return cli_usage_error("simulate", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("simulate", "unexpected argument '%s'", argv[optind]);
-    if (planpath == NULL)
+    simulate_args a = {0};
+    int next, rc = cli_opt_parse(&simulate_set, argc, argv, 1, &a, &next);
+    if (rc)
+        return rc == CLI_OPT_STOP ? 0 : rc;
+    if (next < argc)
+        return cli_usage_error("simulate", "unexpected argument '%s'", argv[next]);
+    if (a.planpath == NULL)
         return cli_usage_error("simulate", "--plan FILE is required");
+    const char *planpath = a.planpath, *jobpath = a.jobpath, *svg = a.svg;
+    kr_pipesim_options po = {0};
+    po.no_settle = a.no_settle;
+    po.no_p2p = a.no_p2p;
+    int json = a.json;
     kr_job job;
     if ((rc = cli_load_job(jobpath, &job)))
         return rc;
