@@ -110,9 +110,26 @@ typedef struct kr_metric_row {
     double robust_mean, robust_max;      /* vs Perseus, predicted full frontiers */
 } kr_metric_row;
 
+/* The search of one partition, as the summary lists it. */
+typedef struct kr_opt_search {
+    kr_variant variant;
+    char key[KR_KEY_MAX];
+    long evaluated, space;    /* Configurations used, and in the space. */
+    long frontier_points;     /* On its (time, effective energy) frontier. */
+    long recorded;            /* A replay: the recorded configurations (0: not a replay). */
+} kr_opt_search;
+
 typedef struct kr_optimize_result {
     kr_job job;
     kr_strategy strategy;
+    kr_cost_model cost_model;  /* The run's settings, as the summary records them. */
+    double unit_time_s;
+    unsigned long long seed;
+    char backend[32];          /* kr_backend_name of the measuring backend. */
+    int pictures;              /* 1: pictures drawn (and listed in the summary). */
+    int settle_unpriced;       /* Replay: clock changes simulated without their settle window. */
+    int nsearch;
+    kr_opt_search *search;     /* Every partition searched, variant by variant (owned). */
     kr_method_result m[KR_NUM_METHODS];
     kr_metric_row rows[KR_NUM_METHODS];
     double max_time_err;       /* Largest |simulated − predicted| / predicted over the plans. */
