@@ -134,10 +134,10 @@ static int list_write(const kr__jwctx *w, const kr__jfield *f, const void *base,
     return KR_OK;
 }
 
-static const kr__jhook nnum_hook = {nnum_read, NULL, NULL, NULL, NULL, "null"};
-static const kr__jhook onum_hook = {nnum_read, onum_write, NULL, NULL, NULL, "(written when there is a bound)"};
-static const kr__jhook i64_hook = {i64_read, i64_write, NULL, "integer", NULL, "0"};
-static const kr__jhook oi64_hook = {i64_read, oi64_write, NULL, "integer", NULL, "(written when not 0)"};
+static const kr__jhook nnum_hook = {nnum_read, NULL, NULL, NULL, "any, or null", "null"};
+static const kr__jhook onum_hook = {nnum_read, onum_write, NULL, NULL, "any", "(written when there is a bound)"};
+static const kr__jhook i64_hook = {i64_read, i64_write, NULL, "integer", "any", "0"};
+static const kr__jhook oi64_hook = {i64_read, oi64_write, NULL, "integer", "any", "(written when not 0)"};
 static const kr__jhook oobj_hook = {oobj_read, oobj_write, NULL, "object", NULL, "(optional)"};
 static const kr__jhook list_hook = {list_read, list_write, NULL, "array", NULL, "[] (optional)"};
 
@@ -263,7 +263,7 @@ static const kr__jtable metrics_table = KR__JTABLE(metrics_fields);
 
 static const kr__jfield validation_fields[] = {
     LIST(kr__summary, vplans, "plans", vplan_list, "every chosen plan, predicted and simulated"),
-    NUM(kr__summary, max_time_err, "max_time_rel_error", "largest |simulated - predicted| / predicted time"),
+    NUM(kr__summary, max_time_err, "max_time_rel_error", "largest difference of simulated and predicted time, relative to the predicted"),
     NUM(kr__summary, max_energy_err, "max_energy_rel_error", "… and energy"),
     STR(kr__summary, note, "note", "what the simulation adds to the prediction, in words"),
 };

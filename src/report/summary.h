@@ -35,7 +35,7 @@ typedef struct kr__sum_point {
 } kr__sum_point;
 
 typedef struct kr__sum_method {
-    char name[32], slug[32], variant[24], execution[64], clocks[64];
+    char name[64], slug[64], variant[64], execution[96], clocks[96];
     int steps;
     char frontier_csv[96];
     kr__sum_plan fastest, frugal;
@@ -47,19 +47,19 @@ typedef struct kr__sum_method {
 
 /* The paper's figures of one method (kr_metric_row, named). */
 typedef struct kr__sum_row {
-    char method[32];
+    char method[64];
     kr_metric_row m;
 } kr__sum_row;
 
 /* Prediction against simulation of one plan. */
 typedef struct kr__sum_vplan {
-    char method[32], label[24], file[128];
+    char method[64], label[32], file[128];
     double pred_time_s, sim_time_s, pred_energy_j, sim_energy_j;
 } kr__sum_vplan;
 
 /* The search of one partition; restricted 0: not a partial recording. */
 typedef struct kr__sum_search {
-    char variant[24], key[KR_KEY_MAX];
+    char variant[64], key[64];
     long long measured, space;
     int frontier_points;
     long long restricted;
@@ -72,12 +72,12 @@ typedef struct kr__sum_picture {
 typedef struct kr__summary {
     char job_name[64], job_summary[256], job_fingerprint[17];
     int job_gpus;
-    char strategy[24], cost_model[24], backend[32];
+    char strategy[64], cost_model[64], backend[64];
     double unit_time_s;
     long long seed;
     int nmethods;
     kr__sum_method methods[KR__SUM_MAX_METHODS];
-    char reference[32], baseline[32];
+    char reference[64], baseline[64];
     int nrows;
     kr__sum_row rows[KR__SUM_MAX_METHODS];
     int has_validation;
