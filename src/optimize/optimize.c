@@ -90,6 +90,55 @@ void kr_optimize_result_free(kr_optimize_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* ---- stages shared with the single-step commands -------------------------------------- */
+
+void kr_optimize_solver_config(const kr_job *job, const kr_optimize_options *o, kr_solver_config *cfg)
+{
+    kr_optimize_options d;
+    if (o == NULL) {
+        kr_optimize_options_default(&d);
+        o = &d;
+    }
+    kr_solver_config_default(cfg);
+    cfg->cost_model = o->cost_model;
+    cfg->unit_time_s = o->unit_time_s;
+    cfg->exchange = o->exchange;
+    if (job) {
+        cfg->static_power_w = job->static_power_w;
+        cfg->gpus_per_stage = kr_job_gpus_per_stage(job);
+    } else {
+        kr_job def;
+        kr_job_default(&def);
+        cfg->static_power_w = def.static_power_w;
+        cfg->gpus_per_stage = 1;
+    }
+}
+
+int kr_optimize_step_plan_path(char *buf, size_t cap, const char *dir, int step)
+{
+    return snprintf(buf, cap, "%s/plan_%05d.json", dir, step) >= (int)cap ? KR_EINVAL : KR_OK;
+}
+
+int kr_optimize_write_step_plans(const char *dir, const kr_solve_result *f, const kr_dag *dag, const kr_options *opts,
+                                 const int *steps, int n, const kr_job *job, int gpus_per_stage, kr_error *err)
+{
+    int rc = kr__mkdirs(dir, err);
+    for (int i = 0; i < n && rc == KR_OK; i++) {
+        kr_plan p;
+        char path[4200];
+        if ((rc = kr_optimize_step_plan_path(path, sizeof path, dir, steps[i])))
+            return kr_error_set(err, rc, "%s: directory name too long", dir);
+        if ((rc = kr_solve_plan(f, dag, opts, steps[i], job, &p, err)))
+            return rc;
+        if ((rc = kr_plan_write(path, &p, err)) == KR_OK) {
+            snprintf(path, sizeof path, "%s/freqs_pipeline_%05d.py", dir, steps[i]);
+            rc = kr_plan_export_zeus(&p, gpus_per_stage, path, err);
+        }
+        kr_plan_free(&p);
+    }
+    return rc;
+}
+
 /* ---- per-variant state ---------------------------------------------------------------- */
 
 typedef struct variant_state {
@@ -420,6 +469,82 @@ static int select_one(run *r, const kr_solve_result *f, const char *rule)
     return n == 1 ? step : (n < 0 ? n : kr_error_set(r->err, KR_EINTERNAL, "optimize: rule %s chose nothing", rule));
 }
 
+/* A single-plan method: its one plan at the highest clock is its whole frontier. */
+static int run_point_method(run *r, kr_method m, variant_state *vs)
+{
+    kr_method_result *mr = &r->out->m[m];
+    double t0 = kr__now_s();
+    progress(r, "solve", "%s: every instruction at %d MHz", kr_method_name(m), r->job->clock_max_mhz);
+    kr_plan plan;
+    double t = 0, e = 0;
+    int rc = max_clock_plan(r, m, vs, &plan, &t, &e);
+    if (rc)
+        return rc;
+    mr->solve_s = kr__now_s() - t0;
+    mr->nsteps = 1;
+    mr->time_s = malloc(sizeof(double));
+    mr->energy_j = malloc(sizeof(double));
+    if (mr->time_s == NULL || mr->energy_j == NULL) {
+        kr_plan_free(&plan);
+        return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
+    }
+    mr->time_s[0] = t;
+    mr->energy_j[0] = e;
+    if ((rc = add_plan(r, m, NULL, vs, 0, "max-clock", &plan)) < 0)
+        return rc;
+    mr->fastest = mr->frugal = mr->ten[0] = rc;
+    mr->nten = 1;
+    return KR_OK;
+}
+
+/* The frontier f of method m into the result, and (with an output directory) frontiers/<m>.csv. */
+static int record_frontier(run *r, kr_method m, const kr_solve_result *f)
+{
+    kr_method_result *mr = &r->out->m[m];
+    mr->nsteps = f->nsteps;
+    mr->time_s = malloc(sizeof(double) * (size_t)f->nsteps);
+    mr->energy_j = malloc(sizeof(double) * (size_t)f->nsteps);
+    if (mr->time_s == NULL || mr->energy_j == NULL)
+        return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
+    for (int k = 0; k < f->nsteps; k++) {
+        mr->time_s[k] = f->steps[k].knob_time_s;
+        mr->energy_j[k] = f->steps[k].energy_j;
+    }
+    if (r->o->out_dir == NULL)
+        return KR_OK;
+    char rel[96], path[4400], dir[4400];
+    snprintf(dir, sizeof dir, "%s/frontiers", r->o->out_dir);
+    snprintf(rel, sizeof rel, "frontiers/%s.csv", kr_method_slug(m));
+    path_join(path, sizeof path, r->o->out_dir, rel);
+    int rc = kr__mkdirs(dir, r->err);
+    return rc ? rc : kr_solve_result_write_csv(f, path, r->err);
+}
+
+/* The plans of frontier f that are simulated and written: fastest, most frugal, 10-point. */
+static int choose_plans(run *r, kr_method m, const kr_solve_result *f, variant_state *vs)
+{
+    kr_method_result *mr = &r->out->m[m];
+    int fast = select_one(r, f, "fastest"), frug = fast >= 0 ? select_one(r, f, "frugal") : fast, rc;
+    if (frug < 0)
+        return frug;
+    if ((rc = add_plan(r, m, f, vs, fast, "fastest", NULL)) < 0 || (rc = add_plan(r, m, f, vs, frug, "frugal", NULL)) < 0)
+        return rc;
+    int ten[15];
+    int n = kr_solve_select(f, "artifact10", ten, 15, r->err);
+    if (n < 0)
+        return n;
+    progress(r, "simulate", "%s: %d plans of the 10-point frontier", kr_method_name(m), n);
+    mr->nten = 0;
+    for (int i = 0; i < n && mr->nten < 10; i++) {
+        char label[24];
+        snprintf(label, sizeof label, "step-%05d", ten[i]);
+        if ((rc = add_plan(r, m, f, vs, ten[i], label, NULL)) < 0)
+            return rc;
+        mr->ten[mr->nten++] = rc;
+    }
+    return KR_OK;
+}
+
 static int run_method(run *r, kr_method m)
 {
     kr_method_result *mr = &r->out->m[m];
@@ -430,94 +555,23 @@ static int run_method(run *r, kr_method m)
         mr->evaluated += vs->res[i].stats.evaluated;
         mr->space += vs->res[i].stats.space_size;
     }
-    kr_solve_result f;
-    int rc;
-    double t0 = kr__now_s();
-    if (kr_method_is_point(m)) {
-        progress(r, "solve", "%s: every instruction at %d MHz", kr_method_name(m), r->job->clock_max_mhz);
-        kr_plan plan;
-        double t = 0, e = 0;
-        if ((rc = max_clock_plan(r, m, vs, &plan, &t, &e)))
-            return rc;
-        mr->solve_s = kr__now_s() - t0;
-        mr->nsteps = 1;
-        mr->time_s = malloc(sizeof(double));
-        mr->energy_j = malloc(sizeof(double));
-        if (mr->time_s == NULL || mr->energy_j == NULL) {
-            kr_plan_free(&plan);
-            return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
-        }
-        mr->time_s[0] = t;
-        mr->energy_j[0] = e;
-        if ((rc = add_plan(r, m, NULL, vs, 0, "max-clock", &plan)) < 0)
-            return rc;
-        mr->fastest = mr->frugal = mr->ten[0] = rc;
-        mr->nten = 1;
-        return KR_OK;
-    }
+    if (kr_method_is_point(m))
+        return run_point_method(r, m, vs);
     kr_solver_config cfg;
-    kr_solver_config_default(&cfg);
-    cfg.cost_model = r->o->cost_model;
-    cfg.unit_time_s = r->o->unit_time_s;
-    cfg.static_power_w = r->job->static_power_w;
-    cfg.gpus_per_stage = kr_job_gpus_per_stage(r->job);
-    cfg.exchange = r->o->exchange;
+    kr_optimize_solver_config(r->job, r->o, &cfg);
     progress(r, "solve", "%s frontier (%s cost model, unit %g ms)", kr_method_name(m),
              kr_cost_model_name(cfg.cost_model), 1e3 * cfg.unit_time_s);
-    if ((rc = kr_solve(solve_dag(vs), &vs->opts, &cfg, &f, r->err)))
+    kr_solve_result f;
+    double t0 = kr__now_s();
+    int rc = kr_solve(solve_dag(vs), &vs->opts, &cfg, &f, r->err);
+    if (rc)
         return kr_error_prefix(r->err, "solve (%s)", kr_method_name(m));
     mr->solve_s = kr__now_s() - t0;
     r->out->solve_s += mr->solve_s;
-    mr->nsteps = f.nsteps;
-    mr->time_s = malloc(sizeof(double) * (size_t)f.nsteps);
-    mr->energy_j = malloc(sizeof(double) * (size_t)f.nsteps);
-    if (mr->time_s == NULL || mr->energy_j == NULL) {
-        kr_solve_result_free(&f);
-        return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
-    }
-    for (int k = 0; k < f.nsteps; k++) {
-        mr->time_s[k] = f.steps[k].knob_time_s;
-        mr->energy_j[k] = f.steps[k].energy_j;
-    }
-    if (r->o->out_dir) {
-        char rel[96], path[4400], dir[4400];
-        snprintf(dir, sizeof dir, "%s/frontiers", r->o->out_dir);
-        snprintf(rel, sizeof rel, "frontiers/%s.csv", kr_method_slug(m));
-        path_join(path, sizeof path, r->o->out_dir, rel);
-        if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_solve_result_write_csv(&f, path, r->err))) {
-            kr_solve_result_free(&f);
-            return rc;
-        }
-    }
-    int fast = select_one(r, &f, "fastest"), frug = fast >= 0 ? select_one(r, &f, "frugal") : fast;
-    if (frug < 0) {
-        kr_solve_result_free(&f);
-        return frug;
-    }
-    if ((rc = add_plan(r, m, &f, vs, fast, "fastest", NULL)) < 0 || (rc = add_plan(r, m, &f, vs, frug, "frugal", NULL)) < 0) {
-        kr_solve_result_free(&f);
-        return rc;
-    }
-    int ten[15];
-    int n = kr_solve_select(&f, "artifact10", ten, 15, r->err);
-    if (n < 0) {
-        kr_solve_result_free(&f);
-        return n;
-    }
-    progress(r, "simulate", "%s: %d plans of the 10-point frontier", kr_method_name(m), n);
-    mr->nten = 0;
-    for (int i = 0; i < n && mr->nten < 10; i++) {
-        char label[24];
-        snprintf(label, sizeof label, "step-%05d", ten[i]);
-        rc = add_plan(r, m, &f, vs, ten[i], label, NULL);
-        if (rc < 0) {
-            kr_solve_result_free(&f);
-            return rc;
-        }
-        mr->ten[mr->nten++] = rc;
-    }
+    if ((rc = record_frontier(r, m, &f)) == KR_OK)
+        rc = choose_plans(r, m, &f, vs);
     kr_solve_result_free(&f);
-    return KR_OK;
+    return rc;
 }
 
 /* ---- metrics ---------------------------------------------------------------------------- */
@@ -618,6 +672,84 @@ static int record_search(run *r)
     return KR_OK;
 }
 
+/* The run's settings into the result; the search strategy by default: every configuration on
+ * the simulator and on a replay (on a replay, every recorded one), bo on a GPU. */
+static void record_settings(run *r)
+{
+    kr_optimize_result *out = r->out;
+    const kr_optimize_options *o = r->o;
+    out->cost_model = o->cost_model;
+    out->unit_time_s = o->unit_time_s;
+    out->seed = o->seed;
+    out->pictures = o->pictures;
+    kr__strlcpy(out->backend, kr_backend_name(r->b), sizeof out->backend);
+    out->strategy = o->strategy_set                                                          ? o->strategy
+                    : kr_sim_backend_is(r->b) || strcmp(kr_backend_name(r->b), "replay") == 0 ? KR_STRATEGY_EXHAUSTIVE
+                                                                                            : KR_STRATEGY_BO;
+}
+
+/* The measurement log: o->log_path, else out_dir/measurements.jsonl (with an output directory,
+ * created first), else none. */
+static int open_log(run *r, const kr_job *job)
+{
+    const kr_optimize_options *o = r->o;
+    int rc;
+    if (o->out_dir == NULL)
+        return o->log_path ? kr_search_log_open(o->log_path, job, &r->log, r->err) : KR_OK;
+    if ((rc = kr__mkdirs(o->out_dir, r->err)))
+        return rc;
+    char logp[4400];
+    const char *lp = o->log_path;
+    if (lp == NULL) {
+        path_join(logp, sizeof logp, o->out_dir, "measurements.jsonl");
+        lp = logp;
+    }
+    if ((rc = kr_search_log_open(lp, job, &r->log, r->err)))
+        return rc;
+    if (kr_sim_backend_is(r->b))
+        kr_search_log_set_sync(r->log, KR_LOG_SYNC_BATCH);
+    return KR_OK;
+}
+
+/* The write stage: pictures, summary.json and report.html into the output directory. */
+static int write_outputs(run *r)
+{
+    const char *dir = r->o->out_dir;
+    double t0 = kr__now_s();
+    int rc;
+    progress(r, "write", "summary, pictures and report in %s", dir);
+    if ((r->o->pictures && (rc = kr_report_pictures(dir, r->out, r->err))) ||
+        (rc = kr_report_summary(dir, r->out, r->err)) || (r->o->pictures && (rc = kr_report_html(dir, r->err))))
+        return rc;
+    r->out->write_s = kr__now_s() - t0;
+    return KR_OK;
+}
+
+/* Search → compose → solve → simulate for every chosen method (each variant prepared once),
+ * the metrics, then the write stage. */
+static int run_flow(run *r, unsigned methods)
+{
+    int rc;
+    if (strcmp(kr_backend_name(r->b), "replay") == 0 && (rc = replay_coverage(r, methods)))
+        return rc;
+    for (int m = 0; m < KR_NUM_METHODS; m++) {
+        if (!(methods & (1u << m)))
+            continue;
+        kr_variant var = kr_method_variant((kr_method)m);
+        if (!r->v[var].used) {
+            r->v[var].used = 1;
+            if ((rc = prepare_variant(r, var)))
+                return rc;
+        }
+        if ((rc = run_method(r, (kr_method)m)) < 0)
+            return rc;
+    }
+    compute_metrics(r->out);
+    if ((rc = record_search(r)))
+        return rc;
+    return r->o->out_dir ? write_outputs(r) : KR_OK;
+}
+
 int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_result *out, kr_error *err)
 {
     double t_start = kr__now_s();
@@ -649,62 +781,9 @@ int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_
             return rc;
         r.b = own;
     }
-    /* Simulator and replay: every configuration (on a replay, every recorded one); a GPU: bo. */
-    out->cost_model = o.cost_model;
-    out->unit_time_s = o.unit_time_s;
-    out->seed = o.seed;
-    out->pictures = o.pictures;
-    kr__strlcpy(out->backend, kr_backend_name(r.b), sizeof out->backend);
-    out->strategy = o.strategy_set                                                        ? o.strategy
-                    : kr_sim_backend_is(r.b) || strcmp(kr_backend_name(r.b), "replay") == 0 ? KR_STRATEGY_EXHAUSTIVE
-                                                                                          : KR_STRATEGY_BO;
-    if (o.out_dir) {
-        if ((rc = kr__mkdirs(o.out_dir, err)))
-            goto done;
-        char logp[4400];
-        const char *lp = o.log_path;
-        if (lp == NULL) {
-            path_join(logp, sizeof logp, o.out_dir, "measurements.jsonl");
-            lp = logp;
-        }
-        if ((rc = kr_search_log_open(lp, job, &r.log, err)))
-            goto done;
-        if (kr_sim_backend_is(r.b))
-            kr_search_log_set_sync(r.log, KR_LOG_SYNC_BATCH);
-    } else if (o.log_path) {
-        if ((rc = kr_search_log_open(o.log_path, job, &r.log, err)))
-            goto done;
-    }
-    if (strcmp(kr_backend_name(r.b), "replay") == 0 && (rc = replay_coverage(&r, methods)))
-        goto done;
-    for (int m = 0; m < KR_NUM_METHODS; m++) {
-        if (!(methods & (1u << m)))
-            continue;
-        kr_variant var = kr_method_variant((kr_method)m);
-        if (!r.v[var].used) {
-            r.v[var].used = 1;
-            if ((rc = prepare_variant(&r, var)))
-                goto done;
-        }
-        if ((rc = run_method(&r, (kr_method)m)) < 0)
-            goto done;
-        rc = KR_OK;
-    }
-    compute_metrics(out);
-    if ((rc = record_search(&r)))
-        goto done;
-    if (o.out_dir) {
-        double t0 = kr__now_s();
-        progress(&r, "write", "summary, pictures and report in %s", o.out_dir);
-        if (o.pictures && (rc = kr_report_pictures(o.out_dir, out, err)))
-            goto done;
-        if ((rc = kr_report_summary(o.out_dir, out, err)))
-            goto done;
-        if (o.pictures && (rc = kr_report_html(o.out_dir, err)))
-            goto done;
-        out->write_s = kr__now_s() - t0;
-    }
-done:
+    record_settings(&r);
+    if ((rc = open_log(&r, job)) == KR_OK)
+        rc = run_flow(&r, methods);
     for (int v = 0; v < 3; v++)
         free_variant(&r.v[v]);
     kr_search_log_close(r.log);
