@@ -381,6 +381,29 @@ static int max_clock_plan(run *r, kr_method m, variant_state *vs, kr_plan *plan,
     return KR_OK;
 }
 
+/*
+ * The write stage of one plan p of method m: plans/<method>/<label>.json, the same plan as the
+ * published runtime reads it (Zeus PFO + Kareus scheduler: plans/<method>/freqs_pipeline_<step>.py,
+ * + scheds_pipeline_<step>.py for Kareus), and its timeline when the report shows it. Point
+ * methods run without a frequency server; the artifact's schedules need recomputation.
+ */
+static int write_plan(run *r, kr_method m, const char *label, const kr_plan *plan, const kr_pipe_result *sim,
+                      kr_opt_plan *p)
+{
+    char rel[128], path[4400], dir[4400];
+    snprintf(rel, sizeof rel, "plans/%s/%s.json", kr_method_slug(m), label);
+    path_join(path, sizeof path, r->o->out_dir, rel);
+    snprintf(dir, sizeof dir, "%s/plans/%s", r->o->out_dir, kr_method_slug(m));
+    int rc;
+    if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_plan_write(path, plan, r->err)))
+        return rc;
+    if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
+        (rc = kr_plan_export_artifact(plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err)))
+        return rc;
+    kr__strlcpy(p->file, rel, sizeof p->file);
+    return r->o->pictures ? kr_report_timeline(r->o->out_dir, m, label, sim, r->job, r->err) : KR_OK;
+}
+
 /* Writes, simulates and records one plan of method m. */
 static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state *vs, int step, const char *label,
                     kr_plan *given)
@@ -427,30 +450,8 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
     p->sim_time_s = sim.time_s;
     p->sim_energy_j = sim.energy_j;
     r->out->settle_unpriced += sim.settle_unpriced;
-    if (r->o->out_dir) {
-        char rel[128], path[4400];
-        snprintf(rel, sizeof rel, "plans/%s/%s.json", kr_method_slug(m), label);
-        path_join(path, sizeof path, r->o->out_dir, rel);
-        char dir[4400];
-        snprintf(dir, sizeof dir, "%s/plans/%s", r->o->out_dir, kr_method_slug(m));
-        if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_plan_write(path, &plan, r->err))) {
-            kr_pipe_result_free(&sim);
-            kr_plan_free(&plan);
-            return rc;
-        }
-        /* The same plan as the published runtime reads it (Zeus PFO + Kareus scheduler):
-         * plans/<method>/freqs_pipeline_<step>.py (+ scheds_pipeline_<step>.py for Kareus). Point
-         * methods run without a frequency server; the artifact's schedules need recomputation. */
-        if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
-            (rc = kr_plan_export_artifact(&plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err))) {
-            kr_pipe_result_free(&sim);
-            kr_plan_free(&plan);
-            return rc;
-        }
-        kr__strlcpy(p->file, rel, sizeof p->file);
-        if (r->o->pictures)
-            rc = kr_report_timeline(r->o->out_dir, m, label, &sim, r->job, r->err);
-    }
+    if (r->o->out_dir)
+        rc = write_plan(r, m, label, &plan, &sim, p);
     kr_pipe_result_free(&sim);
     kr_plan_free(&plan);
     if (rc)
