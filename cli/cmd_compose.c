@@ -1,7 +1,8 @@
 /*
  * cmd_compose.c — `kareus compose`: instruction options of every stage from the partition
  * frontiers of a job (one file per partition key, as `kareus search` writes them), with the
- * non-partition work measured on the simulator, written as the Perseus/Kareus options CSV.
+ * non-partition work measured on the simulator, written as the Perseus/Kareus options CSV;
+ * `kareus compose format`: the fields of the JSON frontier file.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -11,7 +12,10 @@
 
 static const char usage_text[] =
     "usage: kareus compose --frontiers DIR --out FILE.csv [--job FILE] [--variant NAME] [--json]\n"
-    "                      [--allow-missing-clocks]\n\n"
+    "                      [--allow-missing-clocks]\n"
+    "       kareus compose format [--markdown]\n\n"
+    "  format           every field of the JSON partition frontier file compose reads: type,\n"
+    "                   accepted values, default, meaning (--markdown: the table of docs/formats.md)\n"
     "  --frontiers DIR  partition frontiers: <key>.<variant>.json or .csv for every key of the job\n"
     "  --out FILE.csv   instruction options (stage,instruction,frequency,time,energy,KEY...)\n"
     "  --job FILE       job spec or built-in name (default: the built-in default job)\n"
@@ -99,6 +103,12 @@ int cmd_compose(int argc, char **argv)
     if (cli_wants_help(argc, argv)) {
         fputs(usage_text, stdout);
         return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "format") == 0) {
+        int markdown = argc == 3 && strcmp(argv[2], "--markdown") == 0;
+        if (argc > 2 + markdown)
+            return cli_usage_error("compose", "format: unexpected argument '%s'", argv[2 + markdown]);
+        return cli_print_format(kr_frontier_format_field, markdown);
     }
     static const struct option lopts[] = {{"frontiers", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'},
                                           {"job", required_argument, 0, 'j'},       {"variant", required_argument, 0, 'v'},

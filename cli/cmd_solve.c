@@ -3,12 +3,10 @@
  * instruction options (Phillips–Dessouky, exact or lowtime-compatible), written as CSV, and
  * plan files for chosen steps.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -98,7 +96,8 @@ static const char usage_text[] =
     "  --virtual-stages V   model chunks per stage (interleaved-1f1b)\n"
     "  --unit-time SEC      time step of the solver (default 0.001)\n"
     "  --cost-model NAME    exact (default) or lowtime (ml-energy/lowtime 0.2.0, reproduced)\n"
-    "  --static-power W     static power per GPU (default: the job's, else 85)\n"
+    "  --static-power W     static power per GPU (default: the job's; without --job the built-in\n"
+    "                       default job's)\n"
     "  --gpus-per-stage G   GPUs per stage for whole-cluster energy (default: the job's, else 1)\n"
     "  --p2p-lag SEC        fixed time of each inter-stage transfer (exact model only; default 0)\n"
     "  --max-steps N        stop after N steps\n"
@@ -114,26 +113,6 @@ static const char usage_text[] =
     "                       better plan joins the frontier as a new step, with its bound and gap\n"
     "  --quiet              no summary on stdout\n"
     "  --json               the summary as JSON (frontier, steps, slowest, fastest, plans written)\n";
-
-/* mkdir -p for the plans directory (the CLI uses public headers only). */
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    if (strlen(path) >= sizeof buf)
-        return -1;
-    strcpy(buf, path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
 
 /* --refine: kr_solve_refine for every deadline=S of the --select list, before the selection
  * (which then picks the refined step as the cheapest one meeting S). A malformed entry is left
@@ -249,16 +228,16 @@ int cmd_solve(int argc, char **argv)
             sch = job.schedule;
         if (!virt)
             virt = job.virtual_stages;
-        if (!gps)
-            gps = kr_job_gpus_per_stage(&job);
-        if (power < 0)
-            power = job.static_power_w;
     }
     if (!stages || !mbs)
         return cli_usage_error("solve", "--stages and --microbatches are required without --job");
+    /* Static power and GPUs per stage: the job's (without one, the built-in default job's GPU,
+     * one GPU per stage), unless given. */
+    kr_solver_config flow;
+    kr_optimize_solver_config(jp, NULL, &flow);
     cfg.unit_time_s = unit;
-    cfg.static_power_w = power < 0 ? 85.0 : power;
-    cfg.gpus_per_stage = gps ? gps : 1;
+    cfg.static_power_w = power < 0 ? flow.static_power_w : power;
+    cfg.gpus_per_stage = gps ? gps : flow.gpus_per_stage;
     cfg.max_steps = max_steps;
     if (!virt)
         virt = sch == KR_SCHEDULE_INTERLEAVED_1F1B ? 2 : 1;
@@ -299,28 +278,8 @@ int cmd_solve(int argc, char **argv)
             status = cli_report(n, &err);
             goto done;
         }
-        if (make_dirs(plans)) {
-            fprintf(stderr, "kareus: %s: cannot create the plans directory: %s\n", plans, strerror(errno));
-            free(steps);
-            status = CLI_EXIT_FAIL;
-            goto done;
-        }
-        for (int i = 0; i < n && status == 0; i++) {
-            kr_plan p;
-            char path[4096];
-            if ((rc = kr_solve_plan(&f, &dag, &opts, steps[i], jp, &p, &err))) {
-                status = cli_report(rc, &err);
-                break;
-            }
-            snprintf(path, sizeof path, "%s/plan_%05d.json", plans, steps[i]);
-            if ((rc = kr_plan_write(path, &p, &err)) == KR_OK) {
-                snprintf(path, sizeof path, "%s/freqs_pipeline_%05d.py", plans, steps[i]);
-                rc = kr_plan_export_zeus(&p, cfg.gpus_per_stage, path, &err);
-            }
-            kr_plan_free(&p);
-            if (rc)
-                status = cli_report(rc, &err);
-        }
+        if ((rc = kr_optimize_write_step_plans(plans, &f, &dag, &opts, steps, n, jp, cfg.gpus_per_stage, &err)))
+            status = cli_report(rc, &err);
         if (!quiet && !json && status == 0)
             printf("plans: %d written to %s\n", n, plans);
         sel = steps;
@@ -335,8 +294,8 @@ int cmd_solve(int argc, char **argv)
                "\"energy_j\": %.17g},\n \"gpus_per_stage\": %d, \"plans\": [",
                a->time_s, a->energy_j, b->time_s, b->energy_j, cfg.gpus_per_stage);
         for (int i = 0; i < nsel; i++) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/plan_%05d.json", plans, sel[i]);
+            char path[4200];
+            kr_optimize_step_plan_path(path, sizeof path, plans, sel[i]);
             printf("%s{\"step\": %d, \"plan\": ", i ? ", " : "", sel[i]);
             cli_json_string(path);
             printf("}");

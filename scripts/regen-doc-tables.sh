@@ -2,14 +2,15 @@
 # regen-doc-tables.sh — replaces the generated tables in docs/ (between the BEGIN/END markers)
 # with the current output of the kareus commands that make them: in docs/calibration.md
 # `kareus catalog --markdown` and `--check`, in docs/formats.md `kareus job format --markdown` and
-# `kareus plan format --markdown` (the field tables the readers and writers use). The tests
+# `kareus plan format --markdown`, `kareus report format --markdown`, `kareus compose format --markdown` (the field tables the readers and writers use). The tests
 # (cli.test_partition_eval, cli.test_formats) fail when a table is out of date.
 # Usage: scripts/regen-doc-tables.sh [path/to/kareus]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kareus=${1:-build/kareus}
 for entry in "docs/calibration.md:catalog --check" "docs/calibration.md:catalog --markdown" \
-  "docs/formats.md:job format --markdown" "docs/formats.md:plan format --markdown"; do
+  "docs/formats.md:job format --markdown" "docs/formats.md:plan format --markdown" \
+  "docs/formats.md:report format --markdown" "docs/formats.md:compose format --markdown"; do
   doc=${entry%%:*} section=${entry#*:}
   out=$(mktemp)
   # shellcheck disable=SC2086

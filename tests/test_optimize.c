@@ -188,6 +188,40 @@ static void method_names_parse(void **state)
     assert_int_equal(kr_method_variant(KR_METHOD_NANOBATCH), KR_VARIANT_DEFAULT_OVERLAP);
 }
 
+/* The solve stage's configuration: static power and GPUs per stage from the job (without one,
+ * the built-in default job's static power and one GPU per stage), the rest from the options. */
+static void solver_config_comes_from_the_job(void **state)
+{
+    (void)state;
+    kr_job job, def;
+    kr_error e = {0};
+    assert_int_equal(kr_job_builtin("llama3.2-3b-cp2tp4-mbs8-s4096", &job, &e), KR_OK);
+    job.static_power_w = 97.5;
+    kr_optimize_options o;
+    kr_optimize_options_default(&o);
+    o.cost_model = KR_COST_LOWTIME;
+    o.unit_time_s = 0.002;
+    o.exchange = 1;
+    kr_solver_config cfg;
+    kr_optimize_solver_config(&job, &o, &cfg);
+    assert_true(cfg.static_power_w == 97.5);
+    assert_int_equal(cfg.gpus_per_stage, kr_job_gpus_per_stage(&job));
+    assert_int_equal(cfg.cost_model, KR_COST_LOWTIME);
+    assert_true(cfg.unit_time_s == 0.002);
+    assert_int_equal(cfg.exchange, 1);
+    kr_job_default(&def);
+    kr_optimize_solver_config(NULL, NULL, &cfg);
+    assert_true(cfg.static_power_w == def.static_power_w);
+    assert_true(cfg.static_power_w == def.gpu.static_w);
+    assert_int_equal(cfg.gpus_per_stage, 1);
+    assert_int_equal(cfg.cost_model, KR_COST_EXACT);
+    assert_int_equal(cfg.exchange, -1);
+    char path[64];
+    assert_int_equal(kr_optimize_step_plan_path(path, sizeof path, "d", 42), KR_OK);
+    assert_string_equal(path, "d/plan_00042.json");
+    assert_int_equal(kr_optimize_step_plan_path(path, 8, "d", 42), KR_EINVAL);
+}
+
 int main(int argc, char **argv);
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(five_methods_are_produced),
@@ -197,5 +231,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(outputs_are_complete),
     cmocka_unit_test(bad_options_and_unwritable_output),
     cmocka_unit_test(method_names_parse),
+    cmocka_unit_test(solver_config_comes_from_the_job),
 };
 KR_TEST_MAIN(tests)

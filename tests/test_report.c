@@ -1,9 +1,11 @@
-/* test_report.c — SVG pictures: well-formed output with the expected elements, errors on bad input. */
+/* test_report.c — SVG pictures: well-formed output with the expected elements, errors on bad input;
+ * the summary reader and the HTML report built from it. */
 #include "testutil.h"
 
 #include <math.h>
 
 #include "kareus/report.h"
+#include "report/summary.h"
 #include "util/util.h"
 
 static int count(const char *s, const char *needle)
@@ -130,10 +132,51 @@ static void html_report_from_summary(void **state)
     KR_ASSERT_ERR(kr_report_html("/nonexistent-dir", &e), KR_EIO, e, "summary.json: cannot open");
 }
 
+/* summary.json through its field table: nulls and absent numbers read as NaN, absent lists as
+ * -1 (their section left out), a field of the wrong type or an unknown one refused with its path. */
+static void summary_reader_follows_the_table(void **state)
+{
+    (void)state;
+    const char *dir = kr_test_tmpdir("report_summary");
+    char path[1200];
+    kr_error e = {0};
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    kr_test_write(path, "{\"schema\": \"kareus.summary\", \"version\": 1, \"job\": {\"name\": \"j\", \"gpus\": 16},"
+                        " \"metrics\": {\"rows\": [{\"method\": \"Kareus\", \"robust_mean\": null, \"robust_max\": 0.25}]},"
+                        " \"methods\": [{\"name\": \"Kareus\", \"steps\": 3, \"ten_point\": [{\"step\": 7, \"time_s\": 1.5}]}]}");
+    kr__summary *s;
+    assert_int_equal(kr__report_summary_read(path, &s, &e), KR_OK);
+    assert_string_equal(s->job_name, "j");
+    assert_int_equal(s->job_gpus, 16);
+    assert_int_equal(s->nrows, 1);
+    assert_true(isnan(s->rows[0].m.robust_mean));
+    assert_true(s->rows[0].m.robust_max == 0.25);
+    assert_true(isnan(s->rows[0].m.mt_time_red));
+    assert_int_equal(s->nmethods, 1);
+    assert_int_equal(s->methods[0].steps, 3);
+    assert_int_equal(s->methods[0].nten, 1);
+    assert_int_equal(s->methods[0].ten[0].step, 7);
+    assert_true(isnan(s->methods[0].fastest.time_s));
+    assert_int_equal(s->nsearch, -1);
+    assert_int_equal(s->has_validation, 0);
+    assert_int_equal(s->has_pictures, 0);
+    free(s);
+    kr_test_write(path, "{\"schema\": \"kareus.summary\", \"version\": 1, \"methods\": [{\"steps\": \"three\"}]}");
+    KR_ASSERT_ERR(kr__report_summary_read(path, &s, &e), KR_EPARSE, e, "$.methods[0].steps: expected an integer");
+    kr_test_write(path, "{\"schema\": \"kareus.summary\", \"version\": 1, \"colour\": 1}");
+    KR_ASSERT_ERR(kr__report_summary_read(path, &s, &e), KR_EPARSE, e, "colour: unknown field");
+    kr_test_write(path, "{\"schema\": \"kareus.summary\", \"version\": 2}");
+    KR_ASSERT_ERR(kr__report_summary_read(path, &s, &e), KR_ERANGE, e, "$.version");
+    kr_field_info f;
+    assert_int_equal(kr_report_summary_format_field(0, &f), KR_OK);
+    assert_string_equal(f.path, "schema");
+}
+
 int main(int argc, char **argv);
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(frontier_chart_has_series_legend_and_iso_lines),
     cmocka_unit_test(timeline_draws_every_instruction),
     cmocka_unit_test(html_report_from_summary),
+    cmocka_unit_test(summary_reader_follows_the_table),
 };
 KR_TEST_MAIN(tests)

@@ -1,11 +1,13 @@
 /*
- * format.h — the description of one field of a Kareus file format (job spec, plan).
+ * format.h — the description of one field of a Kareus file format (job spec, plan, partition
+ * frontier, optimize summary).
  *
  * Each JSON format is read, checked and written from one field table inside the library; the
- * same table describes the format, row by row, through kr_job_format_field and
- * kr_plan_format_field. `kareus job format` / `kareus plan format` print it, and the tables of
- * docs/formats.md are that output (a test keeps them equal), so the description cannot drift
- * from what the reader accepts.
+ * same table describes the format, row by row, through kr_job_format_field,
+ * kr_plan_format_field, kr_frontier_format_field and kr_report_summary_format_field.
+ * `kareus job format`, `kareus plan format`, `kareus compose format` and `kareus report format`
+ * print it, and the tables of docs/formats.md are that output (a test keeps them equal), so the
+ * description cannot drift from what the reader accepts.
  */
 #ifndef KAREUS_FORMAT_H
 #define KAREUS_FORMAT_H

@@ -34,6 +34,7 @@
 #include <stddef.h>
 
 #include "kareus/backend.h"
+#include "kareus/format.h"
 #include "kareus/job.h"
 #include "kareus/partition.h"
 #include "kareus/status.h"
@@ -211,6 +212,10 @@ int kr_frontier_write_csv(const char *path, const kr_partition_frontier *f, kr_e
  * slot), KR_ERANGE (value out of range), KR_EINVAL (duplicate configurations), KR_ENOMEM.
  */
 int kr_frontier_read(const char *path, kr_partition_frontier *f, kr_error *err);
+
+/* Row i of the JSON frontier format's description (`kareus compose format`, docs/formats.md);
+ * KR_ERANGE past the last row. The CSV file holds the same fields (docs/search.md). */
+int kr_frontier_format_field(int i, kr_field_info *out);
 
 KR_END_DECLS
 #endif

@@ -110,9 +110,26 @@ typedef struct kr_metric_row {
     double robust_mean, robust_max;      /* vs Perseus, predicted full frontiers */
 } kr_metric_row;
 
+/* The search of one partition, as the summary lists it. */
+typedef struct kr_opt_search {
+    kr_variant variant;
+    char key[KR_KEY_MAX];
+    long evaluated, space;    /* Configurations used, and in the space. */
+    long frontier_points;     /* On its (time, effective energy) frontier. */
+    long recorded;            /* A replay: the recorded configurations (0: not a replay). */
+} kr_opt_search;
+
 typedef struct kr_optimize_result {
     kr_job job;
     kr_strategy strategy;
+    kr_cost_model cost_model;  /* The run's settings, as the summary records them. */
+    double unit_time_s;
+    unsigned long long seed;
+    char backend[32];          /* kr_backend_name of the measuring backend. */
+    int pictures;              /* 1: pictures drawn (and listed in the summary). */
+    int settle_unpriced;       /* Replay: clock changes simulated without their settle window. */
+    int nsearch;
+    kr_opt_search *search;     /* Every partition searched, variant by variant (owned). */
     kr_method_result m[KR_NUM_METHODS];
     kr_metric_row rows[KR_NUM_METHODS];
     double max_time_err;       /* Largest |simulated − predicted| / predicted over the plans. */
@@ -120,6 +137,32 @@ typedef struct kr_optimize_result {
     double wall_s;             /* Whole run. */
     double search_s, compose_s, solve_s, simulate_s, write_s;
 } kr_optimize_result;
+
+/*
+ * The stages of the flow as kr_optimize runs them, shared with the single-step commands
+ * (`kareus search`, `compose`, `solve`, `simulate`): search is kr_search_job, compose kr_compose,
+ * simulate kr_pipesim_plan, write report.h; the calls below are what the solve stage and the
+ * written plans add, so a command and the whole flow configure and name them alike.
+ *
+ * kr_optimize_solver_config: the solver configuration of the flow for job: the static power per
+ * GPU and the GPUs per stage are the job's (job NULL: the static power of the built-in default
+ * job, kr_job_default, and one GPU per stage); cost model, unit time and exchanges are o's (o
+ * NULL: those of kr_optimize_options_default).
+ */
+void kr_optimize_solver_config(const kr_job *job, const kr_optimize_options *o, kr_solver_config *cfg);
+
+/* The path of the plan of solver step `step` in dir, as kr_optimize_write_step_plans names it:
+ * dir/plan_NNNNN.json. KR_EINVAL when it does not fit cap. */
+int kr_optimize_step_plan_path(char *buf, size_t cap, const char *dir, int step);
+
+/*
+ * Writes the plans of steps[0..n) of frontier f (solved on dag from opts) into dir, created if
+ * needed: plan_NNNNN.json (kr_plan_write, carrying job's identity; job may be NULL) and the same
+ * plan as Zeus reads it, freqs_pipeline_NNNNN.py (kr_plan_export_zeus with gpus_per_stage).
+ * Stops at the first failure: KR_EIO naming the path, or kr_solve_plan's error.
+ */
+int kr_optimize_write_step_plans(const char *dir, const kr_solve_result *f, const kr_dag *dag, const kr_options *opts,
+                                 const int *steps, int n, const kr_job *job, int gpus_per_stage, kr_error *err);
 
 /*
  * Runs the flow. Returns KR_OK or the failing step's code with its message (the step named).

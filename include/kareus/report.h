@@ -1,6 +1,8 @@
 /*
- * report.h — pictures and the HTML report: frontiers of several methods on one chart, pipeline
- * timelines, and (in report.c) the page that embeds them with the tables.
+ * report.h — the write stage of the flow: pictures, summary.json and the HTML report. Frontiers
+ * of several methods on one chart, pipeline timelines, the summary of an optimize run (written
+ * and read with one field table, src/report/summary.c) and the page that embeds them with the
+ * tables (src/report/html.c).
  *
  * Every picture is a self-contained SVG written atomically. Colours: a fixed palette per method
  * (legend on the chart); clocks on a perceptually ordered scale from blue (lowest) to yellow
@@ -9,7 +11,9 @@
 #ifndef KAREUS_REPORT_H
 #define KAREUS_REPORT_H
 
+#include "kareus/format.h"
 #include "kareus/job.h"
+#include "kareus/optimize.h"
 #include "kareus/pipesim.h"
 #include "kareus/sim.h"
 #include "kareus/status.h"
@@ -50,6 +54,33 @@ int kr_svg_timeline_text(char **svg, const char *title, const kr_pipe_result *r,
  * the compute stream's ops and the comm stream's collective, and the board power under them. */
 int kr_svg_partition(const char *path, const char *title, const kr_sim_timeline *tl, const char *const *titles, int n,
                      kr_error *err);
+
+/*
+ * Writes DIR/summary.json (schema "kareus.summary", docs/formats.md) of the optimize run r:
+ * the job, the settings, every method's frontier and chosen plans, the metrics, the prediction
+ * against the simulation, the search of every partition, the pictures (when r->pictures) and
+ * the time of each stage. Atomic. KR_OK, KR_EIO naming the path, KR_ENOMEM.
+ */
+int kr_report_summary(const char *dir, const kr_optimize_result *r, kr_error *err);
+
+/* Row i of the summary format's description (`kareus report format`); KR_ERANGE past the last. */
+int kr_report_summary_format_field(int i, kr_field_info *out);
+
+/*
+ * Draws DIR/timeline-<method>-<label>.svg of the simulated plan sim when label is one whose
+ * timeline the report shows (every method's fastest or max-clock plan, Kareus's most frugal);
+ * KR_OK without drawing otherwise.
+ */
+int kr_report_timeline(const char *dir, kr_method m, const char *label, const kr_pipe_result *sim, const kr_job *job,
+                       kr_error *err);
+
+/*
+ * Draws the run's charts into DIR: frontiers.svg (the solver's frontiers of every method) and
+ * frontiers-10pt.svg (the simulated 10-point frontiers), with Perseus's iso marks; with Kareus
+ * and Nanobatching run, partition.svg (the first partition of Kareus's fastest plan, read from
+ * its plan file in DIR, against the default overlap).
+ */
+int kr_report_pictures(const char *dir, const kr_optimize_result *r, kr_error *err);
 
 /*
  * Writes DIR/report.html from DIR/summary.json (schema "kareus.summary", written by

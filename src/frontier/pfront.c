@@ -225,73 +225,6 @@ void kr_frontier_file_name(const char *key, kr_variant variant, const char *ext,
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
-static json_t *to_json(const kr_partition_frontier *f)
-{
-    json_t *root = json_object(), *job = json_object(), *slots = json_array(), *search = json_object(),
-           *points = json_array();
-    if (!root || !job || !slots || !search || !points) {
-        json_decref(root);
-        json_decref(job);
-        json_decref(slots);
-        json_decref(search);
-        json_decref(points);
-        return NULL;
-    }
-    int bad = 0;
-    bad |= json_object_set_new(root, "schema", json_string("kareus.frontier"));
-    bad |= json_object_set_new(root, "version", json_integer(KR_FRONTIER_VERSION));
-    bad |= json_object_set_new(job, "name", json_string(f->job_name));
-    bad |= json_object_set_new(job, "fingerprint", json_string(f->fingerprint));
-    bad |= json_object_set_new(root, "job", job);
-    bad |= json_object_set_new(root, "key", json_string(f->key));
-    bad |= json_object_set_new(root, "variant", json_string(kr_variant_name(f->variant)));
-    bad |= kr__jset_real(root, "static_power_w", f->static_power_w);
-    for (int i = 0; i < f->nslots; i++)
-        bad |= json_array_append_new(slots, json_string(f->slots[i]));
-    bad |= json_object_set_new(root, "slots", slots);
-    bad |= json_object_set_new(search, "strategy", json_string(f->strategy));
-    bad |= json_object_set_new(search, "backend", json_string(f->backend));
-    bad |= json_object_set_new(search, "seed", json_integer((json_int_t)f->seed));
-    bad |= json_object_set_new(search, "space_size", json_integer(f->space_size));
-    bad |= json_object_set_new(root, "search", search);
-    for (size_t i = 0; i < f->n && !bad; i++) {
-        const kr_measured *p = &f->pts[i];
-        json_t *o = json_object();
-        if (o == NULL) {
-            bad = 1;
-            break;
-        }
-        bad |= json_object_set_new(o, "freq_mhz", json_integer(p->config.freq_mhz));
-        bad |= json_object_set_new(o, "slot", json_string(kr_frontier_slot_name(f, p->config.slot)));
-        bad |= json_object_set_new(o, "sms", json_integer(p->config.sms));
-        bad |= kr__jset_real(o, "time_s", p->time_s);
-        bad |= kr__jset_real(o, "energy_j", p->energy_j);
-        bad |= kr__jset_real(o, "eff_energy_j", p->eff_energy_j);
-        bad |= kr__jset_real(o, "time_sd_s", p->time_sd_s);
-        bad |= kr__jset_real(o, "energy_sd_j", p->energy_sd_j);
-        bad |= json_object_set_new(o, "pareto_eff", json_boolean(p->flags & KR_FP_PARETO_EFF));
-        bad |= json_object_set_new(o, "pareto_total", json_boolean(p->flags & KR_FP_PARETO_TOTAL));
-        bad |= json_object_set_new(o, "pareto_clock", json_boolean(p->flags & KR_FP_PARETO_CLOCK));
-        bad |= json_array_append_new(points, o);
-    }
-    bad |= json_object_set_new(root, "points", points);
-    if (bad) {
-        json_decref(root);
-        return NULL;
-    }
-    return root;
-}
-
-int kr_frontier_write_json(const char *path, const kr_partition_frontier *f, kr_error *err)
-{
-    json_t *root = to_json(f);
-    if (root == NULL)
-        return kr_error_set(err, KR_ENOMEM, "%s: out of memory building the frontier", path);
-    int rc = kr__json_write_atomic(path, root, err);
-    json_decref(root);
-    return rc;
-}
-
 /* Slot name → index in f's list ("none" → KR_SLOT_NONE); -2 if unknown. */
 static int slot_lookup(const kr_partition_frontier *f, const char *name)
 {
@@ -312,34 +245,235 @@ static void slot_list(const kr_partition_frontier *f, char *buf, size_t cap)
     snprintf(buf + (n < cap ? n : cap - 1), cap - (n < cap ? n : cap - 1), "none");
 }
 
-static int read_point_json(kr__jctx *c, const kr_partition_frontier *f, const json_t *o, kr_measured *p)
+/*
+ * The JSON file as field tables (util.h, "JSON field tables"): one list per object drives the
+ * reader, the writer and the format's description (kr_frontier_format_field). A point is read
+ * and written beside its frontier (its slot is a name of the frontier's list); its flags and
+ * its effective energy are written for readers and recomputed from the numbers when read.
+ */
+typedef struct point_io {
+    kr_measured m;
+    const kr_partition_frontier *f;
+} point_io;
+
+static int slot_read(kr__jctx *c, const json_t *obj, const kr__jfield *fd, void *base)
 {
-    static const char *const allowed[] = {"freq_mhz", "slot", "sms", "time_s", "energy_j", "eff_energy_j",
-                                          "time_sd_s", "energy_sd_j", "pareto_eff", "pareto_total",
-                                          "pareto_clock", NULL};
-    int rc, flag;
-    double eff;
+    point_io *io = base;
     char slot[64];
-    memset(p, 0, sizeof *p);
-    if ((rc = kr__jobject(c, o, allowed)) ||
-        (rc = kr__jint32(c, o, "freq_mhz", 1, 1, 100000, 0, &p->config.freq_mhz)) ||
-        (rc = kr__jstr(c, o, "slot", 1, NULL, slot, sizeof slot)) ||
-        (rc = kr__jint32(c, o, "sms", 1, 0, 100000, 0, &p->config.sms)) ||
-        (rc = kr__jnum(c, o, "time_s", 1, 0, INFINITY, 0, &p->time_s)) ||
-        (rc = kr__jnum(c, o, "energy_j", 1, 0, INFINITY, 0, &p->energy_j)) ||
-        (rc = kr__jnum(c, o, "eff_energy_j", 0, -INFINITY, INFINITY, 0, &eff)) ||
-        (rc = kr__jnum(c, o, "time_sd_s", 0, 0, INFINITY, 0, &p->time_sd_s)) ||
-        (rc = kr__jnum(c, o, "energy_sd_j", 0, 0, INFINITY, 0, &p->energy_sd_j)) ||
-        (rc = kr__jbool(c, o, "pareto_eff", 0, 0, &flag)) || (rc = kr__jbool(c, o, "pareto_total", 0, 0, &flag)) ||
-        (rc = kr__jbool(c, o, "pareto_clock", 0, 0, &flag)))
+    int rc = kr__jstr(c, obj, fd->key, 1, NULL, slot, sizeof slot);
+    if (rc)
         return rc;
-    p->config.slot = slot_lookup(f, slot);
-    if (p->config.slot == -2) {
+    io->m.config.slot = slot_lookup(io->f, slot);
+    if (io->m.config.slot == -2) {
         char list[256];
-        slot_list(f, list, sizeof list);
+        slot_list(io->f, list, sizeof list);
         return kr__jfailf(c, KR_EPARSE, "slot", "expected one of the file's slots {%s}, found \"%s\"", list, slot);
     }
     return KR_OK;
+}
+
+static int slot_write(const kr__jwctx *w, const kr__jfield *fd, const void *base, json_t **out)
+{
+    const point_io *io = base;
+    *out = json_string(kr_frontier_slot_name(io->f, io->m.config.slot));
+    return KR_OK;
+}
+
+/* A Pareto flag (the bit is the field's off): checked to be a boolean when read, the bit written. */
+static int flag_read(kr__jctx *c, const json_t *obj, const kr__jfield *fd, void *base)
+{
+    int flag;
+    return kr__jbool(c, obj, fd->key, 0, 0, &flag);
+}
+
+static int flag_write(const kr__jwctx *w, const kr__jfield *fd, const void *base, json_t **out)
+{
+    const point_io *io = base;
+    *out = json_boolean(io->m.flags & (unsigned)fd->off);
+    return KR_OK;
+}
+
+static const kr__jhook slot_hook = {slot_read, slot_write, NULL, "string", "a name of slots, or \"none\"", "required"};
+static const kr__jhook flag_hook = {flag_read, flag_write, NULL, "boolean", NULL, "recomputed"};
+
+#define FLAG(key, bit, doc) {(key), KR__JT_HOOK, 0, (bit), 0, 0, 0, 0, NULL, NULL, NULL, NULL, &flag_hook, (doc)}
+static const kr__jfield point_fields[] = {
+    KR__JF_INT(point_io, m.config.freq_mhz, "freq_mhz", KR__JREQ, 1, 100000, 0, "SM clock, MHz"),
+    KR__JF_HOOK("slot", KR__JREQ, 0, NULL, &slot_hook, "launch slot of the comm kernel (\"none\": after compute)"),
+    KR__JF_INT(point_io, m.config.sms, "sms", KR__JREQ, 0, 100000, 0, "comm SMs (0: work without a collective)"),
+    KR__JF_NUM(point_io, m.time_s, "time_s", KR__JREQ, 0, INFINITY, 0, "time of one execution, s"),
+    KR__JF_NUM(point_io, m.energy_j, "energy_j", KR__JREQ, 0, INFINITY, 0, "energy of one GPU for it, static included, J"),
+    KR__JF_NUM(point_io, m.eff_energy_j, "eff_energy_j", 0, -INFINITY, INFINITY, 0,
+               "energy_j - static_power_w * time_s, J (recomputed when read)"),
+    KR__JF_NUM(point_io, m.time_sd_s, "time_sd_s", 0, 0, INFINITY, 0, "spread of the time over repeats, s"),
+    KR__JF_NUM(point_io, m.energy_sd_j, "energy_sd_j", 0, 0, INFINITY, 0, "spread of the energy over repeats, J"),
+    FLAG("pareto_eff", KR_FP_PARETO_EFF, "on the (time, effective energy) frontier of all points"),
+    FLAG("pareto_total", KR_FP_PARETO_TOTAL, "on the (time, total energy) frontier of all points"),
+    FLAG("pareto_clock", KR_FP_PARETO_CLOCK, "on the (time, effective energy) frontier of its clock"),
+};
+#undef FLAG
+static const kr__jtable point_table = KR__JTABLE(point_fields);
+
+/* The points: read into a new array, then set (flags, order, checks) once the frontier's
+ * static power and slots are known (they come first). */
+static int points_read(kr__jctx *c, const json_t *obj, const kr__jfield *fd, void *base)
+{
+    kr_partition_frontier *f = base;
+    const json_t *points = json_object_get(obj, fd->key);
+    if (points == NULL || !json_is_array(points))
+        return kr__jfail(c, KR_EPARSE, fd->key, "an array of points", points);
+    size_t npts = json_array_size(points);
+    point_io *io = npts ? calloc(npts, sizeof *io) : NULL;
+    kr_measured *pts = npts ? calloc(npts, sizeof *pts) : NULL;
+    int rc = KR_OK;
+    if (npts && (io == NULL || pts == NULL))
+        rc = kr_error_set(c->err, KR_ENOMEM, "%s: out of memory for %zu points", c->file, npts);
+    size_t m = kr__jpush_key(c, fd->key);
+    for (size_t i = 0; i < npts && !rc; i++) {
+        size_t m2 = kr__jpush_idx(c, i);
+        io[i].f = f;
+        rc = kr__jtable_read(c, json_array_get(points, i), &point_table, &io[i]);
+        pts[i] = io[i].m;
+        kr__jpop(c, m2);
+    }
+    kr__jpop(c, m);
+    if (!rc && (rc = kr_frontier_set_points(f, pts, npts, c->err)))
+        kr_error_prefix(c->err, "%s", c->file);
+    free(io);
+    free(pts);
+    return rc;
+}
+
+static int points_write(const kr__jwctx *w, const kr__jfield *fd, const void *base, json_t **out)
+{
+    const kr_partition_frontier *f = base;
+    *out = json_array();
+    for (size_t i = 0; i < f->n; i++) {
+        point_io io = {f->pts[i], f};
+        json_t *o;
+        int rc = kr__jtable_write(w, &point_table, &io, &o);
+        if (rc)
+            return rc;
+        json_array_append_new(*out, o);
+    }
+    return KR_OK;
+}
+
+static int slots_read(kr__jctx *c, const json_t *obj, const kr__jfield *fd, void *base)
+{
+    kr_partition_frontier *f = base;
+    const json_t *slots = json_object_get(obj, fd->key);
+    size_t m = kr__jpush_key(c, fd->key);
+    if (slots == NULL || !json_is_array(slots) || json_array_size(slots) > KR_MAX_SLOTS) {
+        char exp[64];
+        snprintf(exp, sizeof exp, "an array of at most %d slot names", KR_MAX_SLOTS);
+        return kr__jfail(c, KR_EPARSE, NULL, exp, slots);
+    }
+    for (size_t i = 0; i < json_array_size(slots); i++) {
+        const json_t *s = json_array_get(slots, i);
+        if (!json_is_string(s) || kr__strlcpy(f->slots[i], json_string_value(s), sizeof f->slots[i])) {
+            kr__jpush_idx(c, i);
+            return kr__jfail(c, KR_EPARSE, NULL, "a slot name of at most 15 characters", s);
+        }
+        f->nslots = (int)i + 1;
+    }
+    kr__jpop(c, m);
+    return KR_OK;
+}
+
+static int slots_write(const kr__jwctx *w, const kr__jfield *fd, const void *base, json_t **out)
+{
+    const kr_partition_frontier *f = base;
+    *out = json_array();
+    for (int i = 0; i < f->nslots; i++)
+        json_array_append_new(*out, json_string(f->slots[i]));
+    return KR_OK;
+}
+
+/* The seed (unsigned long long) and the space size (long): integers in [0, INT64_MAX]. */
+static int count_read(kr__jctx *c, const json_t *obj, const kr__jfield *fd, void *base)
+{
+    kr_partition_frontier *f = base;
+    long long v;
+    int rc = kr__jint(c, obj, fd->key, 1, 0, INT64_MAX, 0, &v);
+    if (rc == KR_OK && fd->off == offsetof(kr_partition_frontier, seed))
+        f->seed = (unsigned long long)v;
+    else if (rc == KR_OK)
+        f->space_size = (long)v;
+    return rc;
+}
+
+static int count_write(const kr__jwctx *w, const kr__jfield *fd, const void *base, json_t **out)
+{
+    const kr_partition_frontier *f = base;
+    *out = json_integer(fd->off == offsetof(kr_partition_frontier, seed) ? (json_int_t)f->seed
+                                                                          : (json_int_t)f->space_size);
+    return KR_OK;
+}
+
+static int variant_parse(const char *name, int *out)
+{
+    kr_variant v = KR_VARIANT_KAREUS;
+    int rc = kr_variant_parse(name, &v);
+    *out = (int)v;
+    return rc;
+}
+
+static const char *variant_name(int v)
+{
+    return kr_variant_name((kr_variant)v);
+}
+
+static const kr__jchoice variant_choice = {variant_parse, variant_name, "kareus, sequential or default-overlap"};
+static const kr__jhook points_hook = {points_read, points_write, NULL, "array", NULL, "required"};
+static const kr__jhook slots_hook = {slots_read, slots_write, NULL, "array",
+                                     "at most 16 names of at most 15 characters", "required"};
+static const kr__jhook count_hook = {count_read, count_write, NULL, "integer", "[0, 2^63 - 1]", "required"};
+
+static const kr__jfield job_fields[] = {
+    KR__JF_STR(kr_partition_frontier, job_name, "name", KR__JREQ, NULL, NULL, "the job the measurements belong to"),
+    KR__JF_STR(kr_partition_frontier, fingerprint, "fingerprint", KR__JREQ, NULL, NULL, "its fingerprint"),
+};
+static const kr__jtable job_table = KR__JTABLE(job_fields);
+
+static const kr__jfield search_fields[] = {
+    KR__JF_STR(kr_partition_frontier, strategy, "strategy", KR__JREQ, NULL, NULL, "search strategy (exhaustive, bo, artifact)"),
+    KR__JF_STR(kr_partition_frontier, backend, "backend", KR__JREQ, NULL, NULL, "backend that measured (sim, replay, gpu)"),
+    KR__JF_HOOK("seed", KR__JREQ, offsetof(kr_partition_frontier, seed), NULL, &count_hook, "search seed"),
+    KR__JF_HOOK("space_size", KR__JREQ, offsetof(kr_partition_frontier, space_size), NULL, &count_hook,
+                "configurations in the searched space"),
+};
+static const kr__jtable search_table = KR__JTABLE(search_fields);
+
+static const kr__jfield frontier_fields[] = {
+    KR__JF_SCHEMA("kareus.frontier", KR__JREQ, "the format"),
+    KR__JF_VERSION(KR_FRONTIER_VERSION, KR__JREQ, "the format's version"),
+    KR__JF_OBJ("job", KR__JREQ, &job_table, NULL, "the job"),
+    KR__JF_STR(kr_partition_frontier, key, "key", KR__JREQ, NULL, NULL, "partition key (kareus catalog --partitions)"),
+    KR__JF_ENUM(kr_partition_frontier, variant, "variant", KR__JREQ, 32, 0, &variant_choice, "execution variant"),
+    KR__JF_NUM(kr_partition_frontier, static_power_w, "static_power_w", KR__JREQ, 0, 1e6, 0,
+               "static power per GPU of the effective energies, W"),
+    KR__JF_HOOK("slots", KR__JREQ, 0, NULL, &slots_hook, "the partition's launch slots, by index"),
+    KR__JF_OBJ("search", KR__JREQ, &search_table, NULL, "where the points came from"),
+    KR__JF_HOOK("points", KR__JREQ, 0, &point_table, &points_hook, "the measured configurations"),
+};
+static const kr__jtable frontier_table = KR__JTABLE(frontier_fields);
+
+int kr_frontier_format_field(int i, kr_field_info *out)
+{
+    return kr__jtable_describe(&frontier_table, NULL, i, out);
+}
+
+int kr_frontier_write_json(const char *path, const kr_partition_frontier *f, kr_error *err)
+{
+    kr__jwctx w = {path, err};
+    json_t *root;
+    int rc = kr__jtable_write(&w, &frontier_table, f, &root);
+    if (rc)
+        return rc;
+    rc = kr__json_write_atomic(path, root, err);
+    json_decref(root);
+    return rc;
 }
 
 static int read_json(const char *path, const char *text, kr_partition_frontier *f, kr_error *err)
@@ -350,96 +484,7 @@ static int read_json(const char *path, const char *text, kr_partition_frontier *
         return rc;
     kr__jctx c;
     kr__jctx_init(&c, path, err);
-    static const char *const top[] = {"schema", "version", "job", "key", "variant", "static_power_w",
-                                      "slots", "search", "points", NULL};
-    static const char *const jobf[] = {"name", "fingerprint", NULL};
-    static const char *const searchf[] = {"strategy", "backend", "seed", "space_size", NULL};
-    char schema[32], variant[32];
-    int version;
-    long long seed, space;
-    kr_measured *pts = NULL;
-    size_t npts = 0;
-    if ((rc = kr__jobject(&c, root, top)) || (rc = kr__jstr(&c, root, "schema", 1, NULL, schema, sizeof schema)))
-        goto out;
-    if (strcmp(schema, "kareus.frontier") != 0) {
-        rc = kr__jfailf(&c, KR_EPARSE, "schema", "expected \"kareus.frontier\", found \"%s\"", schema);
-        goto out;
-    }
-    if ((rc = kr__jint32(&c, root, "version", 1, KR_FRONTIER_VERSION, KR_FRONTIER_VERSION, 0, &version)))
-        goto out;
-    const json_t *job = json_object_get(root, "job");
-    size_t m = kr__jpush_key(&c, "job");
-    if (job == NULL)
-        rc = kr__jfailf(&c, KR_EPARSE, NULL, "missing required field");
-    else if (!(rc = kr__jobject(&c, job, jobf)) &&
-             !(rc = kr__jstr(&c, job, "name", 1, NULL, f->job_name, sizeof f->job_name)))
-        rc = kr__jstr(&c, job, "fingerprint", 1, NULL, f->fingerprint, sizeof f->fingerprint);
-    kr__jpop(&c, m);
-    if (rc || (rc = kr__jstr(&c, root, "key", 1, NULL, f->key, sizeof f->key)) ||
-        (rc = kr__jstr(&c, root, "variant", 1, NULL, variant, sizeof variant)))
-        goto out;
-    if (kr_variant_parse(variant, &f->variant) != KR_OK) {
-        rc = kr__jfailf(&c, KR_EPARSE, "variant", "expected kareus, sequential or default-overlap, found \"%s\"",
-                        variant);
-        goto out;
-    }
-    if ((rc = kr__jnum(&c, root, "static_power_w", 1, 0, 1e6, 0, &f->static_power_w)))
-        goto out;
-    const json_t *slots = json_object_get(root, "slots");
-    m = kr__jpush_key(&c, "slots");
-    if (slots == NULL || !json_is_array(slots) || json_array_size(slots) > KR_MAX_SLOTS) {
-        char exp[64];
-        snprintf(exp, sizeof exp, "an array of at most %d slot names", KR_MAX_SLOTS);
-        rc = kr__jfail(&c, KR_EPARSE, NULL, exp, slots);
-    }
-    for (size_t i = 0; !rc && i < json_array_size(slots); i++) {
-        const json_t *s = json_array_get(slots, i);
-        if (!json_is_string(s) || kr__strlcpy(f->slots[i], json_string_value(s), sizeof f->slots[i])) {
-            size_t m2 = kr__jpush_idx(&c, i);
-            rc = kr__jfail(&c, KR_EPARSE, NULL, "a slot name of at most 15 characters", s);
-            kr__jpop(&c, m2);
-        }
-        f->nslots = (int)i + 1;
-    }
-    kr__jpop(&c, m);
-    if (rc)
-        goto out;
-    const json_t *search = json_object_get(root, "search");
-    m = kr__jpush_key(&c, "search");
-    if (search == NULL)
-        rc = kr__jfailf(&c, KR_EPARSE, NULL, "missing required field");
-    else if (!(rc = kr__jobject(&c, search, searchf)) &&
-             !(rc = kr__jstr(&c, search, "strategy", 1, NULL, f->strategy, sizeof f->strategy)) &&
-             !(rc = kr__jstr(&c, search, "backend", 1, NULL, f->backend, sizeof f->backend)) &&
-             !(rc = kr__jint(&c, search, "seed", 1, 0, INT64_MAX, 0, &seed)))
-        rc = kr__jint(&c, search, "space_size", 1, 0, INT64_MAX, 0, &space);
-    kr__jpop(&c, m);
-    if (rc)
-        goto out;
-    f->seed = (unsigned long long)seed;
-    f->space_size = (long)space;
-    const json_t *points = json_object_get(root, "points");
-    if (points == NULL || !json_is_array(points)) {
-        rc = kr__jfail(&c, KR_EPARSE, "points", "an array of points", points);
-        goto out;
-    }
-    npts = json_array_size(points);
-    pts = npts ? calloc(npts, sizeof *pts) : NULL;
-    if (npts && pts == NULL) {
-        rc = kr_error_set(err, KR_ENOMEM, "%s: out of memory for %zu points", path, npts);
-        goto out;
-    }
-    m = kr__jpush_key(&c, "points");
-    for (size_t i = 0; i < npts && !rc; i++) {
-        size_t m2 = kr__jpush_idx(&c, i);
-        rc = read_point_json(&c, f, json_array_get(points, i), &pts[i]);
-        kr__jpop(&c, m2);
-    }
-    kr__jpop(&c, m);
-    if (!rc && (rc = kr_frontier_set_points(f, pts, npts, err)))
-        kr_error_prefix(err, "%s", path);
-out:
-    free(pts);
+    rc = kr__jtable_read(&c, root, &frontier_table, f);
     json_decref(root);
     return rc;
 }

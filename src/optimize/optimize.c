@@ -86,7 +86,57 @@ void kr_optimize_result_free(kr_optimize_result *r)
         free(r->m[m].time_s);
         free(r->m[m].energy_j);
     }
+    free(r->search);
     memset(r, 0, sizeof *r);
+}
+
+/* ---- stages shared with the single-step commands -------------------------------------- */
+
+void kr_optimize_solver_config(const kr_job *job, const kr_optimize_options *o, kr_solver_config *cfg)
+{
+    kr_optimize_options d;
+    if (o == NULL) {
+        kr_optimize_options_default(&d);
+        o = &d;
+    }
+    kr_solver_config_default(cfg);
+    cfg->cost_model = o->cost_model;
+    cfg->unit_time_s = o->unit_time_s;
+    cfg->exchange = o->exchange;
+    if (job) {
+        cfg->static_power_w = job->static_power_w;
+        cfg->gpus_per_stage = kr_job_gpus_per_stage(job);
+    } else {
+        kr_job def;
+        kr_job_default(&def);
+        cfg->static_power_w = def.static_power_w;
+        cfg->gpus_per_stage = 1;
+    }
+}
+
+int kr_optimize_step_plan_path(char *buf, size_t cap, const char *dir, int step)
+{
+    return snprintf(buf, cap, "%s/plan_%05d.json", dir, step) >= (int)cap ? KR_EINVAL : KR_OK;
+}
+
+int kr_optimize_write_step_plans(const char *dir, const kr_solve_result *f, const kr_dag *dag, const kr_options *opts,
+                                 const int *steps, int n, const kr_job *job, int gpus_per_stage, kr_error *err)
+{
+    int rc = kr__mkdirs(dir, err);
+    for (int i = 0; i < n && rc == KR_OK; i++) {
+        kr_plan p;
+        char path[4200];
+        if ((rc = kr_optimize_step_plan_path(path, sizeof path, dir, steps[i])))
+            return kr_error_set(err, rc, "%s: directory name too long", dir);
+        if ((rc = kr_solve_plan(f, dag, opts, steps[i], job, &p, err)))
+            return rc;
+        if ((rc = kr_plan_write(path, &p, err)) == KR_OK) {
+            snprintf(path, sizeof path, "%s/freqs_pipeline_%05d.py", dir, steps[i]);
+            rc = kr_plan_export_zeus(&p, gpus_per_stage, path, err);
+        }
+        kr_plan_free(&p);
+    }
+    return rc;
 }
 
 /* ---- per-variant state ---------------------------------------------------------------- */
@@ -110,7 +160,6 @@ typedef struct run {
     kr_optimize_result *out;
     variant_state v[3];
     kr_error *err;
-    int settle_unpriced; /* replay: clock changes simulated without their settle window */
 } run;
 
 static void progress(const run *r, const char *phase, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -332,15 +381,27 @@ static int max_clock_plan(run *r, kr_method m, variant_state *vs, kr_plan *plan,
     return KR_OK;
 }
 
-/* The plans whose timeline is drawn: each method's fastest (max-clock for single-plan methods)
- * and Kareus's most frugal. */
-static const char *const timeline_labels[] = {"max-clock", "fastest", "frugal"};
-
-static int draws_timeline(kr_method m, const char *label)
+/*
+ * The write stage of one plan p of method m: plans/<method>/<label>.json, the same plan as the
+ * published runtime reads it (Zeus PFO + Kareus scheduler: plans/<method>/freqs_pipeline_<step>.py,
+ * + scheds_pipeline_<step>.py for Kareus), and its timeline when the report shows it. Point
+ * methods run without a frequency server; the artifact's schedules need recomputation.
+ */
+static int write_plan(run *r, kr_method m, const char *label, const kr_plan *plan, const kr_pipe_result *sim,
+                      kr_opt_plan *p)
 {
-    if (strcmp(label, "frugal") == 0)
-        return m == KR_METHOD_KAREUS;
-    return strcmp(label, kr_method_is_point(m) ? "max-clock" : "fastest") == 0;
+    char rel[128], path[4400], dir[4400];
+    snprintf(rel, sizeof rel, "plans/%s/%s.json", kr_method_slug(m), label);
+    path_join(path, sizeof path, r->o->out_dir, rel);
+    snprintf(dir, sizeof dir, "%s/plans/%s", r->o->out_dir, kr_method_slug(m));
+    int rc;
+    if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_plan_write(path, plan, r->err)))
+        return rc;
+    if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
+        (rc = kr_plan_export_artifact(plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err)))
+        return rc;
+    kr__strlcpy(p->file, rel, sizeof p->file);
+    return r->o->pictures ? kr_report_timeline(r->o->out_dir, m, label, sim, r->job, r->err) : KR_OK;
 }
 
 /* Writes, simulates and records one plan of method m. */
@@ -388,36 +449,9 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
     }
     p->sim_time_s = sim.time_s;
     p->sim_energy_j = sim.energy_j;
-    r->settle_unpriced += sim.settle_unpriced;
-    if (r->o->out_dir) {
-        char rel[128], path[4400];
-        snprintf(rel, sizeof rel, "plans/%s/%s.json", kr_method_slug(m), label);
-        path_join(path, sizeof path, r->o->out_dir, rel);
-        char dir[4400];
-        snprintf(dir, sizeof dir, "%s/plans/%s", r->o->out_dir, kr_method_slug(m));
-        if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_plan_write(path, &plan, r->err))) {
-            kr_pipe_result_free(&sim);
-            kr_plan_free(&plan);
-            return rc;
-        }
-        /* The same plan as the published runtime reads it (Zeus PFO + Kareus scheduler):
-         * plans/<method>/freqs_pipeline_<step>.py (+ scheds_pipeline_<step>.py for Kareus). Point
-         * methods run without a frequency server; the artifact's schedules need recomputation. */
-        if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
-            (rc = kr_plan_export_artifact(&plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err))) {
-            kr_pipe_result_free(&sim);
-            kr_plan_free(&plan);
-            return rc;
-        }
-        kr__strlcpy(p->file, rel, sizeof p->file);
-        if (r->o->pictures && draws_timeline(m, label)) {
-            char title[160];
-            snprintf(title, sizeof title, "%s — %s plan (simulated)", kr_method_name(m), label);
-            snprintf(rel, sizeof rel, "timeline-%s-%s.svg", kr_method_slug(m), label);
-            path_join(path, sizeof path, r->o->out_dir, rel);
-            rc = kr_svg_timeline(path, title, &sim, r->job, r->err);
-        }
-    }
+    r->out->settle_unpriced += sim.settle_unpriced;
+    if (r->o->out_dir)
+        rc = write_plan(r, m, label, &plan, &sim, p);
     kr_pipe_result_free(&sim);
     kr_plan_free(&plan);
     if (rc)
@@ -436,6 +470,82 @@ static int select_one(run *r, const kr_solve_result *f, const char *rule)
     return n == 1 ? step : (n < 0 ? n : kr_error_set(r->err, KR_EINTERNAL, "optimize: rule %s chose nothing", rule));
 }
 
+/* A single-plan method: its one plan at the highest clock is its whole frontier. */
+static int run_point_method(run *r, kr_method m, variant_state *vs)
+{
+    kr_method_result *mr = &r->out->m[m];
+    double t0 = kr__now_s();
+    progress(r, "solve", "%s: every instruction at %d MHz", kr_method_name(m), r->job->clock_max_mhz);
+    kr_plan plan;
+    double t = 0, e = 0;
+    int rc = max_clock_plan(r, m, vs, &plan, &t, &e);
+    if (rc)
+        return rc;
+    mr->solve_s = kr__now_s() - t0;
+    mr->nsteps = 1;
+    mr->time_s = malloc(sizeof(double));
+    mr->energy_j = malloc(sizeof(double));
+    if (mr->time_s == NULL || mr->energy_j == NULL) {
+        kr_plan_free(&plan);
+        return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
+    }
+    mr->time_s[0] = t;
+    mr->energy_j[0] = e;
+    if ((rc = add_plan(r, m, NULL, vs, 0, "max-clock", &plan)) < 0)
+        return rc;
+    mr->fastest = mr->frugal = mr->ten[0] = rc;
+    mr->nten = 1;
+    return KR_OK;
+}
+
+/* The frontier f of method m into the result, and (with an output directory) frontiers/<m>.csv. */
+static int record_frontier(run *r, kr_method m, const kr_solve_result *f)
+{
+    kr_method_result *mr = &r->out->m[m];
+    mr->nsteps = f->nsteps;
+    mr->time_s = malloc(sizeof(double) * (size_t)f->nsteps);
+    mr->energy_j = malloc(sizeof(double) * (size_t)f->nsteps);
+    if (mr->time_s == NULL || mr->energy_j == NULL)
+        return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
+    for (int k = 0; k < f->nsteps; k++) {
+        mr->time_s[k] = f->steps[k].knob_time_s;
+        mr->energy_j[k] = f->steps[k].energy_j;
+    }
+    if (r->o->out_dir == NULL)
+        return KR_OK;
+    char rel[96], path[4400], dir[4400];
+    snprintf(dir, sizeof dir, "%s/frontiers", r->o->out_dir);
+    snprintf(rel, sizeof rel, "frontiers/%s.csv", kr_method_slug(m));
+    path_join(path, sizeof path, r->o->out_dir, rel);
+    int rc = kr__mkdirs(dir, r->err);
+    return rc ? rc : kr_solve_result_write_csv(f, path, r->err);
+}
+
+/* The plans of frontier f that are simulated and written: fastest, most frugal, 10-point. */
+static int choose_plans(run *r, kr_method m, const kr_solve_result *f, variant_state *vs)
+{
+    kr_method_result *mr = &r->out->m[m];
+    int fast = select_one(r, f, "fastest"), frug = fast >= 0 ? select_one(r, f, "frugal") : fast, rc;
+    if (frug < 0)
+        return frug;
+    if ((rc = add_plan(r, m, f, vs, fast, "fastest", NULL)) < 0 || (rc = add_plan(r, m, f, vs, frug, "frugal", NULL)) < 0)
+        return rc;
+    int ten[15];
+    int n = kr_solve_select(f, "artifact10", ten, 15, r->err);
+    if (n < 0)
+        return n;
+    progress(r, "simulate", "%s: %d plans of the 10-point frontier", kr_method_name(m), n);
+    mr->nten = 0;
+    for (int i = 0; i < n && mr->nten < 10; i++) {
+        char label[24];
+        snprintf(label, sizeof label, "step-%05d", ten[i]);
+        if ((rc = add_plan(r, m, f, vs, ten[i], label, NULL)) < 0)
+            return rc;
+        mr->ten[mr->nten++] = rc;
+    }
+    return KR_OK;
+}
+
 static int run_method(run *r, kr_method m)
 {
     kr_method_result *mr = &r->out->m[m];
@@ -446,94 +556,23 @@ static int run_method(run *r, kr_method m)
         mr->evaluated += vs->res[i].stats.evaluated;
         mr->space += vs->res[i].stats.space_size;
     }
-    kr_solve_result f;
-    int rc;
-    double t0 = kr__now_s();
-    if (kr_method_is_point(m)) {
-        progress(r, "solve", "%s: every instruction at %d MHz", kr_method_name(m), r->job->clock_max_mhz);
-        kr_plan plan;
-        double t = 0, e = 0;
-        if ((rc = max_clock_plan(r, m, vs, &plan, &t, &e)))
-            return rc;
-        mr->solve_s = kr__now_s() - t0;
-        mr->nsteps = 1;
-        mr->time_s = malloc(sizeof(double));
-        mr->energy_j = malloc(sizeof(double));
-        if (mr->time_s == NULL || mr->energy_j == NULL) {
-            kr_plan_free(&plan);
-            return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
-        }
-        mr->time_s[0] = t;
-        mr->energy_j[0] = e;
-        if ((rc = add_plan(r, m, NULL, vs, 0, "max-clock", &plan)) < 0)
-            return rc;
-        mr->fastest = mr->frugal = mr->ten[0] = rc;
-        mr->nten = 1;
-        return KR_OK;
-    }
+    if (kr_method_is_point(m))
+        return run_point_method(r, m, vs);
     kr_solver_config cfg;
-    kr_solver_config_default(&cfg);
-    cfg.cost_model = r->o->cost_model;
-    cfg.unit_time_s = r->o->unit_time_s;
-    cfg.static_power_w = r->job->static_power_w;
-    cfg.gpus_per_stage = kr_job_gpus_per_stage(r->job);
-    cfg.exchange = r->o->exchange;
+    kr_optimize_solver_config(r->job, r->o, &cfg);
     progress(r, "solve", "%s frontier (%s cost model, unit %g ms)", kr_method_name(m),
              kr_cost_model_name(cfg.cost_model), 1e3 * cfg.unit_time_s);
-    if ((rc = kr_solve(solve_dag(vs), &vs->opts, &cfg, &f, r->err)))
+    kr_solve_result f;
+    double t0 = kr__now_s();
+    int rc = kr_solve(solve_dag(vs), &vs->opts, &cfg, &f, r->err);
+    if (rc)
         return kr_error_prefix(r->err, "solve (%s)", kr_method_name(m));
     mr->solve_s = kr__now_s() - t0;
     r->out->solve_s += mr->solve_s;
-    mr->nsteps = f.nsteps;
-    mr->time_s = malloc(sizeof(double) * (size_t)f.nsteps);
-    mr->energy_j = malloc(sizeof(double) * (size_t)f.nsteps);
-    if (mr->time_s == NULL || mr->energy_j == NULL) {
-        kr_solve_result_free(&f);
-        return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
-    }
-    for (int k = 0; k < f.nsteps; k++) {
-        mr->time_s[k] = f.steps[k].knob_time_s;
-        mr->energy_j[k] = f.steps[k].energy_j;
-    }
-    if (r->o->out_dir) {
-        char rel[96], path[4400], dir[4400];
-        snprintf(dir, sizeof dir, "%s/frontiers", r->o->out_dir);
-        snprintf(rel, sizeof rel, "frontiers/%s.csv", kr_method_slug(m));
-        path_join(path, sizeof path, r->o->out_dir, rel);
-        if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_solve_result_write_csv(&f, path, r->err))) {
-            kr_solve_result_free(&f);
-            return rc;
-        }
-    }
-    int fast = select_one(r, &f, "fastest"), frug = fast >= 0 ? select_one(r, &f, "frugal") : fast;
-    if (frug < 0) {
-        kr_solve_result_free(&f);
-        return frug;
-    }
-    if ((rc = add_plan(r, m, &f, vs, fast, "fastest", NULL)) < 0 || (rc = add_plan(r, m, &f, vs, frug, "frugal", NULL)) < 0) {
-        kr_solve_result_free(&f);
-        return rc;
-    }
-    int ten[15];
-    int n = kr_solve_select(&f, "artifact10", ten, 15, r->err);
-    if (n < 0) {
-        kr_solve_result_free(&f);
-        return n;
-    }
-    progress(r, "simulate", "%s: %d plans of the 10-point frontier", kr_method_name(m), n);
-    mr->nten = 0;
-    for (int i = 0; i < n && mr->nten < 10; i++) {
-        char label[24];
-        snprintf(label, sizeof label, "step-%05d", ten[i]);
-        rc = add_plan(r, m, &f, vs, ten[i], label, NULL);
-        if (rc < 0) {
-            kr_solve_result_free(&f);
-            return rc;
-        }
-        mr->ten[mr->nten++] = rc;
-    }
+    if ((rc = record_frontier(r, m, &f)) == KR_OK)
+        rc = choose_plans(r, m, &f, vs);
     kr_solve_result_free(&f);
-    return KR_OK;
+    return rc;
 }
 
 /* ---- metrics ---------------------------------------------------------------------------- */
@@ -607,291 +646,109 @@ static void compute_metrics(kr_optimize_result *o)
     o->max_energy_err = max_eerr;
 }
 
-/* ---- outputs ------------------------------------------------------------------------------ */
-
-static json_t *jnum(double v)
+/* The search of every partition, variant by variant, into the result (for the summary). */
+static int record_search(run *r)
 {
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
-static int write_pictures(run *r)
-{
-    const kr_optimize_result *o = r->out;
-    kr_chart_series full[KR_NUM_METHODS], ten[KR_NUM_METHODS];
-    double tt[KR_NUM_METHODS][10], te[KR_NUM_METHODS][10];
-    int ns = 0;
-    for (int m = 0; m < KR_NUM_METHODS; m++) {
-        const kr_method_result *mr = &o->m[m];
-        if (!mr->enabled)
-            continue;
-        full[ns] = (kr_chart_series){kr_method_name((kr_method)m), mr->nsteps, mr->time_s, mr->energy_j,
-                                     !kr_method_is_point((kr_method)m), -1};
-        for (int i = 0; i < mr->nten; i++) {
-            tt[ns][i] = mr->plans[mr->ten[i]].sim_time_s;
-            te[ns][i] = mr->plans[mr->ten[i]].sim_energy_j;
+    int n = 0;
+    for (int v = 0; v < 3; v++)
+        n += r->v[v].used ? r->v[v].nres : 0;
+    kr_optimize_result *o = r->out;
+    o->search = calloc((size_t)(n > 0 ? n : 1), sizeof *o->search);
+    if (o->search == NULL)
+        return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
+    o->nsearch = 0;
+    for (int v = 0; v < 3; v++) {
+        const variant_state *vs = &r->v[v];
+        for (int i = 0; vs->used && i < vs->nres; i++) {
+            const kr_search_result *q = &vs->res[i];
+            kr_opt_search *x = &o->search[o->nsearch++];
+            x->variant = (kr_variant)v;
+            kr__strlcpy(x->key, q->front.key, sizeof x->key);
+            x->evaluated = q->stats.evaluated;
+            x->space = q->stats.space_size;
+            x->frontier_points = q->stats.front_eff;
+            x->recorded = q->stats.recorded;
         }
-        ten[ns] = (kr_chart_series){kr_method_name((kr_method)m), mr->nten, tt[ns], te[ns],
-                                    !kr_method_is_point((kr_method)m), -1};
-        ns++;
-    }
-    kr_chart_marks marks = {NAN, NAN, "Perseus"};
-    const kr_method_result *per = &o->m[KR_METHOD_PERSEUS];
-    char path[4400], title[200];
-    int rc;
-    if (per->enabled) {
-        marks.iso_time_s = per->time_s[0];
-        marks.iso_energy_j = per->energy_j[0];
-        for (int k = 0; k < per->nsteps; k++) {
-            if (per->time_s[k] < marks.iso_time_s)
-                marks.iso_time_s = per->time_s[k];
-            if (per->energy_j[k] < marks.iso_energy_j)
-                marks.iso_energy_j = per->energy_j[k];
-        }
-    }
-    snprintf(title, sizeof title, "%s: iteration frontiers (solver, every step)", r->job->name);
-    path_join(path, sizeof path, r->o->out_dir, "frontiers.svg");
-    if ((rc = kr_svg_frontiers(path, title, full, ns, &marks, r->err)))
-        return rc;
-    if (per->enabled) {
-        marks.iso_time_s = marks.iso_energy_j = INFINITY;
-        for (int i = 0; i < per->nten; i++) {
-            marks.iso_time_s = KR_MIN(marks.iso_time_s, per->plans[per->ten[i]].sim_time_s);
-            marks.iso_energy_j = KR_MIN(marks.iso_energy_j, per->plans[per->ten[i]].sim_energy_j);
-        }
-    }
-    snprintf(title, sizeof title, "%s: 10-point frontiers (pipeline simulation)", r->job->name);
-    path_join(path, sizeof path, r->o->out_dir, "frontiers-10pt.svg");
-    if ((rc = kr_svg_frontiers(path, title, ten, ns, &marks, r->err)))
-        return rc;
-    /* Inside a partition: the first forward partition at the highest clock, with NCCL's default
-     * launch and SMs, and with the configuration of Kareus's fastest plan. */
-    const kr_method_result *ka = &o->m[KR_METHOD_KAREUS];
-    if (ka->enabled && o->m[KR_METHOD_NANOBATCH].enabled && ka->plans[ka->fastest].file[0]) {
-        kr_plan plan;
-        char ppath[4400];
-        path_join(ppath, sizeof ppath, r->o->out_dir, ka->plans[ka->fastest].file);
-        if ((rc = kr_plan_read(ppath, &plan, r->err)))
-            return rc;
-        const kr_plan_instr *in = &plan.stages[0].instr[0];
-        kr_partition_set *set = malloc(sizeof *set), *dflt = malloc(sizeof *dflt);
-        kr_sim_timeline *tl = malloc(2 * sizeof *tl);
-        rc = set && dflt && tl ? KR_OK : kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
-        if (rc == KR_OK)
-            rc = kr_partition_catalog(r->job, KR_VARIANT_KAREUS, set, r->err);
-        if (rc == KR_OK)
-            rc = kr_partition_catalog(r->job, KR_VARIANT_DEFAULT_OVERLAP, dflt, r->err);
-        if (rc == KR_OK && in->ncomm > 0) {
-            const kr_partition *p = kr_partition_find(set, in->comm[0].key);
-            const kr_partition *q = kr_partition_find(dflt, in->comm[0].key);
-            kr_config ck = {in->freq_mhz, in->comm[0].sms, 0}, cd = {in->freq_mhz, q ? q->fixed_sms : 0, q ? q->fixed_slot : 0};
-            if (p && q && kr_partition_slot_index(p, in->comm[0].slot, &ck.slot, r->err) == KR_OK &&
-                (rc = kr_sim_partition_timeline(r->job, q, &cd, &tl[0], r->err)) == KR_OK &&
-                (rc = kr_sim_partition_timeline(r->job, p, &ck, &tl[1], r->err)) == KR_OK) {
-                char t0[160], t1[160];
-                snprintf(t0, sizeof t0, "default overlap: launch at %s, %d SMs", kr_partition_slot_name(q, cd.slot), cd.sms);
-                snprintf(t1, sizeof t1, "Kareus: launch at %s, %d SMs", in->comm[0].slot, ck.sms);
-                const char *titles[2] = {t0, t1};
-                snprintf(title, sizeof title, "%s on stage 0 at %d MHz: compute and comm streams", p->key, in->freq_mhz);
-                path_join(path, sizeof path, r->o->out_dir, "partition.svg");
-                rc = kr_svg_partition(path, title, tl, titles, 2, r->err);
-            }
-        }
-        free(set);
-        free(dflt);
-        free(tl);
-        kr_plan_free(&plan);
-        if (rc)
-            return rc;
     }
     return KR_OK;
 }
 
-static int write_summary(run *r)
+/* The run's settings into the result; the search strategy by default: every configuration on
+ * the simulator and on a replay (on a replay, every recorded one), bo on a GPU. */
+static void record_settings(run *r)
 {
-    const kr_optimize_result *o = r->out;
-    const kr_job *job = r->job;
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("kareus.summary"));
-    json_object_set_new(root, "version", json_integer(1));
-    char sum[256], fp[17];
-    kr_job_summary(job, sum, sizeof sum);
-    kr_job_fingerprint(job, fp);
-    json_t *j = json_object();
-    json_object_set_new(j, "name", json_string(job->name));
-    json_object_set_new(j, "summary", json_string(sum));
-    json_object_set_new(j, "fingerprint", json_string(fp));
-    json_object_set_new(j, "gpus", json_integer(kr_job_gpus_total(job)));
-    json_object_set_new(root, "job", j);
-    json_t *s = json_object();
-    json_object_set_new(s, "strategy", json_string(kr_strategy_name(o->strategy)));
-    json_object_set_new(s, "cost_model", json_string(kr_cost_model_name(r->o->cost_model)));
-    kr__jset_real(s, "unit_time_s", r->o->unit_time_s);
-    json_object_set_new(s, "backend", json_string(kr_backend_name(r->b)));
-    json_object_set_new(s, "seed", json_integer((json_int_t)r->o->seed));
-    json_object_set_new(root, "settings", s);
-    static const char *const exec[KR_NUM_METHODS] = {"sequential", "sequential", "nanobatched, NCCL at partition start",
-                                                     "nanobatched, NCCL at partition start",
-                                                     "nanobatched, tuned slot and SMs"};
-    static const char *const clocks[KR_NUM_METHODS] = {"max", "per instruction", "max", "per instruction",
-                                                       "per instruction, joint"};
-    json_t *methods = json_array(), *rows = json_array(), *vplans = json_array(), *search = json_array();
+    kr_optimize_result *out = r->out;
+    const kr_optimize_options *o = r->o;
+    out->cost_model = o->cost_model;
+    out->unit_time_s = o->unit_time_s;
+    out->seed = o->seed;
+    out->pictures = o->pictures;
+    kr__strlcpy(out->backend, kr_backend_name(r->b), sizeof out->backend);
+    out->strategy = o->strategy_set                                                          ? o->strategy
+                    : kr_backend_caps(r->b) & (KR_BACKEND_SIMULATED | KR_BACKEND_RECORDED) ? KR_STRATEGY_EXHAUSTIVE
+                                                                                            : KR_STRATEGY_BO;
+}
+
+/* The measurement log: o->log_path, else out_dir/measurements.jsonl (with an output directory,
+ * created first), else none. */
+static int open_log(run *r, const kr_job *job)
+{
+    const kr_optimize_options *o = r->o;
+    int rc;
+    if (o->out_dir == NULL)
+        return o->log_path ? kr_search_log_open(o->log_path, job, &r->log, r->err) : KR_OK;
+    if ((rc = kr__mkdirs(o->out_dir, r->err)))
+        return rc;
+    char logp[4400];
+    const char *lp = o->log_path;
+    if (lp == NULL) {
+        path_join(logp, sizeof logp, o->out_dir, "measurements.jsonl");
+        lp = logp;
+    }
+    if ((rc = kr_search_log_open(lp, job, &r->log, r->err)))
+        return rc;
+    if (kr_backend_caps(r->b) & KR_BACKEND_SIMULATED)
+        kr_search_log_set_sync(r->log, KR_LOG_SYNC_BATCH);
+    return KR_OK;
+}
+
+/* The write stage: pictures, summary.json and report.html into the output directory. */
+static int write_outputs(run *r)
+{
+    const char *dir = r->o->out_dir;
+    double t0 = kr__now_s();
+    int rc;
+    progress(r, "write", "summary, pictures and report in %s", dir);
+    if ((r->o->pictures && (rc = kr_report_pictures(dir, r->out, r->err))) ||
+        (rc = kr_report_summary(dir, r->out, r->err)) || (r->o->pictures && (rc = kr_report_html(dir, r->err))))
+        return rc;
+    r->out->write_s = kr__now_s() - t0;
+    return KR_OK;
+}
+
+/* Search → compose → solve → simulate for every chosen method (each variant prepared once),
+ * the metrics, then the write stage. */
+static int run_flow(run *r, unsigned methods)
+{
+    int rc;
+    if ((kr_backend_caps(r->b) & KR_BACKEND_RECORDED) && (rc = replay_coverage(r, methods)))
+        return rc;
     for (int m = 0; m < KR_NUM_METHODS; m++) {
-        const kr_method_result *mr = &o->m[m];
-        if (!mr->enabled)
+        if (!(methods & (1u << m)))
             continue;
-        json_t *x = json_object();
-        json_object_set_new(x, "name", json_string(kr_method_name((kr_method)m)));
-        json_object_set_new(x, "slug", json_string(kr_method_slug((kr_method)m)));
-        json_object_set_new(x, "variant", json_string(kr_variant_name(kr_method_variant((kr_method)m))));
-        json_object_set_new(x, "execution", json_string(exec[m]));
-        json_object_set_new(x, "clocks", json_string(clocks[m]));
-        json_object_set_new(x, "steps", json_integer(mr->nsteps));
-        char rel[96];
-        snprintf(rel, sizeof rel, "frontiers/%s.csv", kr_method_slug((kr_method)m));
-        json_object_set_new(x, "frontier_csv", json_string(rel));
-        const kr_opt_plan *pf = &mr->plans[mr->fastest], *pg = &mr->plans[mr->frugal];
-        json_t *f = json_object(), *g = json_object();
-        kr__jset_real(f, "time_s", pf->sim_time_s);
-        kr__jset_real(f, "energy_j", pf->sim_energy_j);
-        json_object_set_new(f, "file", json_string(pf->file));
-        kr__jset_real(g, "time_s", pg->sim_time_s);
-        kr__jset_real(g, "energy_j", pg->sim_energy_j);
-        json_object_set_new(g, "file", json_string(pg->file));
-        /* The solver's bound on the predicted energy and the predicted plan's gap to it. */
-        for (int k = 0; k < 2; k++) {
-            const kr_opt_plan *pk = k ? pg : pf;
-            if (pk->pred_bound_j > 0) {
-                kr__jset_real(k ? g : f, "bound_j", pk->pred_bound_j);
-                kr__jset_real(k ? g : f, "gap", pk->pred_energy_j / pk->pred_bound_j - 1);
-            }
+        kr_variant var = kr_method_variant((kr_method)m);
+        if (!r->v[var].used) {
+            r->v[var].used = 1;
+            if ((rc = prepare_variant(r, var)))
+                return rc;
         }
-        json_object_set_new(x, "fastest", f);
-        json_object_set_new(x, "frugal", g);
-        json_t *tenp = json_array();
-        for (int i = 0; i < mr->nten; i++) {
-            const kr_opt_plan *p = &mr->plans[mr->ten[i]];
-            json_t *pt = json_object();
-            json_object_set_new(pt, "step", json_integer(p->step));
-            kr__jset_real(pt, "time_s", p->sim_time_s);
-            kr__jset_real(pt, "energy_j", p->sim_energy_j);
-            json_object_set_new(pt, "file", json_string(p->file));
-            json_array_append_new(tenp, pt);
-        }
-        json_object_set_new(x, "ten_point", tenp);
-        json_object_set_new(x, "search_evaluated", json_integer(mr->evaluated));
-        json_object_set_new(x, "search_space", json_integer(mr->space));
-        kr__jset_real(x, "solve_s", mr->solve_s);
-        json_array_append_new(methods, x);
-
-        const kr_metric_row *w = &o->rows[m];
-        json_t *row = json_object();
-        json_object_set_new(row, "method", json_string(kr_method_name((kr_method)m)));
-        json_object_set_new(row, "max_throughput_time_reduction", jnum(w->mt_time_red));
-        json_object_set_new(row, "max_throughput_energy_reduction", jnum(w->mt_energy_red));
-        json_object_set_new(row, "iso_time_energy_reduction_10pt", jnum(w->iso_time_10pt));
-        json_object_set_new(row, "iso_energy_time_reduction_10pt", jnum(w->iso_energy_10pt));
-        json_object_set_new(row, "iso_time_energy_reduction_full", jnum(w->iso_time_full));
-        json_object_set_new(row, "iso_energy_time_reduction_full", jnum(w->iso_energy_full));
-        json_object_set_new(row, "robust_mean", jnum(w->robust_mean));
-        json_object_set_new(row, "robust_max", jnum(w->robust_max));
-        json_array_append_new(rows, row);
-
-        for (int i = 0; i < mr->nplans; i++) {
-            const kr_opt_plan *p = &mr->plans[i];
-            json_t *v = json_object();
-            json_object_set_new(v, "method", json_string(kr_method_name((kr_method)m)));
-            json_object_set_new(v, "label", json_string(p->label));
-            json_object_set_new(v, "file", json_string(p->file));
-            kr__jset_real(v, "predicted_time_s", p->pred_time_s);
-            kr__jset_real(v, "simulated_time_s", p->sim_time_s);
-            kr__jset_real(v, "predicted_energy_j", p->pred_energy_j);
-            kr__jset_real(v, "simulated_energy_j", p->sim_energy_j);
-            json_array_append_new(vplans, v);
-        }
+        if ((rc = run_method(r, (kr_method)m)) < 0)
+            return rc;
     }
-    for (int v = 0; v < 3; v++) {
-        const variant_state *vs = &r->v[v];
-        for (int i = 0; vs->used && i < vs->nres; i++) {
-            json_t *x = json_object();
-            json_object_set_new(x, "variant", json_string(kr_variant_name((kr_variant)v)));
-            json_object_set_new(x, "key", json_string(vs->res[i].front.key));
-            json_object_set_new(x, "measured", json_integer(vs->res[i].stats.evaluated));
-            json_object_set_new(x, "space", json_integer(vs->res[i].stats.space_size));
-            json_object_set_new(x, "frontier_points", json_integer(vs->res[i].stats.front_eff));
-            /* A replayed partial recording: the frontier is that of the recorded points only. */
-            if (vs->res[i].stats.recorded > 0 && vs->res[i].stats.recorded < vs->res[i].stats.space_size)
-                json_object_set_new(x, "restricted_to_recorded", json_integer(vs->res[i].stats.recorded));
-            json_array_append_new(search, x);
-        }
-    }
-    json_object_set_new(root, "methods", methods);
-    json_t *metrics = json_object();
-    json_object_set_new(metrics, "reference", json_string("Perseus"));
-    json_object_set_new(metrics, "baseline", json_string("Megatron"));
-    json_object_set_new(metrics, "rows", rows);
-    json_object_set_new(root, "metrics", metrics);
-    json_t *val = json_object();
-    json_object_set_new(val, "plans", vplans);
-    kr__jset_real(val, "max_time_rel_error", o->max_time_err);
-    kr__jset_real(val, "max_energy_rel_error", o->max_energy_err);
-    char note[768];
-    snprintf(note, sizeof note,
-             "Predicted: the solver's figures (options summed on the pipeline DAG with p2p lags). Simulated: the "
-             "pipeline simulator, which also charges the %.0f ms settle window of every clock change. Largest "
-             "differences over these plans: %.2f%% in time, %.2f%% in energy.",
-             1e3 * job->gpu.clock_switch_s, 100 * o->max_time_err, 100 * o->max_energy_err);
-    if (r->settle_unpriced > 0) {
-        size_t nl = strlen(note);
-        snprintf(note + nl, sizeof note - nl,
-                 " Replayed partial recordings: %d clock changes could not be charged their settle window (the "
-                 "recordings lack those configurations at the previous clock) and run at the new clock throughout.",
-                 r->settle_unpriced);
-    }
-    json_object_set_new(val, "note", json_string(note));
-    json_object_set_new(root, "validation", val);
-    json_object_set_new(root, "search", search);
-    if (r->o->pictures) {
-        json_t *pics = json_object(), *tls = json_array(), *parts = json_array();
-        json_object_set_new(pics, "frontiers", json_string("frontiers.svg"));
-        json_object_set_new(pics, "frontiers_10pt", json_string("frontiers-10pt.svg"));
-        for (int m = 0; m < KR_NUM_METHODS; m++) {
-            const kr_method_result *mr = &o->m[m];
-            if (!mr->enabled)
-                continue;
-            for (size_t k = 0; k < KR_ARRAY_LEN(timeline_labels); k++) {
-                const char *label = timeline_labels[k];
-                if (!draws_timeline((kr_method)m, label))
-                    continue;
-                char file[128], title[160];
-                snprintf(file, sizeof file, "timeline-%s-%s.svg", kr_method_slug((kr_method)m), label);
-                snprintf(title, sizeof title, "%s, %s plan", kr_method_name((kr_method)m), label);
-                json_t *t = json_object();
-                json_object_set_new(t, "title", json_string(title));
-                json_object_set_new(t, "file", json_string(file));
-                json_array_append_new(tls, t);
-            }
-        }
-        json_object_set_new(pics, "timelines", tls);
-        if (o->m[KR_METHOD_KAREUS].enabled && o->m[KR_METHOD_NANOBATCH].enabled) {
-            json_t *t = json_object();
-            json_object_set_new(t, "title", json_string("The first partition of Kareus's fastest plan against the default overlap"));
-            json_object_set_new(t, "file", json_string("partition.svg"));
-            json_array_append_new(parts, t);
-        }
-        json_object_set_new(pics, "partitions", parts);
-        json_object_set_new(root, "pictures", pics);
-    }
-    json_t *tm = json_object();
-    kr__jset_real(tm, "search", o->search_s);
-    kr__jset_real(tm, "compose", o->compose_s);
-    kr__jset_real(tm, "solve", o->solve_s);
-    kr__jset_real(tm, "simulate", o->simulate_s);
-    json_object_set_new(root, "timing_s", tm);
-    char path[4400];
-    path_join(path, sizeof path, r->o->out_dir, "summary.json");
-    int rc = kr__json_write_atomic(path, root, r->err);
-    json_decref(root);
-    return rc;
+    compute_metrics(r->out);
+    if ((rc = record_search(r)))
+        return rc;
+    return r->o->out_dir ? write_outputs(r) : KR_OK;
 }
 
 int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_result *out, kr_error *err)
@@ -925,55 +782,9 @@ int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_
             return rc;
         r.b = own;
     }
-    /* Simulator and replay: every configuration (on a replay, every recorded one); a GPU: bo. */
-    out->strategy = o.strategy_set                                                        ? o.strategy
-                    : kr_backend_caps(r.b) & (KR_BACKEND_SIMULATED | KR_BACKEND_RECORDED) ? KR_STRATEGY_EXHAUSTIVE
-                                                                                          : KR_STRATEGY_BO;
-    if (o.out_dir) {
-        if ((rc = kr__mkdirs(o.out_dir, err)))
-            goto done;
-        char logp[4400];
-        const char *lp = o.log_path;
-        if (lp == NULL) {
-            path_join(logp, sizeof logp, o.out_dir, "measurements.jsonl");
-            lp = logp;
-        }
-        if ((rc = kr_search_log_open(lp, job, &r.log, err)))
-            goto done;
-        if (kr_backend_caps(r.b) & KR_BACKEND_SIMULATED)
-            kr_search_log_set_sync(r.log, KR_LOG_SYNC_BATCH);
-    } else if (o.log_path) {
-        if ((rc = kr_search_log_open(o.log_path, job, &r.log, err)))
-            goto done;
-    }
-    if ((kr_backend_caps(r.b) & KR_BACKEND_RECORDED) && (rc = replay_coverage(&r, methods)))
-        goto done;
-    for (int m = 0; m < KR_NUM_METHODS; m++) {
-        if (!(methods & (1u << m)))
-            continue;
-        kr_variant var = kr_method_variant((kr_method)m);
-        if (!r.v[var].used) {
-            r.v[var].used = 1;
-            if ((rc = prepare_variant(&r, var)))
-                goto done;
-        }
-        if ((rc = run_method(&r, (kr_method)m)) < 0)
-            goto done;
-        rc = KR_OK;
-    }
-    compute_metrics(out);
-    if (o.out_dir) {
-        double t0 = kr__now_s();
-        progress(&r, "write", "summary, pictures and report in %s", o.out_dir);
-        if (o.pictures && (rc = write_pictures(&r)))
-            goto done;
-        if ((rc = write_summary(&r)))
-            goto done;
-        if (o.pictures && (rc = kr_report_html(o.out_dir, err)))
-            goto done;
-        out->write_s = kr__now_s() - t0;
-    }
-done:
+    record_settings(&r);
+    if ((rc = open_log(&r, job)) == KR_OK)
+        rc = run_flow(&r, methods);
     for (int v = 0; v < 3; v++)
         free_variant(&r.v[v]);
     kr_search_log_close(r.log);

@@ -1,10 +1,11 @@
 /*
  * html.c — the HTML report of an optimize output directory (see report.h).
  *
- * The page is generated from summary.json alone, so `kareus report DIR` can rebuild it at any
- * time, and every SVG it names is inlined so the page stays one self-contained file that opens
- * in any browser. Missing optional parts of the summary are skipped, not errors; a summary of
- * the wrong schema or version is an error with its JSON path.
+ * The page is generated from summary.json alone (read by summary.c into its struct), so `kareus
+ * report DIR` can rebuild it at any time, and every SVG it names is inlined so the page stays one
+ * self-contained file that opens in any browser. Missing optional parts of the summary are
+ * skipped, not errors; a summary of the wrong schema or version, or with a field of the wrong
+ * type, is an error with its JSON path.
  */
 #include "kareus/report.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "summary.h"
 #include "util/util.h"
 
 static const char css[] =
@@ -23,18 +25,6 @@ static const char css[] =
     ".headline{display:flex;gap:18px;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:10px 16px;min-width:200px}"
     ".card .v{font-size:26px;font-weight:bold}.card .l{color:#555;font-size:13px}figure{margin:14px 0}"
     "figcaption{color:#555;font-size:13px}.note{color:#555;font-size:13px;max-width:900px}";
-
-static double num(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static const char *str(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_string(v) ? json_string_value(v) : "";
-}
 
 /* A percentage cell: "12.3%" coloured by sign, "--" when absent (no plan qualifies). */
 static void pct_cell(kr__sb *sb, double v)
@@ -115,185 +105,187 @@ static void card(kr__sb *sb, const char *label, double v, const char *suffix)
     kr__sb_puts(sb, "</div></div>\n");
 }
 
+static void header(kr__sb *sb, const kr__summary *s)
+{
+    kr__sb_puts(sb, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Kareus report: ");
+    kr__sb_xml(sb, s->job_name);
+    kr__sb_printf(sb, "</title><style>%s</style></head><body>\n", css);
+    kr__sb_puts(sb, "<h1>Kareus report — ");
+    kr__sb_xml(sb, s->job_name);
+    kr__sb_puts(sb, "</h1>\n<p class=\"sub\">");
+    kr__sb_xml(sb, s->job_summary);
+    kr__sb_puts(sb, "<br>search ");
+    kr__sb_xml(sb, s->strategy);
+    kr__sb_puts(sb, ", solver cost model ");
+    kr__sb_xml(sb, s->cost_model);
+    kr__sb_printf(sb, ", unit time %g ms, backend ", 1e3 * s->unit_time_s);
+    kr__sb_xml(sb, s->backend);
+    kr__sb_puts(sb, "</p>\n");
+}
+
+/* Headline: Kareus against the reference and the baseline. */
+static void headline(kr__sb *sb, const kr__summary *s)
+{
+    const kr_metric_row *k = NULL;
+    for (int i = 0; i < s->nrows; i++)
+        if (strcmp(s->rows[i].method, "Kareus") == 0)
+            k = &s->rows[i].m;
+    if (k == NULL)
+        return;
+    kr__sb_puts(sb, "<h2>Headline</h2>\n<div class=\"headline\">\n");
+    card(sb, "energy saved at iso-time vs Perseus (10-point frontiers)", k->iso_time_10pt, "%");
+    card(sb, "time saved at iso-energy vs Perseus (10-point frontiers)", k->iso_energy_10pt, "%");
+    card(sb, "max-throughput time saved vs Megatron", k->mt_time_red, "%");
+    card(sb, "max-throughput energy saved vs Megatron", k->mt_energy_red, "%");
+    card(sb, "mean energy saved over the common time range vs Perseus", k->robust_mean, "%");
+    kr__sb_puts(sb, "</div>\n<p class=\"note\">The paper reports up to 28.3% energy at iso-time and up to 27.5% time at "
+                    "iso-energy on 16 A100s; these figures come from the simulator (see docs/results.md for the "
+                    "discussion).</p>\n");
+}
+
+static void methods_table(kr__sb *sb, const kr__summary *s)
+{
+    if (s->nmethods < 0)
+        return;
+    kr__sb_puts(sb, "<h2>Methods</h2>\n<table><tr><th>method</th><th>execution</th><th>clocks</th><th>frontier steps</th>"
+                    "<th>fastest (s)</th><th>its energy (kJ)</th><th>most frugal (s)</th><th>its energy (kJ)</th></tr>\n");
+    for (int i = 0; i < s->nmethods; i++) {
+        const kr__sum_method *m = &s->methods[i];
+        kr__sb_puts(sb, "<tr><td>");
+        kr__sb_xml(sb, m->name);
+        kr__sb_puts(sb, "</td><td>");
+        kr__sb_xml(sb, m->execution);
+        kr__sb_puts(sb, "</td><td>");
+        kr__sb_xml(sb, m->clocks);
+        kr__sb_printf(sb, "</td><td>%d</td><td>%.4f</td><td>%.2f</td><td>%.4f</td><td>%.2f</td></tr>\n", m->steps,
+                      m->fastest.time_s, m->fastest.energy_j / 1e3, m->frugal.time_s, m->frugal.energy_j / 1e3);
+    }
+    kr__sb_puts(sb, "</table>\n");
+}
+
+static void comparison_table(kr__sb *sb, const kr__summary *s)
+{
+    if (s->nrows < 0)
+        return;
+    kr__sb_puts(sb, "<h2>Comparison</h2>\n<table><tr><th>method</th><th>max-throughput time vs Megatron</th>"
+                    "<th>max-throughput energy vs Megatron</th><th>iso-time energy vs Perseus (10 pt)</th>"
+                    "<th>iso-energy time vs Perseus (10 pt)</th><th>iso-time energy (full)</th>"
+                    "<th>iso-energy time (full)</th><th>robust mean</th><th>robust max</th></tr>\n");
+    for (int i = 0; i < s->nrows; i++) {
+        const kr_metric_row *r = &s->rows[i].m;
+        kr__sb_puts(sb, "<tr><td>");
+        kr__sb_xml(sb, s->rows[i].method);
+        kr__sb_puts(sb, "</td>");
+        const double cells[8] = {r->mt_time_red,   r->mt_energy_red, r->iso_time_10pt, r->iso_energy_10pt,
+                                 r->iso_time_full, r->iso_energy_full, r->robust_mean, r->robust_max};
+        for (int k = 0; k < 8; k++)
+            pct_cell(sb, cells[k]);
+        kr__sb_puts(sb, "</tr>\n");
+    }
+    kr__sb_puts(sb, "</table>\n<p class=\"note\">Reductions are positive when the method is better. \"--\": no plan of "
+                    "the method qualifies (as in the paper's tables). 10-point frontiers are chosen by the artifact's "
+                    "rule; \"full\" uses every solver step; \"robust\" compares the two lower envelopes at every "
+                    "iteration time both frontiers reach.</p>\n");
+}
+
+static void validation_table(kr__sb *sb, const kr__summary *s)
+{
+    if (!s->has_validation)
+        return;
+    kr__sb_puts(sb, "<h2>Solver prediction against the pipeline simulation</h2>\n<table><tr><th>method</th><th>plan</th>"
+                    "<th>predicted time (s)</th><th>simulated time (s)</th><th>difference</th><th>predicted energy (kJ)</th>"
+                    "<th>simulated energy (kJ)</th><th>difference</th></tr>\n");
+    for (int i = 0; i < s->nvplans; i++) {
+        const kr__sum_vplan *p = &s->vplans[i];
+        double pt = p->pred_time_s, st = p->sim_time_s, pe = p->pred_energy_j, se = p->sim_energy_j;
+        kr__sb_puts(sb, "<tr><td>");
+        kr__sb_xml(sb, p->method);
+        kr__sb_puts(sb, "</td><td>");
+        kr__sb_xml(sb, p->label);
+        kr__sb_printf(sb, "</td><td>%.4f</td><td>%.4f</td><td>%+.2f%%</td><td>%.2f</td><td>%.2f</td><td>%+.2f%%</td></tr>\n", pt,
+                      st, 100 * (st - pt) / pt, pe / 1e3, se / 1e3, 100 * (se - pe) / pe);
+    }
+    kr__sb_puts(sb, "</table>\n<p class=\"note\">");
+    kr__sb_xml(sb, s->note);
+    kr__sb_puts(sb, "</p>\n");
+}
+
+/* A section of pictures (timelines or partitions), each inlined; nothing when the list is empty. */
+static int picture_section(kr__sb *sb, const char *dir, const char *heading, const kr__sum_picture *pics, int n,
+                           const char *list, const char *path, kr_error *err)
+{
+    if (n <= 0)
+        return KR_OK;
+    kr__sb_printf(sb, "<h2>%s</h2>\n", heading);
+    for (int i = 0; i < n; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "$.pictures.%s[%d].file", list, i);
+        int rc = inline_svg(sb, dir, pics[i].file, pics[i].title, path, where, err);
+        if (rc)
+            return rc;
+    }
+    return KR_OK;
+}
+
+static void search_table(kr__sb *sb, const kr__summary *s)
+{
+    if (s->nsearch <= 0)
+        return;
+    kr__sb_puts(sb, "<h2>Partition search</h2>\n<table><tr><th>variant</th><th>partition</th><th>measured</th>"
+                    "<th>space</th><th>share</th><th>frontier points</th></tr>\n");
+    for (int i = 0; i < s->nsearch; i++) {
+        const kr__sum_search *x = &s->search[i];
+        kr__sb_puts(sb, "<tr><td>");
+        kr__sb_xml(sb, x->variant);
+        kr__sb_puts(sb, "</td><td>");
+        kr__sb_xml(sb, x->key);
+        kr__sb_printf(sb, "</td><td>%lld</td><td>%lld</td><td>%.0f%%</td><td>%d</td></tr>\n", x->measured, x->space,
+                      100 * (double)x->measured / (double)x->space, x->frontier_points);
+    }
+    kr__sb_puts(sb, "</table>\n");
+}
+
+/* The page of summary s (read from path) into sb, pictures inlined from dir. */
+static int render(kr__sb *sb, const char *dir, const kr__summary *s, const char *path, kr_error *err)
+{
+    int rc;
+    header(sb, s);
+    headline(sb, s);
+    if (s->pic_frontiers[0]) {
+        kr__sb_puts(sb, "<h2>Frontiers</h2>\n");
+        if ((rc = inline_svg(sb, dir, s->pic_frontiers,
+                             "Iteration time against whole-cluster energy for every method; dashed: Perseus's fastest "
+                             "plan (iso-time) and most frugal plan (iso-energy).",
+                             path, "$.pictures.frontiers", err)))
+            return rc;
+    }
+    methods_table(sb, s);
+    comparison_table(sb, s);
+    validation_table(sb, s);
+    if ((rc = picture_section(sb, dir, "Pipeline timelines", s->timelines, s->ntimelines, "timelines", path, err)) ||
+        (rc = picture_section(sb, dir, "Inside a partition", s->partitions, s->npartitions, "partitions", path, err)))
+        return rc;
+    search_table(sb, s);
+    kr__sb_puts(sb, "<p class=\"note\">Generated by kareus from summary.json; plans, frontiers (CSV/JSON) and options are in "
+                    "the same directory.</p>\n</body></html>\n");
+    return KR_OK;
+}
+
 int kr_report_html(const char *dir, kr_error *err)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    json_t *root;
-    int rc = kr__json_load_file(path, &root, err);
+    kr__summary *s;
+    int rc = kr__report_summary_read(path, &s, err);
     if (rc)
         return rc;
-    kr__jctx c;
-    kr__jctx_init(&c, path, err);
-    char schema[32];
-    long long version;
-    if ((rc = kr__jobject(&c, root, NULL)) || (rc = kr__jstr(&c, root, "schema", 1, NULL, schema, sizeof schema)))
-        goto done;
-    if (strcmp(schema, "kareus.summary") != 0) {
-        rc = kr__jfail(&c, KR_EPARSE, "schema", "\"kareus.summary\"", json_object_get(root, "schema"));
-        goto done;
-    }
-    if ((rc = kr__jint(&c, root, "version", 1, 1, 1, 1, &version)))
-        goto done;
-
-    const json_t *job = json_object_get(root, "job"), *settings = json_object_get(root, "settings");
-    const json_t *metrics = json_object_get(root, "metrics"), *methods = json_object_get(root, "methods");
     kr__sb sb = {0};
-    kr__sb_puts(&sb, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Kareus report: ");
-    kr__sb_xml(&sb, str(job, "name"));
-    kr__sb_printf(&sb, "</title><style>%s</style></head><body>\n", css);
-    kr__sb_puts(&sb, "<h1>Kareus report — ");
-    kr__sb_xml(&sb, str(job, "name"));
-    kr__sb_puts(&sb, "</h1>\n<p class=\"sub\">");
-    kr__sb_xml(&sb, str(job, "summary"));
-    kr__sb_puts(&sb, "<br>search ");
-    kr__sb_xml(&sb, str(settings, "strategy"));
-    kr__sb_puts(&sb, ", solver cost model ");
-    kr__sb_xml(&sb, str(settings, "cost_model"));
-    kr__sb_printf(&sb, ", unit time %g ms, backend ", 1e3 * num(settings, "unit_time_s"));
-    kr__sb_xml(&sb, str(settings, "backend"));
-    kr__sb_puts(&sb, "</p>\n");
-
-    /* Headline: Kareus against the reference and the baseline. */
-    const json_t *rows = json_object_get(metrics, "rows");
-    const json_t *kareus = NULL;
-    for (size_t i = 0; json_is_array(rows) && i < json_array_size(rows); i++)
-        if (strcmp(str(json_array_get(rows, i), "method"), "Kareus") == 0)
-            kareus = json_array_get(rows, i);
-    if (kareus) {
-        kr__sb_puts(&sb, "<h2>Headline</h2>\n<div class=\"headline\">\n");
-        card(&sb, "energy saved at iso-time vs Perseus (10-point frontiers)", num(kareus, "iso_time_energy_reduction_10pt"), "%");
-        card(&sb, "time saved at iso-energy vs Perseus (10-point frontiers)", num(kareus, "iso_energy_time_reduction_10pt"), "%");
-        card(&sb, "max-throughput time saved vs Megatron", num(kareus, "max_throughput_time_reduction"), "%");
-        card(&sb, "max-throughput energy saved vs Megatron", num(kareus, "max_throughput_energy_reduction"), "%");
-        card(&sb, "mean energy saved over the common time range vs Perseus", num(kareus, "robust_mean"), "%");
-        kr__sb_puts(&sb, "</div>\n<p class=\"note\">The paper reports up to 28.3% energy at iso-time and up to 27.5% time at "
-                         "iso-energy on 16 A100s; these figures come from the simulator (see docs/results.md for the "
-                         "discussion).</p>\n");
+    rc = render(&sb, dir, s, path, err);
+    free(s);
+    if (rc) {
+        kr__sb_free(&sb);
+        return rc;
     }
-
-    const json_t *pics = json_object_get(root, "pictures");
-    if (json_is_string(json_object_get(pics, "frontiers"))) {
-        kr__sb_puts(&sb, "<h2>Frontiers</h2>\n");
-        if ((rc = inline_svg(&sb, dir, str(pics, "frontiers"),
-                             "Iteration time against whole-cluster energy for every method; dashed: Perseus's fastest "
-                             "plan (iso-time) and most frugal plan (iso-energy).",
-                             path, "$.pictures.frontiers", err)))
-            goto fail;
-    }
-
-    if (json_is_array(methods)) {
-        kr__sb_puts(&sb, "<h2>Methods</h2>\n<table><tr><th>method</th><th>execution</th><th>clocks</th><th>frontier steps</th>"
-                         "<th>fastest (s)</th><th>its energy (kJ)</th><th>most frugal (s)</th><th>its energy (kJ)</th></tr>\n");
-        for (size_t i = 0; i < json_array_size(methods); i++) {
-            const json_t *m = json_array_get(methods, i);
-            const json_t *f = json_object_get(m, "fastest"), *g = json_object_get(m, "frugal");
-            kr__sb_puts(&sb, "<tr><td>");
-            kr__sb_xml(&sb, str(m, "name"));
-            kr__sb_puts(&sb, "</td><td>");
-            kr__sb_xml(&sb, str(m, "execution"));
-            kr__sb_puts(&sb, "</td><td>");
-            kr__sb_xml(&sb, str(m, "clocks"));
-            kr__sb_printf(&sb, "</td><td>%.0f</td><td>%.4f</td><td>%.2f</td><td>%.4f</td><td>%.2f</td></tr>\n", num(m, "steps"),
-                          num(f, "time_s"), num(f, "energy_j") / 1e3, num(g, "time_s"), num(g, "energy_j") / 1e3);
-        }
-        kr__sb_puts(&sb, "</table>\n");
-    }
-
-    if (json_is_array(rows)) {
-        kr__sb_puts(&sb, "<h2>Comparison</h2>\n<table><tr><th>method</th><th>max-throughput time vs Megatron</th>"
-                         "<th>max-throughput energy vs Megatron</th><th>iso-time energy vs Perseus (10 pt)</th>"
-                         "<th>iso-energy time vs Perseus (10 pt)</th><th>iso-time energy (full)</th>"
-                         "<th>iso-energy time (full)</th><th>robust mean</th><th>robust max</th></tr>\n");
-        for (size_t i = 0; i < json_array_size(rows); i++) {
-            const json_t *r = json_array_get(rows, i);
-            kr__sb_puts(&sb, "<tr><td>");
-            kr__sb_xml(&sb, str(r, "method"));
-            kr__sb_puts(&sb, "</td>");
-            pct_cell(&sb, num(r, "max_throughput_time_reduction"));
-            pct_cell(&sb, num(r, "max_throughput_energy_reduction"));
-            pct_cell(&sb, num(r, "iso_time_energy_reduction_10pt"));
-            pct_cell(&sb, num(r, "iso_energy_time_reduction_10pt"));
-            pct_cell(&sb, num(r, "iso_time_energy_reduction_full"));
-            pct_cell(&sb, num(r, "iso_energy_time_reduction_full"));
-            pct_cell(&sb, num(r, "robust_mean"));
-            pct_cell(&sb, num(r, "robust_max"));
-            kr__sb_puts(&sb, "</tr>\n");
-        }
-        kr__sb_puts(&sb, "</table>\n<p class=\"note\">Reductions are positive when the method is better. \"--\": no plan of "
-                         "the method qualifies (as in the paper's tables). 10-point frontiers are chosen by the artifact's "
-                         "rule; \"full\" uses every solver step; \"robust\" compares the two lower envelopes at every "
-                         "iteration time both frontiers reach.</p>\n");
-    }
-
-    const json_t *val = json_object_get(root, "validation");
-    if (json_is_object(val)) {
-        kr__sb_puts(&sb, "<h2>Solver prediction against the pipeline simulation</h2>\n<table><tr><th>method</th><th>plan</th>"
-                         "<th>predicted time (s)</th><th>simulated time (s)</th><th>difference</th><th>predicted energy (kJ)</th>"
-                         "<th>simulated energy (kJ)</th><th>difference</th></tr>\n");
-        const json_t *plans = json_object_get(val, "plans");
-        for (size_t i = 0; json_is_array(plans) && i < json_array_size(plans); i++) {
-            const json_t *p = json_array_get(plans, i);
-            double pt = num(p, "predicted_time_s"), st = num(p, "simulated_time_s");
-            double pe = num(p, "predicted_energy_j"), se = num(p, "simulated_energy_j");
-            kr__sb_puts(&sb, "<tr><td>");
-            kr__sb_xml(&sb, str(p, "method"));
-            kr__sb_puts(&sb, "</td><td>");
-            kr__sb_xml(&sb, str(p, "label"));
-            kr__sb_printf(&sb, "</td><td>%.4f</td><td>%.4f</td><td>%+.2f%%</td><td>%.2f</td><td>%.2f</td><td>%+.2f%%</td></tr>\n", pt,
-                          st, 100 * (st - pt) / pt, pe / 1e3, se / 1e3, 100 * (se - pe) / pe);
-        }
-        kr__sb_puts(&sb, "</table>\n<p class=\"note\">");
-        kr__sb_xml(&sb, str(val, "note"));
-        kr__sb_puts(&sb, "</p>\n");
-    }
-
-    const json_t *tl = json_object_get(pics, "timelines");
-    if (json_is_array(tl) && json_array_size(tl) > 0) {
-        kr__sb_puts(&sb, "<h2>Pipeline timelines</h2>\n");
-        for (size_t i = 0; i < json_array_size(tl); i++) {
-            char where[64];
-            snprintf(where, sizeof where, "$.pictures.timelines[%zu].file", i);
-            if ((rc = inline_svg(&sb, dir, str(json_array_get(tl, i), "file"), str(json_array_get(tl, i), "title"), path,
-                                 where, err)))
-                goto fail;
-        }
-    }
-    const json_t *pp = json_object_get(pics, "partitions");
-    if (json_is_array(pp) && json_array_size(pp) > 0) {
-        kr__sb_puts(&sb, "<h2>Inside a partition</h2>\n");
-        for (size_t i = 0; i < json_array_size(pp); i++) {
-            char where[64];
-            snprintf(where, sizeof where, "$.pictures.partitions[%zu].file", i);
-            if ((rc = inline_svg(&sb, dir, str(json_array_get(pp, i), "file"), str(json_array_get(pp, i), "title"), path,
-                                 where, err)))
-                goto fail;
-        }
-    }
-
-    const json_t *search = json_object_get(root, "search");
-    if (json_is_array(search) && json_array_size(search) > 0) {
-        kr__sb_puts(&sb, "<h2>Partition search</h2>\n<table><tr><th>variant</th><th>partition</th><th>measured</th>"
-                         "<th>space</th><th>share</th><th>frontier points</th></tr>\n");
-        for (size_t i = 0; i < json_array_size(search); i++) {
-            const json_t *s = json_array_get(search, i);
-            kr__sb_puts(&sb, "<tr><td>");
-            kr__sb_xml(&sb, str(s, "variant"));
-            kr__sb_puts(&sb, "</td><td>");
-            kr__sb_xml(&sb, str(s, "key"));
-            kr__sb_printf(&sb, "</td><td>%.0f</td><td>%.0f</td><td>%.0f%%</td><td>%.0f</td></tr>\n", num(s, "measured"),
-                          num(s, "space"), 100 * num(s, "measured") / num(s, "space"), num(s, "frontier_points"));
-        }
-        kr__sb_puts(&sb, "</table>\n");
-    }
-    kr__sb_puts(&sb, "<p class=\"note\">Generated by kareus from summary.json; plans, frontiers (CSV/JSON) and options are in "
-                     "the same directory.</p>\n</body></html>\n");
     snprintf(path, sizeof path, "%s/report.html", dir);
-    rc = kr__sb_write_atomic(&sb, path, err);
-    goto done;
-fail:
-    kr__sb_free(&sb);
-done:
-    json_decref(root);
-    return rc;
+    return kr__sb_write_atomic(&sb, path, err);
 }

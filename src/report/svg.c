@@ -133,6 +133,83 @@ static int cmp_point(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
+/* The dashed iso lines of the reference: its fastest time (vertical), its lowest energy. */
+static void iso_marks(kr__sb *sb, const area *a, const kr_chart_marks *marks)
+{
+    if (marks && isfinite(marks->iso_time_s)) {
+        double X = ax(a, marks->iso_time_s);
+        kr__sb_printf(sb, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"6 4\"/>\n",
+                      X, a->py, X, a->py + a->ph);
+        char lab[96];
+        snprintf(lab, sizeof lab, "iso-time (%s fastest)", marks->iso_label ? marks->iso_label : "reference");
+        char rot[96];
+        snprintf(rot, sizeof rot, "fill=\"#555\" font-size=\"11\" transform=\"rotate(-90 %.1f %.1f)\"", X - 5, a->py + 8);
+        text(sb, X - 5, a->py + 8, "end", rot, lab);
+    }
+    if (marks && isfinite(marks->iso_energy_j)) {
+        double Y = ay(a, marks->iso_energy_j);
+        kr__sb_printf(sb, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"2 4\"/>\n",
+                      a->px, Y, a->px + a->pw, Y);
+        char lab[96];
+        snprintf(lab, sizeof lab, "iso-energy (%s most frugal)", marks->iso_label ? marks->iso_label : "reference");
+        text(sb, a->px + 6, Y - 5, "start", "fill=\"#555\" font-size=\"11\"", lab);
+    }
+}
+
+/* One series: its line by time (a frontier), its points, its highlighted point. */
+static int series_draw(kr__sb *sb, const area *a, const kr_chart_series *se, const char *col, kr_error *err)
+{
+    if (se->connect && se->n > 1) {
+        /* sort by time for the line */
+        point *ord = malloc(sizeof(point) * (size_t)se->n);
+        if (ord == NULL)
+            return kr_error_set(err, KR_ENOMEM, "svg: out of memory");
+        for (int i = 0; i < se->n; i++)
+            ord[i] = (point){se->time_s[i], se->energy_j[i], i};
+        qsort(ord, (size_t)se->n, sizeof *ord, cmp_point); /* by time, stable by index */
+        kr__sb_printf(sb, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+        for (int i = 0; i < se->n; i++)
+            kr__sb_printf(sb, "%.1f,%.1f ", ax(a, ord[i].t), ay(a, ord[i].e));
+        kr__sb_puts(sb, "\"/>\n");
+        free(ord);
+    }
+    double r = se->n > 60 ? 1.8 : 3.5;
+    for (int i = 0; i < se->n; i++) {
+        double X = ax(a, se->time_s[i]), Y = ay(a, se->energy_j[i]);
+        if (!se->connect || se->n == 1)
+            kr__sb_printf(sb, "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" fill=\"%s\" stroke=\"black\"/>\n",
+                          X - 5.5, Y - 5.5, col);
+        else
+            kr__sb_printf(sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"/>\n", X, Y, r, col);
+        if (i == se->highlight)
+            kr__sb_printf(sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                          X, Y, col);
+    }
+    return KR_OK;
+}
+
+static void legend(kr__sb *sb, const area *a, const kr_chart_series *series, int nseries)
+{
+    double lx = a->px + a->pw + 20, ly = a->py + 10;
+    text(sb, lx, ly, "start", "font-weight=\"bold\"", "method");
+    for (int s = 0; s < nseries; s++) {
+        const char *col = series_colour(series[s].name, s);
+        double y = ly + 24 + 22 * s;
+        if (series[s].connect && series[s].n > 1)
+            kr__sb_printf(sb, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n", lx,
+                          y - 4, lx + 22, y - 4, col);
+        else
+            kr__sb_printf(sb, "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" fill=\"%s\" stroke=\"black\"/>\n",
+                          lx + 5, y - 10, col);
+        char lab[160];
+        if (series[s].n > 1)
+            snprintf(lab, sizeof lab, "%s (%d plans)", series[s].name, series[s].n);
+        else
+            snprintf(lab, sizeof lab, "%s", series[s].name);
+        text(sb, lx + 30, y, "start", NULL, lab);
+    }
+}
+
 int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *series, int nseries,
                           const kr_chart_marks *marks, kr_error *err)
 {
@@ -158,75 +235,15 @@ int kr_svg_frontiers_text(char **svg, const char *title, const kr_chart_series *
     char ylabel[64];
     snprintf(ylabel, sizeof ylabel, "energy per iteration, whole cluster (%s)", yunit);
     axes(&sb, &a, "iteration time (s)", ylabel, yscale);
-    if (marks && isfinite(marks->iso_time_s)) {
-        double X = ax(&a, marks->iso_time_s);
-        kr__sb_printf(&sb, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"6 4\"/>\n",
-                      X, a.py, X, a.py + a.ph);
-        char lab[96];
-        snprintf(lab, sizeof lab, "iso-time (%s fastest)", marks->iso_label ? marks->iso_label : "reference");
-        char rot[96];
-        snprintf(rot, sizeof rot, "fill=\"#555\" font-size=\"11\" transform=\"rotate(-90 %.1f %.1f)\"", X - 5, a.py + 8);
-        text(&sb, X - 5, a.py + 8, "end", rot, lab);
-    }
-    if (marks && isfinite(marks->iso_energy_j)) {
-        double Y = ay(&a, marks->iso_energy_j);
-        kr__sb_printf(&sb, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"2 4\"/>\n",
-                      a.px, Y, a.px + a.pw, Y);
-        char lab[96];
-        snprintf(lab, sizeof lab, "iso-energy (%s most frugal)", marks->iso_label ? marks->iso_label : "reference");
-        text(&sb, a.px + 6, Y - 5, "start", "fill=\"#555\" font-size=\"11\"", lab);
-    }
+    iso_marks(&sb, &a, marks);
     for (int s = 0; s < nseries; s++) {
-        const kr_chart_series *se = &series[s];
-        const char *col = series_colour(se->name, s);
-        if (se->connect && se->n > 1) {
-            /* sort by time for the line */
-            point *ord = malloc(sizeof(point) * (size_t)se->n);
-            if (ord == NULL) {
-                kr__sb_free(&sb);
-                return kr_error_set(err, KR_ENOMEM, "svg: out of memory");
-            }
-            for (int i = 0; i < se->n; i++)
-                ord[i] = (point){se->time_s[i], se->energy_j[i], i};
-            qsort(ord, (size_t)se->n, sizeof *ord, cmp_point); /* by time, stable by index */
-            kr__sb_printf(&sb, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
-            for (int i = 0; i < se->n; i++)
-                kr__sb_printf(&sb, "%.1f,%.1f ", ax(&a, ord[i].t), ay(&a, ord[i].e));
-            kr__sb_puts(&sb, "\"/>\n");
-            free(ord);
-        }
-        double r = se->n > 60 ? 1.8 : 3.5;
-        for (int i = 0; i < se->n; i++) {
-            double X = ax(&a, se->time_s[i]), Y = ay(&a, se->energy_j[i]);
-            if (!se->connect || se->n == 1)
-                kr__sb_printf(&sb, "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" fill=\"%s\" stroke=\"black\"/>\n",
-                              X - 5.5, Y - 5.5, col);
-            else
-                kr__sb_printf(&sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"/>\n", X, Y, r, col);
-            if (i == se->highlight)
-                kr__sb_printf(&sb, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
-                              X, Y, col);
+        int rc = series_draw(&sb, &a, &series[s], series_colour(series[s].name, s), err);
+        if (rc) {
+            kr__sb_free(&sb);
+            return rc;
         }
     }
-    /* legend */
-    double lx = a.px + a.pw + 20, ly = a.py + 10;
-    text(&sb, lx, ly, "start", "font-weight=\"bold\"", "method");
-    for (int s = 0; s < nseries; s++) {
-        const char *col = series_colour(series[s].name, s);
-        double y = ly + 24 + 22 * s;
-        if (series[s].connect && series[s].n > 1)
-            kr__sb_printf(&sb, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n", lx,
-                          y - 4, lx + 22, y - 4, col);
-        else
-            kr__sb_printf(&sb, "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" fill=\"%s\" stroke=\"black\"/>\n",
-                          lx + 5, y - 10, col);
-        char lab[160];
-        if (series[s].n > 1)
-            snprintf(lab, sizeof lab, "%s (%d plans)", series[s].name, series[s].n);
-        else
-            snprintf(lab, sizeof lab, "%s", series[s].name);
-        text(&sb, lx + 30, y, "start", NULL, lab);
-    }
+    legend(&sb, &a, series, nseries);
     return finish(&sb, svg, err);
 }
 
