@@ -36,7 +36,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "profiler_internal.h"
 #include "kareus/sim.h"
 #include "util/util.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "profiler_internal.h"
 #include "util/util.h"
 
 static int is_missing(int rc)

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "profiler_internal.h"
 #include "util/util.h"
 
 void kr_profiler_options_default(kr_profiler_options *o)
