@@ -271,20 +271,6 @@ typedef struct calib_run {
     kr_error *err;
 } calib_run;
 
-static void progress(calib_run *C, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void progress(calib_run *C, const char *fmt, ...)
-{
-    if (C->co->progress == NULL)
-        return;
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    C->co->progress(C->co->progress_ud, msg);
-}
-
 /* Measures C->plan at clock f (0: unlocked) and returns the result. */
 static int run_plan(calib_run *C, int f, kr_profiler_result *res)
 {
@@ -360,19 +346,19 @@ static int calib_fixed(calib_run *C, int dev, kr_profiler_calib *out)
 {
     kr_profiler_result res;
     int rc;
-    progress(C, "idle power (clocks unlocked)");
+    kr__progress(C->co->progress, C->co->progress_ud, "idle power (clocks unlocked)");
     if ((rc = kr_backend_reset_clock(C->ctl, dev)))
         return kr_error_set(C->err, rc, "%s", kr_backend_errmsg(C->ctl));
     kr__profiler_sleep(C->clk, 1.0);
     if ((rc = kr__profiler_idle_power(C->ctl, dev, C->o, C->clk, &out->idle_w, C->err)))
         return rc;
 
-    progress(C, "blocked power (one CTA busy-waiting)");
+    kr__progress(C->co->progress, C->co->progress_ud, "blocked power (one CTA busy-waiting)");
     if ((rc = kr_profiler_plan_spin(1, 1000000, 1, &C->plan, C->err)) || (rc = run_plan(C, 0, &res)))
         return rc;
     out->blocked_w = res.m.energy_j / res.m.time_s;
 
-    progress(C, "launch overhead (64 empty kernels)");
+    kr__progress(C->co->progress, C->co->progress_ud, "launch overhead (64 empty kernels)");
     if ((rc = kr_profiler_plan_spin(1, 0, 64, &C->plan, C->err)) || (rc = run_plan(C, 0, &res)))
         return rc;
     out->launch_s = res.m.time_s / 64.0;
@@ -387,7 +373,7 @@ static int calib_gemm_stream(calib_run *C, const kr_gpu *base, double lo, double
     int rc;
     for (int i = 0; i < co->gemm_clocks; i++) {
         int f = spread_clock(base, i, co->gemm_clocks, lo, hi);
-        progress(C, "bf16 GEMM %lld^3 at %d MHz", co->gemm_size, f);
+        kr__progress(C->co->progress, C->co->progress_ud, "bf16 GEMM %lld^3 at %d MHz", co->gemm_size, f);
         if ((rc = kr_profiler_plan_gemm(co->gemm_size, co->gemm_size, co->gemm_size, &C->plan, C->err)) ||
             (rc = run_plan(C, f, &res)))
             return rc;
@@ -399,7 +385,7 @@ static int calib_gemm_stream(calib_run *C, const kr_gpu *base, double lo, double
     }
     for (int i = 0; i < co->stream_clocks; i++) {
         int f = spread_clock(base, i, co->stream_clocks, lo, hi);
-        progress(C, "HBM copy of %.2f GB at %d MHz", co->stream_bytes / 1e9, f);
+        kr__progress(C->co->progress, C->co->progress_ud, "HBM copy of %.2f GB at %d MHz", co->stream_bytes / 1e9, f);
         if ((rc = kr_profiler_plan_stream(co->stream_bytes, &C->plan, C->err)) || (rc = run_plan(C, f, &res)))
             return rc;
         kr_profiler_point *p = &out->stream[out->nstream++];
@@ -423,7 +409,7 @@ static int calib_coll_switch(calib_run *C, const kr_gpu *base, double lo, double
     int group = nccl ? KR_MIN(runner->ndevices, 8) : 8;
     for (int i = 0; i < co->ncoll_ctas; i++) {
         int f = spread_clock(base, 0, 1, lo, hi);
-        progress(C, "all-reduce of %.0f MB with %d CTAs (%s)", co->coll_bytes / 1e6, co->coll_ctas[i],
+        kr__progress(C->co->progress, C->co->progress_ud, "all-reduce of %.0f MB with %d CTAs (%s)", co->coll_bytes / 1e6, co->coll_ctas[i],
                  nccl ? "nccl" : "single-GPU proxy");
         if ((rc = kr_profiler_plan_collective(KR_COLL_ALLREDUCE, co->coll_bytes, group, co->coll_ctas[i],
                                               nccl ? KR_PROFILER_COMM_NCCL : KR_PROFILER_COMM_PROXY_UNPACED,
@@ -440,7 +426,7 @@ static int calib_coll_switch(calib_run *C, const kr_gpu *base, double lo, double
     }
     if (co->switch_trace && runner->ops->clock_trace) {
         int f_hi = spread_clock(base, 0, 2, lo, hi), f_lo = spread_clock(base, 1, 2, lo, hi);
-        progress(C, "clock switch %d -> %d -> %d MHz", f_hi, f_lo, f_hi);
+        kr__progress(C->co->progress, C->co->progress_ud, "clock switch %d -> %d -> %d MHz", f_hi, f_lo, f_hi);
         if ((rc = switch_latency(C, f_hi, f_lo, &out->switch_down_s, &out->set_clock_call_s)) ||
             (rc = switch_latency(C, f_lo, f_hi, &out->switch_up_s, &out->set_clock_call_s)))
             return rc;

@@ -39,6 +39,18 @@ int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value)
     return KR_EINVAL;
 }
 
+void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...)
+{
+    if (fn == NULL)
+        return;
+    char line[KR__PROGRESS_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fn(ud, line);
+}
+
 double kr__now_s(void)
 {
     struct timespec ts;

@@ -83,6 +83,18 @@ const char *kr__ename_of(const kr__ename *t, size_t n, int value);
 /* The value named name in table t (n rows): KR_OK and *value, or KR_EINVAL (*value untouched). */
 int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value);
 
+/* ---- progress ---------------------------------------------------------------------- */
+
+/*
+ * Progress lines. The library never prints: a long operation formats each line and hands it
+ * to the caller's callback (the CLI's puts it on stderr with cli_progress). kr__progress does
+ * nothing when fn is NULL (the line is not even formatted) and cuts lines at
+ * KR__PROGRESS_MAX - 1 bytes.
+ */
+#define KR__PROGRESS_MAX 256
+typedef void (*kr__progress_fn)(void *ud, const char *line);
+void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ---- strings ----------------------------------------------------------------------- */
 
 /* Growable string buffer. Zero-initialise; an allocation failure sets oom and stops appending. */
