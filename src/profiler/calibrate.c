@@ -267,7 +267,7 @@ typedef struct calib_run {
     const kr_profiler_options *o;
     const kr_profiler_clock *clk;
     int locked;
-    kr_profiler_plan plan;
+    kr_profiler_program plan;
     kr_error *err;
 } calib_run;
 
@@ -354,12 +354,12 @@ static int calib_fixed(calib_run *C, int dev, kr_profiler_calib *out)
         return rc;
 
     kr__progress(C->co->progress, C->co->progress_ud, "blocked power (one CTA busy-waiting)");
-    if ((rc = kr_profiler_plan_spin(1, 1000000, 1, &C->plan, C->err)) || (rc = run_plan(C, 0, &res)))
+    if ((rc = kr_profiler_program_spin(1, 1000000, 1, &C->plan, C->err)) || (rc = run_plan(C, 0, &res)))
         return rc;
     out->blocked_w = res.m.energy_j / res.m.time_s;
 
     kr__progress(C->co->progress, C->co->progress_ud, "launch overhead (64 empty kernels)");
-    if ((rc = kr_profiler_plan_spin(1, 0, 64, &C->plan, C->err)) || (rc = run_plan(C, 0, &res)))
+    if ((rc = kr_profiler_program_spin(1, 0, 64, &C->plan, C->err)) || (rc = run_plan(C, 0, &res)))
         return rc;
     out->launch_s = res.m.time_s / 64.0;
     return KR_OK;
@@ -374,7 +374,7 @@ static int calib_gemm_stream(calib_run *C, const kr_gpu *base, double lo, double
     for (int i = 0; i < co->gemm_clocks; i++) {
         int f = spread_clock(base, i, co->gemm_clocks, lo, hi);
         kr__progress(C->co->progress, C->co->progress_ud, "bf16 GEMM %lld^3 at %d MHz", co->gemm_size, f);
-        if ((rc = kr_profiler_plan_gemm(co->gemm_size, co->gemm_size, co->gemm_size, &C->plan, C->err)) ||
+        if ((rc = kr_profiler_program_gemm(co->gemm_size, co->gemm_size, co->gemm_size, &C->plan, C->err)) ||
             (rc = run_plan(C, f, &res)))
             return rc;
         kr_profiler_point *p = &out->gemm[out->ngemm++];
@@ -386,7 +386,7 @@ static int calib_gemm_stream(calib_run *C, const kr_gpu *base, double lo, double
     for (int i = 0; i < co->stream_clocks; i++) {
         int f = spread_clock(base, i, co->stream_clocks, lo, hi);
         kr__progress(C->co->progress, C->co->progress_ud, "HBM copy of %.2f GB at %d MHz", co->stream_bytes / 1e9, f);
-        if ((rc = kr_profiler_plan_stream(co->stream_bytes, &C->plan, C->err)) || (rc = run_plan(C, f, &res)))
+        if ((rc = kr_profiler_program_stream(co->stream_bytes, &C->plan, C->err)) || (rc = run_plan(C, f, &res)))
             return rc;
         kr_profiler_point *p = &out->stream[out->nstream++];
         p->freq_mhz = f;
@@ -411,7 +411,7 @@ static int calib_coll_switch(calib_run *C, const kr_gpu *base, double lo, double
         int f = spread_clock(base, 0, 1, lo, hi);
         kr__progress(C->co->progress, C->co->progress_ud, "all-reduce of %.0f MB with %d CTAs (%s)", co->coll_bytes / 1e6, co->coll_ctas[i],
                  nccl ? "nccl" : "single-GPU proxy");
-        if ((rc = kr_profiler_plan_collective(KR_COLL_ALLREDUCE, co->coll_bytes, group, co->coll_ctas[i],
+        if ((rc = kr_profiler_program_collective(KR_COLL_ALLREDUCE, co->coll_bytes, group, co->coll_ctas[i],
                                               nccl ? KR_PROFILER_COMM_NCCL : KR_PROFILER_COMM_PROXY_UNPACED,
                                               runner->ndevices, &C->plan, C->err)) ||
             (rc = run_plan(C, f, &res)))
