@@ -608,36 +608,55 @@ static int check_pairs_exportable(const kr_plan *plan, const kr_job *job, kr_err
     return KR_OK;
 }
 
-/* The scheds list in the per-microbatch layout of jobs without recomputation: one
+/* Stage s of a scheds list in the per-microbatch layout of jobs without recomputation: one
  * (forward, backward) pair of tuples per microbatch. */
-static int scheds_pairs_out(kr__sb *ss, const kr_plan *plan, const kr_job *job, kr_error *err)
+static int stage_pairs_out(kr__sb *ss, const kr_plan *plan, const kr_job *job, const layout *lay, int s,
+                           kr_error *err)
 {
-    layout lay;
-    layout_of(job, &lay);
     int rc = KR_OK;
-    kr__sb_puts(ss, "[\n");
-    for (int s = 0; s < plan->num_stages && rc == KR_OK; s++) {
-        kr__sb_puts(ss, "[");
-        for (int m = 0; m < job->num_microbatches && rc == KR_OK; m++) {
-            kr__sb_puts(ss, m ? ", (" : "(");
-            for (int bwd = 0; bwd < 2 && rc == KR_OK; bwd++) {
-                const kr_plan_instr *in = find_instr(plan, s, m, bwd);
-                kr__sb_printf(ss, "%s('%s'", bwd ? ", " : "", bwd ? "backward" : "forward");
-                for (int k = 0; k < (bwd ? lay.nb : lay.nf) && rc == KR_OK; k++)
-                    rc = put_config(ss, in, bwd ? lay.bwd[k] : lay.fwd[k], 0, s, err);
-                kr__sb_puts(ss, ")");
-            }
+    for (int m = 0; m < job->num_microbatches && rc == KR_OK; m++) {
+        kr__sb_puts(ss, m ? ", (" : "(");
+        for (int bwd = 0; bwd < 2 && rc == KR_OK; bwd++) {
+            const kr_plan_instr *in = find_instr(plan, s, m, bwd);
+            kr__sb_printf(ss, "%s('%s'", bwd ? ", " : "", bwd ? "backward" : "forward");
+            for (int k = 0; k < (bwd ? lay->nb : lay->nf) && rc == KR_OK; k++)
+                rc = put_config(ss, in, bwd ? lay->bwd[k] : lay->fwd[k], 0, s, err);
             kr__sb_puts(ss, ")");
         }
-        kr__sb_puts(ss, "],\n");
+        kr__sb_puts(ss, ")");
     }
-    kr__sb_puts(ss, "]\n");
     return rc;
 }
 
-/* The scheds list in the activation-checkpointing layout: one tuple per instruction, a
- * backward's recomputed forward configs first. */
-static int scheds_instrs_out(kr__sb *ss, const kr_plan *plan, const kr_job *job, kr_error *err)
+/* Stage s of a scheds list in the activation-checkpointing layout: one tuple per instruction,
+ * a backward's recomputed forward configs first. */
+static int stage_instrs_out(kr__sb *ss, const kr_plan *plan, const layout *lay, int s, kr_error *err)
+{
+    for (int i = 0; i < plan->stages[s].ninstr; i++) {
+        const kr_plan_instr *in = &plan->stages[s].instr[i];
+        int bwd = in->kind == KR_INSTR_BACKWARD;
+        kr__sb_printf(ss, "%s('%s'", i ? ", " : "", kr_instr_kind_name(in->kind));
+        for (int k = 0; k < lay->nf + (bwd ? lay->nb : 0); k++) {
+            int rec = bwd && k < lay->nf;
+            const char *key = k < lay->nf ? lay->fwd[k] : lay->bwd[k - lay->nf];
+            const kr_comm_setting *c = find_comm(in, key, rec);
+            if (c == NULL)
+                return kr_error_set(err, KR_EMISMATCH,
+                                    "export: plan stages[%d].instructions[%d]: expected a %s setting for key '%s' "
+                                    "(the artifact's schedule tuple needs one), found none",
+                                    s, i, rec ? "recompute" : "comm", key);
+            char buf[64];
+            kr_comm_setting_format(c, buf, sizeof buf);
+            kr__sb_printf(ss, ", '%s'", buf);
+        }
+        kr__sb_puts(ss, ")");
+    }
+    return KR_OK;
+}
+
+/* The scheds list of a Kareus plan: one list per stage, in the pair layout (pairs) or the
+ * activation-checkpointing one. */
+static int scheds_out(kr__sb *ss, const kr_plan *plan, const kr_job *job, int pairs, kr_error *err)
 {
     layout lay;
     layout_of(job, &lay);
@@ -645,27 +664,7 @@ static int scheds_instrs_out(kr__sb *ss, const kr_plan *plan, const kr_job *job,
     kr__sb_puts(ss, "[\n");
     for (int s = 0; s < plan->num_stages && rc == KR_OK; s++) {
         kr__sb_puts(ss, "[");
-        for (int i = 0; i < plan->stages[s].ninstr && rc == KR_OK; i++) {
-            const kr_plan_instr *in = &plan->stages[s].instr[i];
-            int bwd = in->kind == KR_INSTR_BACKWARD;
-            kr__sb_printf(ss, "%s('%s'", i ? ", " : "", kr_instr_kind_name(in->kind));
-            for (int k = 0; k < lay.nf + (bwd ? lay.nb : 0); k++) {
-                int rec = bwd && k < lay.nf;
-                const char *key = k < lay.nf ? lay.fwd[k] : lay.bwd[k - lay.nf];
-                const kr_comm_setting *c = find_comm(in, key, rec);
-                if (c == NULL) {
-                    rc = kr_error_set(err, KR_EMISMATCH,
-                                      "export: plan stages[%d].instructions[%d]: expected a %s setting for key '%s' "
-                                      "(the artifact's schedule tuple needs one), found none",
-                                      s, i, rec ? "recompute" : "comm", key);
-                    break;
-                }
-                char buf[64];
-                kr_comm_setting_format(c, buf, sizeof buf);
-                kr__sb_printf(ss, ", '%s'", buf);
-            }
-            kr__sb_puts(ss, ")");
-        }
+        rc = pairs ? stage_pairs_out(ss, plan, job, &lay, s, err) : stage_instrs_out(ss, plan, &lay, s, err);
         kr__sb_puts(ss, "],\n");
     }
     kr__sb_puts(ss, "]\n");
@@ -693,12 +692,10 @@ int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *
     kr__sb fs = {0}, ss = {0};
     freqs_out(&fs, plan);
     trailer_out(&fs, plan, gps, iter);
-    if (pairs)
-        rc = scheds_pairs_out(&ss, plan, job, err);
-    else if (kareus)
-        rc = scheds_instrs_out(&ss, plan, job, err);
-    if (kareus)
+    if (kareus) {
+        rc = scheds_out(&ss, plan, job, pairs, err);
         trailer_out(&ss, plan, gps, iter);
+    }
     char fpath[4200], spath[4200];
     if (rc == KR_OK && (rc = kr__mkdirs(dir, err)) == KR_OK) {
         snprintf(fpath, sizeof fpath, "%s/freqs_pipeline_%05d.py", dir, iter);
