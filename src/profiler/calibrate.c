@@ -267,15 +267,15 @@ typedef struct calib_run {
     const kr_profiler_options *o;
     const kr_profiler_clock *clk;
     int locked;
-    kr_profiler_program plan;
+    kr_profiler_program prog;
     kr_error *err;
 } calib_run;
 
-/* Measures C->plan at clock f (0: unlocked) and returns the result. */
-static int run_plan(calib_run *C, int f, kr_profiler_result *res)
+/* Measures C->prog at clock f (0: unlocked) and returns the result. */
+static int run_program(calib_run *C, int f, kr_profiler_result *res)
 {
     kr_profiler_options o = *C->o;
-    C->plan.freq_mhz = f;
+    C->prog.freq_mhz = f;
     if (f <= 0) {
         o.lock_clock = 0;
         if (C->locked) {
@@ -284,9 +284,9 @@ static int run_plan(calib_run *C, int f, kr_profiler_result *res)
             C->locked = 0;
         }
     }
-    int rc = C->r->ops->prepare(C->r->impl, &C->plan, C->err);
+    int rc = C->r->ops->prepare(C->r->impl, &C->prog, C->err);
     if (rc == KR_OK)
-        rc = kr_profiler_measure(C->r, C->ctl, &o, C->clk, &C->plan, 0.0, &C->locked, res, C->err);
+        rc = kr_profiler_measure(C->r, C->ctl, &o, C->clk, &C->prog, 0.0, &C->locked, res, C->err);
     return rc;
 }
 
@@ -341,6 +341,15 @@ done:
     return rc;
 }
 
+/* A GEMM or copy point: clock f, rate x, the measured power and the clock read back. */
+static void put_point(kr_profiler_point *p, int f, double x, const kr_profiler_result *res)
+{
+    p->freq_mhz = f;
+    p->x = x;
+    p->power_w = res->m.energy_j / res->m.time_s;
+    p->y = res->clock_read_mhz;
+}
+
 /* Idle power, blocked (static) power and launch overhead, clocks unlocked. */
 static int calib_fixed(calib_run *C, int dev, kr_profiler_calib *out)
 {
@@ -354,12 +363,12 @@ static int calib_fixed(calib_run *C, int dev, kr_profiler_calib *out)
         return rc;
 
     kr__progress(C->co->progress, C->co->progress_ud, "blocked power (one CTA busy-waiting)");
-    if ((rc = kr_profiler_program_spin(1, 1000000, 1, &C->plan, C->err)) || (rc = run_plan(C, 0, &res)))
+    if ((rc = kr_profiler_program_spin(1, 1000000, 1, &C->prog, C->err)) || (rc = run_program(C, 0, &res)))
         return rc;
     out->blocked_w = res.m.energy_j / res.m.time_s;
 
     kr__progress(C->co->progress, C->co->progress_ud, "launch overhead (64 empty kernels)");
-    if ((rc = kr_profiler_program_spin(1, 0, 64, &C->plan, C->err)) || (rc = run_plan(C, 0, &res)))
+    if ((rc = kr_profiler_program_spin(1, 0, 64, &C->prog, C->err)) || (rc = run_program(C, 0, &res)))
         return rc;
     out->launch_s = res.m.time_s / 64.0;
     return KR_OK;
@@ -374,25 +383,17 @@ static int calib_gemm_stream(calib_run *C, const kr_gpu *base, double lo, double
     for (int i = 0; i < co->gemm_clocks; i++) {
         int f = spread_clock(base, i, co->gemm_clocks, lo, hi);
         kr__progress(C->co->progress, C->co->progress_ud, "bf16 GEMM %lld^3 at %d MHz", co->gemm_size, f);
-        if ((rc = kr_profiler_program_gemm(co->gemm_size, co->gemm_size, co->gemm_size, &C->plan, C->err)) ||
-            (rc = run_plan(C, f, &res)))
+        if ((rc = kr_profiler_program_gemm(co->gemm_size, co->gemm_size, co->gemm_size, &C->prog, C->err)) ||
+            (rc = run_program(C, f, &res)))
             return rc;
-        kr_profiler_point *p = &out->gemm[out->ngemm++];
-        p->freq_mhz = f;
-        p->x = C->plan.flops / res.m.time_s;
-        p->power_w = res.m.energy_j / res.m.time_s;
-        p->y = res.clock_read_mhz;
+        put_point(&out->gemm[out->ngemm++], f, C->prog.flops / res.m.time_s, &res);
     }
     for (int i = 0; i < co->stream_clocks; i++) {
         int f = spread_clock(base, i, co->stream_clocks, lo, hi);
         kr__progress(C->co->progress, C->co->progress_ud, "HBM copy of %.2f GB at %d MHz", co->stream_bytes / 1e9, f);
-        if ((rc = kr_profiler_program_stream(co->stream_bytes, &C->plan, C->err)) || (rc = run_plan(C, f, &res)))
+        if ((rc = kr_profiler_program_stream(co->stream_bytes, &C->prog, C->err)) || (rc = run_program(C, f, &res)))
             return rc;
-        kr_profiler_point *p = &out->stream[out->nstream++];
-        p->freq_mhz = f;
-        p->x = C->plan.bytes / res.m.time_s;
-        p->power_w = res.m.energy_j / res.m.time_s;
-        p->y = res.clock_read_mhz;
+        put_point(&out->stream[out->nstream++], f, C->prog.bytes / res.m.time_s, &res);
     }
     return KR_OK;
 }
@@ -413,16 +414,16 @@ static int calib_coll_switch(calib_run *C, const kr_gpu *base, double lo, double
                  nccl ? "nccl" : "single-GPU proxy");
         if ((rc = kr_profiler_program_collective(KR_COLL_ALLREDUCE, co->coll_bytes, group, co->coll_ctas[i],
                                               nccl ? KR_PROFILER_COMM_NCCL : KR_PROFILER_COMM_PROXY_UNPACED,
-                                              runner->ndevices, &C->plan, C->err)) ||
-            (rc = run_plan(C, f, &res)))
+                                              runner->ndevices, &C->prog, C->err)) ||
+            (rc = run_program(C, f, &res)))
             return rc;
-        int n = nccl ? C->plan.ranks : group;
+        int n = nccl ? C->prog.ranks : group;
         kr_profiler_point *p = &out->coll[out->ncoll++];
         p->freq_mhz = f;
         p->x = co->coll_ctas[i];
         p->power_w = res.m.energy_j / res.m.time_s;
         p->y = 2.0 * (n - 1) / n * co->coll_bytes / res.m.time_s;
-        kr_profiler_comm_label(&C->plan, out->coll_label, sizeof out->coll_label);
+        kr_profiler_comm_label(&C->prog, out->coll_label, sizeof out->coll_label);
     }
     if (co->switch_trace && runner->ops->clock_trace) {
         int f_hi = spread_clock(base, 0, 2, lo, hi), f_lo = spread_clock(base, 1, 2, lo, hi);
