@@ -294,14 +294,14 @@ static int parse_config(const kr_job *job, const kr_partition *p, const char *te
 
 static int mode_plan(const args *a, const kr_job *job, const kr_partition_set *set)
 {
-    kr_profiler_plan *plan = malloc(sizeof *plan);
+    kr_profiler_program *plan = malloc(sizeof *plan);
     char *text = malloc(65536);
     if (plan == NULL || text == NULL) {
         free(plan), free(text);
         return CLI_EXIT_FAIL;
     }
-    kr_profiler_plan_params pp;
-    kr_profiler_plan_params_default(&pp);
+    kr_profiler_program_params pp;
+    kr_profiler_program_params_default(&pp);
     pp.comm = a->comm;
     pp.devices = a->devices > 0 ? a->devices : 1;
     int status = 0;
@@ -317,12 +317,12 @@ static int mode_plan(const args *a, const kr_job *job, const kr_partition_set *s
         if (a->nconfigs > 0 && (status = parse_config(job, p, a->configs[0], &c)))
             break;
         kr_error err = {0};
-        int rc = kr_profiler_plan_build(job, p, &c, &pp, plan, &err);
+        int rc = kr_profiler_program_build(job, p, &c, &pp, plan, &err);
         if (rc) {
             status = report_failure(rc, err.msg);
             break;
         }
-        kr_profiler_plan_format(plan, text, 65536);
+        kr_profiler_program_format(plan, text, 65536);
         printf("%s%s", i ? "\n" : "", text);
     }
     free(plan), free(text);

@@ -55,7 +55,7 @@ static int probe(kr_profiler_probe_info *info, kr_error *err)
 
 static const kr__prof_device_api api = {
     KR__PROF_DEVICE_ABI,
-    sizeof(kr_profiler_plan),
+    sizeof(kr_profiler_program),
     sizeof(kr_profiler_probe_info),
     sizeof(kr_profiler_runner),
     BUILD,

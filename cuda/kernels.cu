@@ -3,7 +3,7 @@
  * QKV split/merge, q/k norm, rotary, SwiGLU, embedding, cross-entropy), buffer initialisation,
  * and the calibration kernels (HBM copy, spin, the single-GPU collective proxy, the clock
  * tracer). What each computes is defined in src/profiler/refkern.h and checked against the CPU
- * references by cuda/selftest.c; the byte counts they must respect are in src/profiler/plan.c.
+ * references by cuda/selftest.c; the byte counts they must respect are in src/profiler/program.c.
  *
  * Written for clarity first: grid-stride loops, one block per row for row reductions, 16-byte
  * vector loads where the layout allows (streaming kernels), fp32 arithmetic, bf16 storage.

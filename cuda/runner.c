@@ -1,5 +1,5 @@
 /*
- * runner.c — the CUDA runner: executes a kernel plan (profiler.h) on one or more GPUs exactly
+ * runner.c — the CUDA runner: executes a kernel program (profiler.h) on one or more GPUs exactly
  * as the design describes a partition: one nanobatch's compute on the compute stream; the other
  * nanobatch's collective on a comm stream, launched at the slot — an event is recorded on the
  * compute stream after the step before the slot is enqueued, the comm stream waits on it, the
@@ -194,7 +194,7 @@ enum { CMD_NONE = 0, CMD_RUN = 1, CMD_QUIT = 2 };
 typedef struct cu_runner {
     int n;                       /* devices opened */
     rank rk[KR_PROFILER_MAX_RANKS];
-    kr_profiler_plan plan;
+    kr_profiler_program plan;
     int prepared;
     commset cs[MAX_COMMSETS];
     int ncs;
@@ -214,7 +214,7 @@ typedef struct cu_runner {
 
 /* ---- buffers ---------------------------------------------------------------------------------- */
 
-static long long vocab_for(const kr_profiler_plan *plan, int buf)
+static long long vocab_for(const kr_profiler_program *plan, int buf)
 {
     for (int i = 0; i < plan->nsteps; i++) {
         const kr_profiler_step *s = &plan->steps[i];
@@ -226,7 +226,7 @@ static long long vocab_for(const kr_profiler_plan *plan, int buf)
     return 1;
 }
 
-static int init_buffer(rank *r, const kr_profiler_plan *plan, int i, void *p, kr_error *err)
+static int init_buffer(rank *r, const kr_profiler_program *plan, int i, void *p, kr_error *err)
 {
     const kr_profiler_buffer *b = &plan->bufs[i];
     uint64_t seed = plan->seed * 1000003u + (uint64_t)i;
@@ -244,7 +244,7 @@ static int init_buffer(rank *r, const kr_profiler_plan *plan, int i, void *p, kr
 
 /* Makes r->buf[] hold the plan's buffers, reusing same-named same-size allocations of the
  * previous plan (their contents stay valid) and freeing the others. */
-static int bind_buffers(rank *r, const kr_profiler_plan *plan, kr_error *err)
+static int bind_buffers(rank *r, const kr_profiler_program *plan, kr_error *err)
 {
     int keep[KR_PROFILER_MAX_BUFS] = {0};
     for (int i = 0; i < plan->nbufs; i++) {
@@ -357,7 +357,7 @@ static int get_commset(cu_runner *R, int ctas, int nranks, int *idx, kr_error *e
 #define F(i) ((float *)r->buf[(i)])
 #define IDS(i) ((const long long *)r->buf[(i)])
 
-static int run_step(rank *r, const kr_profiler_plan *plan, int si, kr_error *err)
+static int run_step(rank *r, const kr_profiler_program *plan, int si, kr_error *err)
 {
     const kr_profiler_step *s = &plan->steps[si];
     cudaStream_t st = r->compute;
@@ -452,7 +452,7 @@ static int run_step(rank *r, const kr_profiler_plan *plan, int si, kr_error *err
 /* The collective of every rank, on the comm streams (NCCL: one group call for all ranks). */
 static int run_collective(cu_runner *R, kr_error *err)
 {
-    const kr_profiler_plan *p = &R->plan;
+    const kr_profiler_program *p = &R->plan;
     if (p->comm == KR_PROFILER_COMM_NCCL) {
         commset *c = &R->cs[R->active];
         ncclResult_t nr = ncclGroupStart();
@@ -485,7 +485,7 @@ static int run_collective(cu_runner *R, kr_error *err)
 /* Enqueues `iters` executions of the prepared plan on every rank. */
 static int enqueue_run(cu_runner *R, long long iters, kr_error *err)
 {
-    const kr_profiler_plan *p = &R->plan;
+    const kr_profiler_program *p = &R->plan;
     int has_coll = p->comm != KR_PROFILER_COMM_NONE;
     int rc;
     cudaError_t e;
@@ -559,7 +559,7 @@ static void *worker_main(void *arg)
 
 /* ---- runner ops ------------------------------------------------------------------------------ */
 
-static int cu_prepare(void *impl, const kr_profiler_plan *plan, kr_error *err)
+static int cu_prepare(void *impl, const kr_profiler_program *plan, kr_error *err)
 {
     cu_runner *R = impl;
     if (R->running)

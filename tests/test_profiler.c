@@ -1,5 +1,5 @@
 /* test_profiler.c — the hardware profiler on the CPU: the kernels' CPU references (finite
- * differences, inverse pairs), the kernel plans against the partition catalog, the measurement
+ * differences, inverse pairs), the kernel programs against the partition catalog, the measurement
  * protocol on a virtual GPU (fake runner + fake energy counter on a virtual clock), the GPU
  * backend, the library loader's errors, and — only where a GPU exists — the kernel self-test. */
 #include "testutil.h"
@@ -380,7 +380,7 @@ static void ref_proxy_copy_and_reduce(void **state)
         assert_true(dst[i] == src[i]);
 }
 
-/* ---- kernel plans ---------------------------------------------------------------------------- */
+/* ---- kernel programs ---------------------------------------------------------------------------- */
 
 static void load_job(const char *name, kr_job *job)
 {
@@ -403,10 +403,10 @@ static kr_config first_config(const kr_job *job, const kr_partition *p)
 /* Checks every op's kernels against the catalog's FLOPs and bytes. */
 static void check_plan_against_catalog(const kr_job *job, const kr_partition *p)
 {
-    kr_profiler_plan *plan = malloc(sizeof *plan);
+    kr_profiler_program *plan = malloc(sizeof *plan);
     kr_error e = {0};
     kr_config c = first_config(job, p);
-    int rc = kr_profiler_plan_build(job, p, &c, NULL, plan, &e);
+    int rc = kr_profiler_program_build(job, p, &c, NULL, plan, &e);
     if (rc) {
         print_error("%s/%s: %s\n", job->name, p->key, e.msg);
         fail();
@@ -487,12 +487,12 @@ static void plan_launch_step_follows_the_slot(void **state)
     kr_job job;
     kr_job_default(&job);
     kr_partition_set *set = malloc(sizeof *set);
-    kr_profiler_plan *plan = malloc(sizeof *plan);
+    kr_profiler_program *plan = malloc(sizeof *plan);
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_attn", set);
     kr_error e = {0};
     for (int s = KR_SLOT_NONE; s < p->nslots; s++) {
         kr_config c = {1410, 9, s};
-        assert_int_equal(kr_profiler_plan_build(&job, p, &c, NULL, plan, &e), KR_OK);
+        assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
         if (s == KR_SLOT_NONE) {
             assert_int_equal(plan->launch_step, plan->nsteps);
             continue;
@@ -506,12 +506,12 @@ static void plan_launch_step_follows_the_slot(void **state)
     }
     /* norm_0 is partition start; attn_0 is right before the attention kernel. */
     kr_config c = {1410, 9, 0};
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, NULL, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
     assert_int_equal(plan->launch_step, 0);
     int attn;
     assert_int_equal(kr_partition_slot_index(p, "attn_0", &attn, &e), KR_OK);
     c.slot = attn;
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, NULL, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
     assert_int_equal(plan->steps[plan->launch_step].kernel, KR_PK_ATTN_FWD);
     free(set), free(plan);
 }
@@ -522,17 +522,17 @@ static void plan_chains_buffers_along_the_layer(void **state)
     kr_job job;
     kr_job_default(&job);
     kr_partition_set *set = malloc(sizeof *set);
-    kr_profiler_plan *plan = malloc(sizeof *plan);
+    kr_profiler_program *plan = malloc(sizeof *plan);
     kr_error e = {0};
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_mlp", set);
     kr_config c = {1410, 9, 0};
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, NULL, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
     /* bda → rmsnorm → fc1 → swiglu → fc2: each reads what the previous wrote. */
     assert_int_equal(plan->nsteps, 5);
     for (int i = 1; i < 5; i++)
         assert_int_equal(plan->steps[i].in[0], plan->steps[i - 1].out[0]);
     p = find_part(&job, KR_VARIANT_KAREUS, "bwd_attn", set);
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, NULL, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
     int dgrad = -1, pre = -1, bwd = -1, merge = -1, rope = -1;
     for (int i = 0; i < plan->nsteps; i++) {
         const kr_profiler_step *s = &plan->steps[i];
@@ -563,14 +563,14 @@ static void plan_collective_modes(void **state)
     kr_job job;
     kr_job_default(&job);
     kr_partition_set *set = malloc(sizeof *set);
-    kr_profiler_plan *plan = malloc(sizeof *plan);
+    kr_profiler_program *plan = malloc(sizeof *plan);
     kr_error e = {0};
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_mlp", set);
     kr_config c = {1410, 9, 1};
-    kr_profiler_plan_params pp;
-    kr_profiler_plan_params_default(&pp);
+    kr_profiler_program_params pp;
+    kr_profiler_program_params_default(&pp);
     /* One GPU: the link-capped proxy, moving k·S with k = 2(n−1)/n. */
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, &pp, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, &pp, plan, &e), KR_OK);
     assert_int_equal(plan->comm, KR_PROFILER_COMM_PROXY);
     assert_int_equal(plan->ranks, 1);
     assert_int_equal(plan->ctas, 9);
@@ -583,14 +583,14 @@ static void plan_collective_modes(void **state)
     assert_non_null(strstr(label, "PROXY"));
     assert_non_null(strstr(label, "9 CTAs"));
     pp.comm = KR_PROFILER_COMM_PROXY_UNPACED;
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, &pp, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, &pp, plan, &e), KR_OK);
     assert_true(plan->proxy_floor_s == 0.0);
     /* NCCL needs two GPUs. */
     pp.comm = KR_PROFILER_COMM_NCCL;
-    KR_ASSERT_ERR(kr_profiler_plan_build(&job, p, &c, &pp, plan, &e), KR_EINVAL, e, "needs two or more GPUs");
+    KR_ASSERT_ERR(kr_profiler_program_build(&job, p, &c, &pp, plan, &e), KR_EINVAL, e, "needs two or more GPUs");
     pp.devices = 4;
     pp.comm = KR_PROFILER_COMM_AUTO;
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, &pp, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, &pp, plan, &e), KR_OK);
     assert_int_equal(plan->comm, KR_PROFILER_COMM_NCCL);
     assert_int_equal(plan->ranks, 4);
     assert_int_equal(plan->coll_send, plan->coll_recv); /* in-place all-reduce */
@@ -602,23 +602,23 @@ static void plan_collective_modes(void **state)
     p = find_part(&cpj, KR_VARIANT_KAREUS, "fwd_qkv_ag", set);
     kr_config cg = {1410, 4, 0};
     pp.devices = 2;
-    assert_int_equal(kr_profiler_plan_build(&cpj, p, &cg, &pp, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&cpj, p, &cg, &pp, plan, &e), KR_OK);
     assert_int_equal(plan->ranks, 2);
     KR_ASSERT_CLOSE(plan->bufs[plan->coll_recv].elems, 2.0 * plan->bufs[plan->coll_send].elems, 1e-12);
     p = find_part(&cpj, KR_VARIANT_KAREUS, "bwd_a_rs", set);
     pp.devices = 1;
-    assert_int_equal(kr_profiler_plan_build(&cpj, p, &cg, &pp, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&cpj, p, &cg, &pp, plan, &e), KR_OK);
     assert_int_equal(plan->proxy_reduce_steps, 1);
     assert_int_equal(plan->proxy_copy_steps, 0);
     /* Bad configs are refused with the catalog's messages. */
     kr_config bad = {1411, 9, 0};
-    KR_ASSERT_ERR(kr_profiler_plan_build(&job, find_part(&job, KR_VARIANT_KAREUS, "fwd_mlp", set), &bad, NULL, plan,
+    KR_ASSERT_ERR(kr_profiler_program_build(&job, find_part(&job, KR_VARIANT_KAREUS, "fwd_mlp", set), &bad, NULL, plan,
                                          &e),
                   KR_ERANGE, e, "clock");
     /* Non-partition work without a collective. */
     assert_int_equal(kr_partition_nonpartition(&job, 1, 0, set, &e), KR_OK);
     kr_config cn = {1410, 0, KR_SLOT_NONE};
-    assert_int_equal(kr_profiler_plan_build(&job, kr_partition_find(set, "loss_fwd"), &cn, NULL, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, kr_partition_find(set, "loss_fwd"), &cn, NULL, plan, &e), KR_OK);
     assert_int_equal(plan->comm, KR_PROFILER_COMM_NONE);
     assert_int_equal(plan->steps[0].kernel, KR_PK_XENT_MAX);
     free(set), free(plan);
@@ -630,21 +630,21 @@ static void plan_refuses_unsupported_shapes(void **state)
     kr_job job;
     kr_job_default(&job);
     kr_partition_set *set = malloc(sizeof *set);
-    kr_profiler_plan *plan = malloc(sizeof *plan);
+    kr_profiler_program *plan = malloc(sizeof *plan);
     kr_error e = {0};
     job.model.head_dim = 96;
     job.model.heads = 32;
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_attn", set);
     kr_config c = {1410, 9, 0};
-    KR_ASSERT_ERR(kr_profiler_plan_build(&job, p, &c, NULL, plan, &e), KR_EUNSUPPORTED, e,
+    KR_ASSERT_ERR(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_EUNSUPPORTED, e,
                   "head dimension: the attention kernel handles 64 or 128, found 96");
     /* The MLP needs no attention kernel: fine. */
     p = find_part(&job, KR_VARIANT_KAREUS, "fwd_mlp", set);
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, NULL, plan, &e), KR_OK);
-    kr_profiler_plan_params pp;
-    kr_profiler_plan_params_default(&pp);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
+    kr_profiler_program_params pp;
+    kr_profiler_program_params_default(&pp);
     pp.dropout_p = 1.0f;
-    KR_ASSERT_ERR(kr_profiler_plan_build(&job, p, &c, &pp, plan, &e), KR_EINVAL, e, "dropout");
+    KR_ASSERT_ERR(kr_profiler_program_build(&job, p, &c, &pp, plan, &e), KR_EINVAL, e, "dropout");
     free(set), free(plan);
 }
 
@@ -654,43 +654,43 @@ static void plan_format_and_calibration_plans(void **state)
     kr_job job;
     kr_job_default(&job);
     kr_partition_set *set = malloc(sizeof *set);
-    kr_profiler_plan *plan = malloc(sizeof *plan);
+    kr_profiler_program *plan = malloc(sizeof *plan);
     kr_error e = {0};
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_attn", set);
     kr_config c = {1410, 9, 2};
-    assert_int_equal(kr_profiler_plan_build(&job, p, &c, NULL, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
     char text[8192];
-    kr_profiler_plan_format(plan, text, sizeof text);
+    kr_profiler_program_format(plan, text, sizeof text);
     assert_non_null(strstr(text, "plan fwd_attn"));
     assert_non_null(strstr(text, "attn_fwd"));
     assert_non_null(strstr(text, "-- launch allreduce"));
     for (int i = 0; i < plan->nsteps; i++)
         assert_non_null(strstr(text, kr_profiler_kernel_name(plan->steps[i].kernel)));
-    assert_true(kr_profiler_plan_memory(plan) > 0);
+    assert_true(kr_profiler_program_memory(plan) > 0);
 
-    assert_int_equal(kr_profiler_plan_gemm(8192, 8192, 8192, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_gemm(8192, 8192, 8192, plan, &e), KR_OK);
     KR_ASSERT_CLOSE(plan->flops, 2.0 * 8192.0 * 8192.0 * 8192.0, 1e-12);
     assert_int_equal(plan->comm, KR_PROFILER_COMM_NONE);
-    assert_int_equal(kr_profiler_plan_stream(1 << 30, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_stream(1 << 30, plan, &e), KR_OK);
     KR_ASSERT_CLOSE(plan->bytes, (double)(1 << 30), 1e-9);
-    assert_int_equal(kr_profiler_plan_collective(KR_COLL_ALLREDUCE, 64e6, 8, 6, KR_PROFILER_COMM_PROXY_UNPACED, 1,
+    assert_int_equal(kr_profiler_program_collective(KR_COLL_ALLREDUCE, 64e6, 8, 6, KR_PROFILER_COMM_PROXY_UNPACED, 1,
                                                  plan, &e),
                      KR_OK);
     assert_int_equal(plan->comm, KR_PROFILER_COMM_PROXY_UNPACED);
     assert_int_equal(plan->ctas, 6);
     assert_int_equal(plan->nsteps, 0);
     KR_ASSERT_CLOSE(plan->proxy_bus_bytes, 2.0 * 7 / 8 * 64e6, 1e-6);
-    assert_int_equal(kr_profiler_plan_collective(KR_COLL_ALLGATHER, 64e6, 8, 4, KR_PROFILER_COMM_NCCL, 2, plan, &e),
+    assert_int_equal(kr_profiler_program_collective(KR_COLL_ALLGATHER, 64e6, 8, 4, KR_PROFILER_COMM_NCCL, 2, plan, &e),
                      KR_OK);
     assert_int_equal(plan->ranks, 2);
     assert_int_equal(plan->comm, KR_PROFILER_COMM_NCCL);
-    assert_int_equal(kr_profiler_plan_spin(1, 1000000, 1, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_spin(1, 1000000, 1, plan, &e), KR_OK);
     assert_int_equal(plan->steps[0].ctas, 1);
-    KR_ASSERT_ERR(kr_profiler_plan_gemm(0, 1, 1, plan, &e), KR_EINVAL, e, "positive");
-    KR_ASSERT_ERR(kr_profiler_plan_spin(1, 1, 0, plan, &e), KR_EINVAL, e, "launches");
-    KR_ASSERT_ERR(kr_profiler_plan_collective(KR_COLL_ALLREDUCE, 64e6, 1, 6, KR_PROFILER_COMM_NCCL, 2, plan, &e),
+    KR_ASSERT_ERR(kr_profiler_program_gemm(0, 1, 1, plan, &e), KR_EINVAL, e, "positive");
+    KR_ASSERT_ERR(kr_profiler_program_spin(1, 1, 0, plan, &e), KR_EINVAL, e, "launches");
+    KR_ASSERT_ERR(kr_profiler_program_collective(KR_COLL_ALLREDUCE, 64e6, 1, 6, KR_PROFILER_COMM_NCCL, 2, plan, &e),
                   KR_EINVAL, e, "group >= 2");
-    KR_ASSERT_ERR(kr_profiler_plan_collective(KR_COLL_ALLREDUCE, 64e6, 8, 6, KR_PROFILER_COMM_NCCL, 1, plan, &e),
+    KR_ASSERT_ERR(kr_profiler_program_collective(KR_COLL_ALLREDUCE, 64e6, 8, 6, KR_PROFILER_COMM_NCCL, 1, plan, &e),
                   KR_EINVAL, e, "needs two or more GPUs");
     kr_profiler_comm comm;
     assert_int_equal(kr_profiler_comm_parse("proxy-unpaced", &comm), KR_OK);
@@ -768,7 +768,7 @@ typedef struct vgpu {
     int frozen;               /* the counter never changes */
     int fail_start_at;        /* start fails on this run (0: never) */
     int prepared;
-    kr_profiler_plan last_plan;
+    kr_profiler_program last_plan;
     /* Optional: sets iter_s and busy_w of device d from the prepared plan and its clock. */
     void (*model)(struct vgpu *g, int d);
 } vgpu;
@@ -816,7 +816,7 @@ static void v_sleep(void *ud, double s)
     vadvance(ud, s);
 }
 
-static int vr_prepare(void *impl, const kr_profiler_plan *plan, kr_error *err)
+static int vr_prepare(void *impl, const kr_profiler_program *plan, kr_error *err)
 {
     vgpu *g = impl;
     (void)err;
@@ -959,10 +959,10 @@ static void vrunner_init(kr_profiler_runner *r, vgpu *g)
     kr__strlcpy(r->device_name, "virtual", sizeof r->device_name);
 }
 
-static void two_rank_plan(kr_profiler_plan *plan, int mhz)
+static void two_rank_plan(kr_profiler_program *plan, int mhz)
 {
     kr_error e = {0};
-    assert_int_equal(kr_profiler_plan_spin(1, 1000, 1, plan, &e), KR_OK);
+    assert_int_equal(kr_profiler_program_spin(1, 1000, 1, plan, &e), KR_OK);
     plan->ranks = 2;
     plan->freq_mhz = mhz;
 }
@@ -978,7 +978,7 @@ static void protocol_measures_exact_energy_on_a_virtual_gpu(void **state)
     kr_profiler_clock clk = {v_now, v_sleep, &g};
     kr_profiler_options o;
     kr_profiler_options_default(&o);
-    kr_profiler_plan plan;
+    kr_profiler_program plan;
     two_rank_plan(&plan, 1200);
     kr_profiler_result res;
     kr_error e = {0};
@@ -1035,7 +1035,7 @@ static void protocol_retries_when_the_run_ends_early(void **state)
     kr_profiler_options_default(&o);
     o.warmup_s = 0;
     o.calib_min_s = 0.001;
-    kr_profiler_plan plan;
+    kr_profiler_program plan;
     two_rank_plan(&plan, 1200);
     kr_profiler_result res;
     kr_error e = {0};
@@ -1057,7 +1057,7 @@ static void protocol_reports_missing_permission_and_counter(void **state)
     kr_profiler_clock clk = {v_now, v_sleep, &g};
     kr_profiler_options o;
     kr_profiler_options_default(&o);
-    kr_profiler_plan plan;
+    kr_profiler_program plan;
     two_rank_plan(&plan, 1200);
     kr_profiler_result res;
     kr_error e = {0};
@@ -1293,7 +1293,7 @@ static void calib_entry_sets_measured_parameters_with_sources(void **state)
 /* The virtual GPU's physics for the calibration test: time and power from the plan and clock. */
 static void calib_model(vgpu *g, int d)
 {
-    const kr_profiler_plan *p = &g->last_plan;
+    const kr_profiler_program *p = &g->last_plan;
     double f = g->locked[d] > 0 ? g->locked[d] : 1980.0;
     kr_gpu h;
     h200(&h);

@@ -3,7 +3,7 @@
  * as a kr_backend, so the search and everything above it run on measured data unchanged.
  *
  * Three layers, so that everything but the kernels is plain C tested on the CPU:
- *   1. the kernel plan (kr_profiler_plan): a partition at a config turned into the list of
+ *   1. the kernel program (kr_profiler_program): a partition at a config turned into the list of
  *      kernels the GPU runs — GEMMs, flash-style attention, memory-bound kernels with their
  *      shapes, FLOPs and HBM bytes — and the collective carried, with its CTAs and the step
  *      before which it launches;
@@ -32,7 +32,7 @@
 #include "kareus/export.h"
 KR_BEGIN_DECLS
 
-/* ---- kernel plan ------------------------------------------------------------------------ */
+/* ---- kernel program ------------------------------------------------------------------------ */
 
 #define KR_PROFILER_MAX_STEPS 64
 #define KR_PROFILER_MAX_BUFS 64
@@ -112,7 +112,7 @@ typedef struct kr_profiler_step {
 } kr_profiler_step;
 
 /* Everything the runner needs to execute one partition at one config, and nothing else. */
-typedef struct kr_profiler_plan {
+typedef struct kr_profiler_program {
     char key[KR_KEY_MAX];       /* Partition key (or "calib:gemm" …). */
     int nops;                   /* Partition ops. */
     int op_step[KR_MAX_OPS + 1];/* First step of op i; op_step[nops] = nsteps. */
@@ -144,10 +144,10 @@ typedef struct kr_profiler_plan {
     float rope_log_base;        /* ln(rotary base). */
     float norm_eps;             /* RMSNorm epsilon. */
     double flops, bytes;        /* Totals over the compute steps. */
-} kr_profiler_plan;
+} kr_profiler_program;
 
-/* Workload knobs of a plan (defaults from kr_profiler_plan_params_default). */
-typedef struct kr_profiler_plan_params {
+/* Workload knobs of a plan (defaults from kr_profiler_program_params_default). */
+typedef struct kr_profiler_program_params {
     kr_profiler_comm comm;  /* Requested execution of the collective (AUTO resolves). */
     int devices;            /* GPUs available to the runner (AUTO uses NCCL when >= 2). */
     uint64_t seed;          /* Default 1. */
@@ -155,12 +155,12 @@ typedef struct kr_profiler_plan_params {
                                the mask is still written, as Megatron's fused kernel does). */
     float rope_base;        /* Default 500000 (Llama 3). */
     float norm_eps;         /* Default 1e-5. */
-} kr_profiler_plan_params;
+} kr_profiler_program_params;
 
-void kr_profiler_plan_params_default(kr_profiler_plan_params *pp);
+void kr_profiler_program_params_default(kr_profiler_program_params *pp);
 
 /*
- * Builds the kernel plan of partition p of job at config c. Every op of the partition becomes
+ * Builds the kernel program of partition p of job at config c. Every op of the partition becomes
  * its kernels (forward GEMM: fprop; backward GEMM: dgrad + wgrad; attention: the flash-style
  * kernels; memory-bound ops: their kernels with chained buffers); the collective becomes an
  * NCCL call or the proxy per pp->comm and pp->devices. c is validated against the job first.
@@ -168,28 +168,28 @@ void kr_profiler_plan_params_default(kr_profiler_plan_params *pp);
  * KR_EUNSUPPORTED for shapes the kernels do not handle (head dimension other than 64 or 128,
  * query heads not a multiple of KV heads), KR_EINVAL for NCCL requested with one device.
  */
-int kr_profiler_plan_build(const kr_job *job, const kr_partition *p, const kr_config *c,
-                           const kr_profiler_plan_params *pp, kr_profiler_plan *plan, kr_error *err);
+int kr_profiler_program_build(const kr_job *job, const kr_partition *p, const kr_config *c,
+                           const kr_profiler_program_params *pp, kr_profiler_program *plan, kr_error *err);
 
 /* Calibration plans (no partition): one GEMM m×n×k (fprop); an HBM copy of `bytes`; a
  * collective alone (kind, nccl-tests size `bytes`, `group` ranks, `ctas` CTAs; comm NCCL over
  * min(devices, group) GPUs, or the unpaced proxy); a KR_PK_SPIN of `ctas` CTAs for `ns` ns
  * repeated `launches` times per iteration. KR_EINVAL for sizes out of range. */
-int kr_profiler_plan_gemm(long long m, long long n, long long k, kr_profiler_plan *plan, kr_error *err);
-int kr_profiler_plan_stream(double bytes, kr_profiler_plan *plan, kr_error *err);
-int kr_profiler_plan_collective(kr_coll_kind kind, double bytes, int group, int ctas, kr_profiler_comm comm,
-                                int devices, kr_profiler_plan *plan, kr_error *err);
-int kr_profiler_plan_spin(int ctas, long long ns, int launches, kr_profiler_plan *plan, kr_error *err);
+int kr_profiler_program_gemm(long long m, long long n, long long k, kr_profiler_program *plan, kr_error *err);
+int kr_profiler_program_stream(double bytes, kr_profiler_program *plan, kr_error *err);
+int kr_profiler_program_collective(kr_coll_kind kind, double bytes, int group, int ctas, kr_profiler_comm comm,
+                                int devices, kr_profiler_program *plan, kr_error *err);
+int kr_profiler_program_spin(int ctas, long long ns, int launches, kr_profiler_program *plan, kr_error *err);
 
 /* Bytes of device memory the plan allocates. */
-double kr_profiler_plan_memory(const kr_profiler_plan *plan);
+double kr_profiler_program_memory(const kr_profiler_program *plan);
 
 /* Human-readable listing of the plan (one line per step), into buf (truncated to cap). */
-void kr_profiler_plan_format(const kr_profiler_plan *plan, char *buf, size_t cap);
+void kr_profiler_program_format(const kr_profiler_program *plan, char *buf, size_t cap);
 
 /* One-line label of how the collective runs, e.g. "nccl x2 ranks (group 8), 6 CTAs",
  * "proxy (link-capped 475 GB/s), 6 CTAs", "none". */
-void kr_profiler_comm_label(const kr_profiler_plan *plan, char *buf, size_t cap);
+void kr_profiler_comm_label(const kr_profiler_program *plan, char *buf, size_t cap);
 
 /* ---- runner: executes plans on devices -------------------------------------------------- */
 
@@ -206,7 +206,7 @@ typedef struct kr_profiler_run {
  */
 typedef struct kr_profiler_runner_ops {
     const char *name;
-    int (*prepare)(void *impl, const kr_profiler_plan *plan, kr_error *err);
+    int (*prepare)(void *impl, const kr_profiler_program *plan, kr_error *err);
     /* Enqueues iters executions of the prepared plan on every rank and returns at once. */
     int (*start)(void *impl, long long iters, kr_error *err);
     /* *done = 1 when every rank has finished the started run. */
@@ -314,7 +314,7 @@ typedef struct kr_profiler_result {
  * KR_EUNSUPPORTED when ctl has no energy counter, KR_ETIMEDOUT when the counter never moves).
  */
 int kr_profiler_measure(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_options *o,
-                        const kr_profiler_clock *clk, const kr_profiler_plan *plan, double static_power_w,
+                        const kr_profiler_clock *clk, const kr_profiler_program *plan, double static_power_w,
                         int *locked_mhz, kr_profiler_result *out, kr_error *err);
 
 /* ---- the CUDA library ------------------------------------------------------------------- */
@@ -367,7 +367,7 @@ typedef void (*kr_profiler_observer)(void *ud, const kr_partition *p, const kr_c
  * The backend resets the clocks it locked when destroyed. observer may be NULL.
  */
 int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr_backend *ctl,
-                               const kr_profiler_options *o, const kr_profiler_plan_params *pp,
+                               const kr_profiler_options *o, const kr_profiler_program_params *pp,
                                const kr_profiler_clock *clk, kr_profiler_observer observer, void *observer_ud,
                                kr_backend **out, kr_error *err);
 

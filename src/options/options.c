@@ -253,22 +253,32 @@ static int merge_ranks(kr_options *opts, kr_error *err)
     return KR_OK;
 }
 
-static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_options *out, kr_error *err)
-{
-    int cs, ci, cf, ct, ce, cc = kr__csv_col(t, "chunk");
-    int rc;
-    if ((rc = kr__csv_need_col(t, "stage", &cs, err)) || (rc = kr__csv_need_col(t, "instruction", &ci, err)) ||
-        (rc = kr__csv_need_col(t, "frequency", &cf, err)) || (rc = kr__csv_need_col(t, "time", &ct, err)) ||
-        (rc = kr__csv_need_col(t, "energy", &ce, err)))
-        return rc;
+/* The columns of an options table: the required ones, the optional chunk and pp_rank, and the
+ * partition-key columns. */
+typedef struct table_cols {
+    int cs, ci, cf, ct, ce, cc, cpp; /* stage, instruction, frequency, time, energy, chunk, pp_rank */
     keycol keys[MAX_KEY_COLUMNS];
-    int nkeys = 0, has_ranks = 0, cpp = kr__csv_col(t, "pp_rank");
+    int nkeys;
+    int has_ranks; /* rank columns present (rows of one stage per rank, merged) */
+} table_cols;
+
+/* Finds the columns of t by their headers. */
+static int table_columns(const kr__csv *t, table_cols *k, kr_error *err)
+{
+    memset(k, 0, sizeof *k);
+    k->cc = kr__csv_col(t, "chunk");
+    int rc;
+    if ((rc = kr__csv_need_col(t, "stage", &k->cs, err)) || (rc = kr__csv_need_col(t, "instruction", &k->ci, err)) ||
+        (rc = kr__csv_need_col(t, "frequency", &k->cf, err)) || (rc = kr__csv_need_col(t, "time", &k->ct, err)) ||
+        (rc = kr__csv_need_col(t, "energy", &k->ce, err)))
+        return rc;
+    k->cpp = kr__csv_col(t, "pp_rank");
     for (int c = 0; c < t->ncols; c++) {
-        if (c == cs || c == ci || c == cf || c == ct || c == ce || c == cc)
+        if (c == k->cs || c == k->ci || c == k->cf || c == k->ct || c == k->ce || c == k->cc)
             continue;
         const char *h = t->header[c];
         if (rank_column(h)) {
-            has_ranks = 1;
+            k->has_ranks = 1;
             continue;
         }
         int rec = strncmp(h, RECOMPUTE_PREFIX, strlen(RECOMPUTE_PREFIX)) == 0;
@@ -276,31 +286,38 @@ static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_
         keycol role;
         memset(&role, 0, sizeof role);
         int is_role = artifact_role_column(h, &role);
-        if (nkeys >= MAX_KEY_COLUMNS || (!is_role && (key[0] == '\0' || strlen(key) >= KR_KEY_MAX)))
+        if (k->nkeys >= MAX_KEY_COLUMNS || (!is_role && (key[0] == '\0' || strlen(key) >= KR_KEY_MAX)))
             return kr_error_set(err, KR_EPARSE,
                                 "%s:1: column '%s': expected at most %d partition-key columns with names of 1..%d "
                                 "characters",
                                 t->file, h, MAX_KEY_COLUMNS, KR_KEY_MAX - 1);
-        keys[nkeys] = role;
-        keys[nkeys].col = c;
+        keycol *kc = &k->keys[k->nkeys++];
+        *kc = role;
+        kc->col = c;
         if (!is_role) {
-            keys[nkeys].recompute = rec;
-            kr__strlcpy(keys[nkeys].key, key, sizeof keys[nkeys].key);
+            kc->recompute = rec;
+            kr__strlcpy(kc->key, key, sizeof kc->key);
         }
-        nkeys++;
     }
-    /* First pass: stage and chunk ranges. */
-    int max_stage = -1, max_chunk = 0;
+    return KR_OK;
+}
+
+/* First pass: checks the stage and chunk cells; *ns, *nv = the stages and chunks of the table
+ * (num_stages and virtual_stages where > 0). */
+static int table_ranges(const kr__csv *t, const table_cols *k, int num_stages, int virtual_stages, int *ns, int *nv,
+                        kr_error *err)
+{
+    int max_stage = -1, max_chunk = 0, rc;
     for (int r = 0; r < t->nrows; r++) {
         long long v;
-        if ((rc = kr__csv_int(t, r, cs, &v, err)))
+        if ((rc = kr__csv_int(t, r, k->cs, &v, err)))
             return rc;
         if (v < 0 || v >= KR_MAX_STAGES || (num_stages > 0 && v >= num_stages))
             return kr_error_set(err, KR_ERANGE, "%s:%d: column 'stage': expected a stage in [0, %d], found %lld", t->file,
                                 t->line[r], (num_stages > 0 ? num_stages : KR_MAX_STAGES) - 1, v);
         max_stage = KR_MAX(max_stage, (int)v);
-        if (cc >= 0) {
-            if ((rc = kr__csv_int(t, r, cc, &v, err)))
+        if (k->cc >= 0) {
+            if ((rc = kr__csv_int(t, r, k->cc, &v, err)))
                 return rc;
             if (v < 0 || v >= 1024 || (virtual_stages > 0 && v >= virtual_stages))
                 return kr_error_set(err, KR_ERANGE, "%s:%d: column 'chunk': expected a chunk in [0, %d], found %lld",
@@ -310,78 +327,103 @@ static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_
     }
     if (t->nrows == 0)
         return kr_error_set(err, KR_EINVAL, "%s: expected option rows after the header, found none", t->file);
-    int ns = num_stages > 0 ? num_stages : max_stage + 1;
-    int nv = virtual_stages > 0 ? virtual_stages : max_chunk + 1;
-    if ((rc = kr_options_init(out, ns, nv, err)))
-        return rc;
-    for (int r = 0; r < t->nrows; r++) {
-        long long stage, chunk = 0, freq;
-        double time_s, energy_j;
-        kr_instr_kind kind;
-        int line = t->line[r];
-        kr__csv_int(t, r, cs, &stage, err);
-        if (cc >= 0)
-            kr__csv_int(t, r, cc, &chunk, err);
-        if (kr_instr_kind_parse(kr__csv_cell(t, r, ci), &kind))
-            return kr_error_set(err, KR_EPARSE, "%s:%d: column 'instruction': expected 'forward' or 'backward', found '%s'",
-                                t->file, line, kr__csv_cell(t, r, ci));
-        if ((rc = kr__csv_int(t, r, cf, &freq, err)))
-            return rc;
-        if (freq <= 0 || freq > 100000)
-            return kr_error_set(err, KR_ERANGE, "%s:%d: column 'frequency': expected a clock in MHz > 0, found %lld",
-                                t->file, line, freq);
-        /* NaN and infinities are refused by kr__csv_double with the cell text. */
-        if ((rc = kr__csv_double(t, r, ct, &time_s, err)) || (rc = kr__csv_double(t, r, ce, &energy_j, err)))
-            return rc;
-        if (!(time_s > 0))
-            return kr_error_set(err, KR_ERANGE, "%s:%d: column 'time': expected a time > 0 s, found %s", t->file, line,
-                                kr__csv_cell(t, r, ct));
-        if (!(energy_j >= 0))
-            return kr_error_set(err, KR_ERANGE, "%s:%d: column 'energy': expected an energy >= 0 J, found %s", t->file,
-                                line, kr__csv_cell(t, r, ce));
-        kr_comm_setting comm[KR_PLAN_MAX_COMM];
-        int ncomm = 0;
-        for (int k = 0; k < nkeys; k++) {
-            const char *cell = kr__csv_cell(t, r, keys[k].col);
-            if (cell[0] == '\0' || strcmp(cell, "nan") == 0 || strcmp(cell, "NaN") == 0)
-                continue; /* pandas writes empty or NaN cells for keys that do not apply */
-            /* A row may fill at most KR_PLAN_MAX_COMM of the (up to 2x as many) key columns. */
-            if (ncomm >= KR_PLAN_MAX_COMM)
-                return kr_error_set(err, KR_ERANGE,
-                                    "%s:%d: column '%s': expected at most %d partition settings in one row, found more",
-                                    t->file, line, t->header[keys[k].col], KR_PLAN_MAX_COMM);
-            kr_comm_setting *c = &comm[ncomm];
-            memset(c, 0, sizeof *c);
-            kr_error e = {0};
-            if (kr_comm_setting_parse(cell, c, &e))
-                return kr_error_set(err, KR_EPARSE, "%s:%d: column '%s': %s", t->file, line, t->header[keys[k].col], e.msg);
-            /* Role-named columns take the backward key on backward rows; in the artifact's CP
-             * layout a forward key's column on a backward row is the recomputed forward. */
-            int bwd = kind == KR_INSTR_BACKWARD;
-            kr__strlcpy(c->key, bwd && keys[k].bwd_key[0] ? keys[k].bwd_key : keys[k].key, sizeof c->key);
-            c->recompute = keys[k].recompute || (bwd && !keys[k].bwd_key[0] && strncmp(keys[k].key, "fwd_", 4) == 0);
-            if (!bwd && keys[k].recompute)
-                return kr_error_set(err, KR_EPARSE,
-                                    "%s:%d: column '%s': expected an empty cell on a forward row (a recomputed forward "
-                                    "exists only inside a backward), found '%s'",
-                                    t->file, line, t->header[keys[k].col], cell);
-            ncomm++;
-        }
-        if (cpp >= 0) {
-            long long pp;
-            if ((rc = kr__csv_int(t, r, cpp, &pp, err)))
-                return rc;
-            if (pp != stage)
-                return kr_error_set(err, KR_EMISMATCH, "%s:%d: column 'pp_rank': expected the row's stage %lld, found %lld",
-                                    t->file, line, stage, pp);
-        }
-        kr_option o = {time_s, energy_j, (int)freq, -1, 0};
-        if ((rc = kr_options_add(out, (int)stage, kind, (int)chunk, &o, comm, ncomm, err))) {
-            kr_error_prefix(err, "%s:%d", t->file, line);
-            return rc;
-        }
+    *ns = num_stages > 0 ? num_stages : max_stage + 1;
+    *nv = virtual_stages > 0 ? virtual_stages : max_chunk + 1;
+    return KR_OK;
+}
+
+/* The partition settings of row r (an instruction of the given kind) into comm[*ncomm]. */
+static int row_comm(const kr__csv *t, const table_cols *k, int r, kr_instr_kind kind, kr_comm_setting *comm,
+                    int *ncomm, kr_error *err)
+{
+    int line = t->line[r];
+    *ncomm = 0;
+    for (int j = 0; j < k->nkeys; j++) {
+        const keycol *kc = &k->keys[j];
+        const char *cell = kr__csv_cell(t, r, kc->col);
+        if (cell[0] == '\0' || strcmp(cell, "nan") == 0 || strcmp(cell, "NaN") == 0)
+            continue; /* pandas writes empty or NaN cells for keys that do not apply */
+        /* A row may fill at most KR_PLAN_MAX_COMM of the (up to 2x as many) key columns. */
+        if (*ncomm >= KR_PLAN_MAX_COMM)
+            return kr_error_set(err, KR_ERANGE,
+                                "%s:%d: column '%s': expected at most %d partition settings in one row, found more",
+                                t->file, line, t->header[kc->col], KR_PLAN_MAX_COMM);
+        kr_comm_setting *c = &comm[*ncomm];
+        memset(c, 0, sizeof *c);
+        kr_error e = {0};
+        if (kr_comm_setting_parse(cell, c, &e))
+            return kr_error_set(err, KR_EPARSE, "%s:%d: column '%s': %s", t->file, line, t->header[kc->col], e.msg);
+        /* Role-named columns take the backward key on backward rows; in the artifact's CP
+         * layout a forward key's column on a backward row is the recomputed forward. */
+        int bwd = kind == KR_INSTR_BACKWARD;
+        kr__strlcpy(c->key, bwd && kc->bwd_key[0] ? kc->bwd_key : kc->key, sizeof c->key);
+        c->recompute = kc->recompute || (bwd && !kc->bwd_key[0] && strncmp(kc->key, "fwd_", 4) == 0);
+        if (!bwd && kc->recompute)
+            return kr_error_set(err, KR_EPARSE,
+                                "%s:%d: column '%s': expected an empty cell on a forward row (a recomputed forward "
+                                "exists only inside a backward), found '%s'",
+                                t->file, line, t->header[kc->col], cell);
+        (*ncomm)++;
     }
-    if (has_ranks && (rc = merge_ranks(out, err)))
+    return KR_OK;
+}
+
+/* Row r of the table (stage and chunk already checked) into out. */
+static int table_row(const kr__csv *t, const table_cols *k, int r, kr_options *out, kr_error *err)
+{
+    long long stage, chunk = 0, freq;
+    double time_s, energy_j;
+    kr_instr_kind kind;
+    int line = t->line[r], rc;
+    kr__csv_int(t, r, k->cs, &stage, err);
+    if (k->cc >= 0)
+        kr__csv_int(t, r, k->cc, &chunk, err);
+    if (kr_instr_kind_parse(kr__csv_cell(t, r, k->ci), &kind))
+        return kr_error_set(err, KR_EPARSE, "%s:%d: column 'instruction': expected 'forward' or 'backward', found '%s'",
+                            t->file, line, kr__csv_cell(t, r, k->ci));
+    if ((rc = kr__csv_int(t, r, k->cf, &freq, err)))
+        return rc;
+    if (freq <= 0 || freq > 100000)
+        return kr_error_set(err, KR_ERANGE, "%s:%d: column 'frequency': expected a clock in MHz > 0, found %lld",
+                            t->file, line, freq);
+    /* NaN and infinities are refused by kr__csv_double with the cell text. */
+    if ((rc = kr__csv_double(t, r, k->ct, &time_s, err)) || (rc = kr__csv_double(t, r, k->ce, &energy_j, err)))
+        return rc;
+    if (!(time_s > 0))
+        return kr_error_set(err, KR_ERANGE, "%s:%d: column 'time': expected a time > 0 s, found %s", t->file, line,
+                            kr__csv_cell(t, r, k->ct));
+    if (!(energy_j >= 0))
+        return kr_error_set(err, KR_ERANGE, "%s:%d: column 'energy': expected an energy >= 0 J, found %s", t->file,
+                            line, kr__csv_cell(t, r, k->ce));
+    kr_comm_setting comm[KR_PLAN_MAX_COMM];
+    int ncomm;
+    if ((rc = row_comm(t, k, r, kind, comm, &ncomm, err)))
+        return rc;
+    if (k->cpp >= 0) {
+        long long pp;
+        if ((rc = kr__csv_int(t, r, k->cpp, &pp, err)))
+            return rc;
+        if (pp != stage)
+            return kr_error_set(err, KR_EMISMATCH, "%s:%d: column 'pp_rank': expected the row's stage %lld, found %lld",
+                                t->file, line, stage, pp);
+    }
+    kr_option o = {time_s, energy_j, (int)freq, -1, 0};
+    if ((rc = kr_options_add(out, (int)stage, kind, (int)chunk, &o, comm, ncomm, err)))
+        kr_error_prefix(err, "%s:%d", t->file, line);
+    return rc;
+}
+
+static int parse_table(const kr__csv *t, int num_stages, int virtual_stages, kr_options *out, kr_error *err)
+{
+    table_cols k;
+    int ns = 0, nv = 0, rc;
+    if ((rc = table_columns(t, &k, err)) || (rc = table_ranges(t, &k, num_stages, virtual_stages, &ns, &nv, err)) ||
+        (rc = kr_options_init(out, ns, nv, err)))
+        return rc;
+    for (int r = 0; r < t->nrows; r++)
+        if ((rc = table_row(t, &k, r, out, err)))
+            return rc;
+    if (k.has_ranks && (rc = merge_ranks(out, err)))
         return rc;
     if ((rc = kr_options_check(out, err))) {
         kr_error_prefix(err, "%s", t->file);

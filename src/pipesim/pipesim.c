@@ -97,60 +97,62 @@ static double idle_energy(const kr_pipe_input *in, const kr_pipe_result *out, in
     return e + kr_sim_floor_power_w(in->gpu, prev_f) * (out->time_s - prev_end);
 }
 
-int kr_pipesim_run(const kr_pipe_input *in, kr_pipe_result *out, kr_error *err)
+/* Checks stage s's instructions and builds its index (ix->pos, allocated here). */
+static int index_stage(const kr_pipe_input *in, int s, stage_index *ix, kr_error *err)
 {
-    memset(out, 0, sizeof *out);
-    int S = in->stages, M = in->microbatches, V = in->virtual_stages;
-    if (S < 1 || S > KR_MAX_STAGES || M < 1 || V < 1 || in->gpus_per_stage < 1 || !(in->static_power_w >= 0))
+    int M = in->microbatches, V = in->virtual_stages, per = 2 * M * V;
+    if (in->ninstr[s] != per)
         return kr_error_set(err, KR_EINVAL,
-                            "pipesim: expected 1..%d stages, microbatches, virtual stages and GPUs per stage >= 1 and "
-                            "static power >= 0, found %d, %d, %d, %d, %g",
-                            KR_MAX_STAGES, S, M, V, in->gpus_per_stage, in->static_power_w);
-    int per = 2 * M * V, total = S * per, rc = KR_OK;
-    stage_index ix[KR_MAX_STAGES];
-    memset(ix, 0, sizeof ix);
-    double *end = malloc(sizeof(double) * (size_t)total);
-    out->events = calloc((size_t)total, sizeof *out->events);
-    if (end == NULL || out->events == NULL) {
-        rc = kr_error_set(err, KR_ENOMEM, "pipesim: out of memory");
-        goto done;
+                            "pipesim: stage %d: expected %d instructions (2 x %d microbatches x %d chunks), found %d", s,
+                            per, M, V, in->ninstr[s]);
+    ix->pos = malloc(sizeof(int) * (size_t)per);
+    if (ix->pos == NULL)
+        return kr_error_set(err, KR_ENOMEM, "pipesim: out of memory");
+    for (int i = 0; i < per; i++)
+        ix->pos[i] = -1;
+    for (int i = 0; i < per; i++) {
+        const kr_pipe_instr *it = &in->instr[s][i];
+        if (it->microbatch < 0 || it->microbatch >= M || it->chunk < 0 || it->chunk >= V || !(it->time_s >= 0) ||
+            !isfinite(it->energy_j) || it->energy_j < 0)
+            return kr_error_set(err, KR_EINVAL,
+                                "pipesim: stage %d instruction %d: expected microbatch in [0,%d), chunk in [0,%d), "
+                                "time >= 0 and finite energy >= 0, found mb %d chunk %d time %g energy %g",
+                                s, i, M, V, it->microbatch, it->chunk, it->time_s, it->energy_j);
+        int k = idx_of(in, it->kind, it->microbatch, it->chunk);
+        if (ix->pos[k] >= 0)
+            return kr_error_set(err, KR_EINVAL, "pipesim: stage %d: %s of microbatch %d chunk %d appears twice", s,
+                                kr_instr_kind_name(it->kind), it->microbatch, it->chunk);
+        ix->pos[k] = i;
     }
-    for (int s = 0; s < S; s++) {
-        if (in->ninstr[s] != per) {
-            rc = kr_error_set(err, KR_EINVAL, "pipesim: stage %d: expected %d instructions (2 x %d microbatches x %d chunks), found %d",
-                              s, per, M, V, in->ninstr[s]);
-            goto done;
-        }
-        ix[s].pos = malloc(sizeof(int) * (size_t)per);
-        if (ix[s].pos == NULL) {
-            rc = kr_error_set(err, KR_ENOMEM, "pipesim: out of memory");
-            goto done;
-        }
-        for (int i = 0; i < per; i++)
-            ix[s].pos[i] = -1;
-        for (int i = 0; i < per; i++) {
-            const kr_pipe_instr *it = &in->instr[s][i];
-            if (it->microbatch < 0 || it->microbatch >= M || it->chunk < 0 || it->chunk >= V || !(it->time_s >= 0) ||
-                !isfinite(it->energy_j) || it->energy_j < 0) {
-                rc = kr_error_set(err, KR_EINVAL,
-                                  "pipesim: stage %d instruction %d: expected microbatch in [0,%d), chunk in [0,%d), "
-                                  "time >= 0 and finite energy >= 0, found mb %d chunk %d time %g energy %g",
-                                  s, i, M, V, it->microbatch, it->chunk, it->time_s, it->energy_j);
-                goto done;
-            }
-            int k = idx_of(in, it->kind, it->microbatch, it->chunk);
-            if (ix[s].pos[k] >= 0) {
-                rc = kr_error_set(err, KR_EINVAL, "pipesim: stage %d: %s of microbatch %d chunk %d appears twice", s,
-                                  kr_instr_kind_name(it->kind), it->microbatch, it->chunk);
-                goto done;
-            }
-            ix[s].pos[k] = i;
-        }
+    return KR_OK;
+}
+
+/* The deadlock error: where each unfinished stage waits. */
+static int deadlock(const kr_pipe_input *in, const int *cursor, int per, kr_error *err)
+{
+    char what[600] = "";
+    size_t n = 0;
+    for (int s = 0; s < in->stages && n < sizeof what - 80; s++) {
+        if (cursor[s] >= per)
+            continue;
+        const kr_pipe_instr *it = &in->instr[s][cursor[s]];
+        n += (size_t)snprintf(what + n, sizeof what - n, "%sstage %d waits at %s of microbatch %d (chunk %d)",
+                              n ? "; " : "", s, kr_instr_kind_name(it->kind), it->microbatch, it->chunk);
     }
+    return kr_error_set(err, KR_EINVAL, "pipesim: the instruction orders deadlock (a dependency can never run): %s",
+                        what);
+}
+
+/* Runs every stage's instructions in order, each as soon as its dependency has ended and its
+ * stage is free: out->events, the stages' busy times and compute energies; free_at[s] = when
+ * stage s ends. end: scratch of S·per ends. */
+static int run_events(const kr_pipe_input *in, const stage_index *ix, double *end, double *free_at,
+                      kr_pipe_result *out, kr_error *err)
+{
+    int S = in->stages, per = 2 * in->microbatches * in->virtual_stages, total = S * per;
     for (int i = 0; i < total; i++)
         end[i] = -1;
     int cursor[KR_MAX_STAGES] = {0};
-    double free_at[KR_MAX_STAGES] = {0};
     int done_count = 0;
     while (done_count < total) {
         int progress = 0;
@@ -187,33 +189,46 @@ int kr_pipesim_run(const kr_pipe_input *in, kr_pipe_result *out, kr_error *err)
                 progress = 1;
             }
         }
-        if (!progress) {
-            char what[600] = "";
-            size_t n = 0;
-            for (int s = 0; s < S && n < sizeof what - 80; s++) {
-                if (cursor[s] >= per)
-                    continue;
-                const kr_pipe_instr *it = &in->instr[s][cursor[s]];
-                n += (size_t)snprintf(what + n, sizeof what - n, "%sstage %d waits at %s of microbatch %d (chunk %d)",
-                                      n ? "; " : "", s, kr_instr_kind_name(it->kind), it->microbatch, it->chunk);
-            }
-            rc = kr_error_set(err, KR_EINVAL,
-                              "pipesim: the instruction orders deadlock (a dependency can never run): %s", what);
-            goto done;
+        if (!progress)
+            return deadlock(in, cursor, per, err);
+    }
+    return KR_OK;
+}
+
+int kr_pipesim_run(const kr_pipe_input *in, kr_pipe_result *out, kr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int S = in->stages, M = in->microbatches, V = in->virtual_stages;
+    if (S < 1 || S > KR_MAX_STAGES || M < 1 || V < 1 || in->gpus_per_stage < 1 || !(in->static_power_w >= 0))
+        return kr_error_set(err, KR_EINVAL,
+                            "pipesim: expected 1..%d stages, microbatches, virtual stages and GPUs per stage >= 1 and "
+                            "static power >= 0, found %d, %d, %d, %d, %g",
+                            KR_MAX_STAGES, S, M, V, in->gpus_per_stage, in->static_power_w);
+    int per = 2 * M * V, total = S * per, rc = KR_OK;
+    stage_index ix[KR_MAX_STAGES];
+    memset(ix, 0, sizeof ix);
+    double *end = malloc(sizeof(double) * (size_t)total);
+    out->events = calloc((size_t)total, sizeof *out->events);
+    double free_at[KR_MAX_STAGES] = {0};
+    if (end == NULL || out->events == NULL)
+        rc = kr_error_set(err, KR_ENOMEM, "pipesim: out of memory");
+    for (int s = 0; s < S && rc == KR_OK; s++)
+        rc = index_stage(in, s, &ix[s], err);
+    if (rc == KR_OK)
+        rc = run_events(in, ix, end, free_at, out, err);
+    if (rc == KR_OK) {
+        out->stages = S;
+        out->nevents = total;
+        for (int s = 0; s < S; s++)
+            out->time_s = KR_MAX(out->time_s, free_at[s]);
+        for (int s = 0; s < S; s++) {
+            out->stage_idle_s[s] = out->time_s - out->stage_busy_s[s];
+            out->compute_energy_j += in->gpus_per_stage * out->gpu_energy_j[s];
+            out->gpu_energy_j[s] += idle_energy(in, out, s, per);
+            out->energy_j += in->gpus_per_stage * out->gpu_energy_j[s];
         }
+        out->eff_energy_j = out->energy_j - in->static_power_w * in->gpus_per_stage * S * out->time_s;
     }
-    out->stages = S;
-    out->nevents = total;
-    for (int s = 0; s < S; s++)
-        out->time_s = KR_MAX(out->time_s, free_at[s]);
-    for (int s = 0; s < S; s++) {
-        out->stage_idle_s[s] = out->time_s - out->stage_busy_s[s];
-        out->compute_energy_j += in->gpus_per_stage * out->gpu_energy_j[s];
-        out->gpu_energy_j[s] += idle_energy(in, out, s, per);
-        out->energy_j += in->gpus_per_stage * out->gpu_energy_j[s];
-    }
-    out->eff_energy_j = out->energy_j - in->static_power_w * in->gpus_per_stage * S * out->time_s;
-done:
     for (int s = 0; s < S && s < KR_MAX_STAGES; s++)
         free(ix[s].pos);
     free(end);

@@ -36,7 +36,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "profiler_internal.h"
 #include "kareus/sim.h"
 #include "util/util.h"
 
@@ -160,19 +160,10 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int kr_profiler_calib_entry(const kr_gpu *base, kr_profiler_calib *c, kr_error *err)
+/* GEMM efficiency (median over the points that ran at their locked clock) and the dynamic
+ * power fit (dyn_coeff_w, v_max) from the GEMM points. */
+static void entry_gemm(const kr_gpu *base, kr_profiler_calib *c)
 {
-    c->gpu = *base;
-    memset(c->measured, 0, sizeof c->measured);
-    if (c->device[0])
-        kr__strlcpy(c->gpu.display, c->device, sizeof c->gpu.display);
-    if (c->idle_w > 0)
-        set_param(c, KR_GPU_P_idle_w, c->idle_w, "counter between update edges, nothing running, clocks unlocked");
-    if (c->blocked_w > 0)
-        set_param(c, KR_GPU_P_static_w, c->blocked_w, "one CTA busy-waiting, clocks unlocked");
-    if (c->launch_s > 0)
-        set_param(c, KR_GPU_P_launch_s, c->launch_s, "64 empty kernels back to back, time per kernel");
-    /* GEMM efficiency from the points that ran at their locked clock. */
     double eff[KR_PROFILER_CALIB_POINTS];
     int neff = 0;
     double peak_per_mhz = base->sm_count * base->flops_per_sm_clk * 1e6;
@@ -206,6 +197,11 @@ int kr_profiler_calib_entry(const kr_gpu *base, kr_profiler_calib *c, kr_error *
             set_param(c, KR_GPU_P_v_max, c->fit_v_max, "same fit (V(f) shape, v_min and v_floor from the base)");
         }
     }
+}
+
+/* Memory efficiency and the bandwidth knee from the copy points. */
+static void entry_stream(const kr_gpu *base, kr_profiler_calib *c)
+{
     double best_bw = 0;
     int best_i = -1, low_i = -1;
     for (int i = 0; i < c->nstream; i++) {
@@ -214,19 +210,35 @@ int kr_profiler_calib_entry(const kr_gpu *base, kr_profiler_calib *c, kr_error *
         if (low_i < 0 || c->stream[i].freq_mhz < c->stream[low_i].freq_mhz)
             low_i = i;
     }
-    if (best_i >= 0 && base->hbm_bw_Bps > 0) {
-        set_param(c, KR_GPU_P_mem_eff, best_bw / base->hbm_bw_Bps, "HBM copy %.0f GB/s / spec %.0f GB/s", best_bw / 1e9,
-                  base->hbm_bw_Bps / 1e9);
-        if (c->nstream >= 2) {
-            double x = c->stream[low_i].freq_mhz / base->clock_max_mhz, r = c->stream[low_i].x / best_bw;
-            if (r < 0.97)
-                set_param(c, KR_GPU_P_mem_knee_frac, fmin(1.0, x / r), "copy bandwidth %.0f%% of best at %d MHz",
-                          100 * r, c->stream[low_i].freq_mhz);
-            else
-                set_param(c, KR_GPU_P_mem_knee_frac, x, "upper bound: full copy bandwidth down to %d MHz",
-                          c->stream[low_i].freq_mhz);
-        }
+    if (best_i < 0 || !(base->hbm_bw_Bps > 0))
+        return;
+    set_param(c, KR_GPU_P_mem_eff, best_bw / base->hbm_bw_Bps, "HBM copy %.0f GB/s / spec %.0f GB/s", best_bw / 1e9,
+              base->hbm_bw_Bps / 1e9);
+    if (c->nstream >= 2) {
+        double x = c->stream[low_i].freq_mhz / base->clock_max_mhz, r = c->stream[low_i].x / best_bw;
+        if (r < 0.97)
+            set_param(c, KR_GPU_P_mem_knee_frac, fmin(1.0, x / r), "copy bandwidth %.0f%% of best at %d MHz", 100 * r,
+                      c->stream[low_i].freq_mhz);
+        else
+            set_param(c, KR_GPU_P_mem_knee_frac, x, "upper bound: full copy bandwidth down to %d MHz",
+                      c->stream[low_i].freq_mhz);
     }
+}
+
+int kr_profiler_calib_entry(const kr_gpu *base, kr_profiler_calib *c, kr_error *err)
+{
+    c->gpu = *base;
+    memset(c->measured, 0, sizeof c->measured);
+    if (c->device[0])
+        kr__strlcpy(c->gpu.display, c->device, sizeof c->gpu.display);
+    if (c->idle_w > 0)
+        set_param(c, KR_GPU_P_idle_w, c->idle_w, "counter between update edges, nothing running, clocks unlocked");
+    if (c->blocked_w > 0)
+        set_param(c, KR_GPU_P_static_w, c->blocked_w, "one CTA busy-waiting, clocks unlocked");
+    if (c->launch_s > 0)
+        set_param(c, KR_GPU_P_launch_s, c->launch_s, "64 empty kernels back to back, time per kernel");
+    entry_gemm(base, c);
+    entry_stream(base, c);
     if (c->ncoll > 0 && strstr(c->coll_label, "nccl") && strstr(c->coll_label, "x8 ")) {
         double best = 0, one = 0;
         for (int i = 0; i < c->ncoll; i++) {
@@ -255,29 +267,15 @@ typedef struct calib_run {
     const kr_profiler_options *o;
     const kr_profiler_clock *clk;
     int locked;
-    kr_profiler_plan plan;
+    kr_profiler_program prog;
     kr_error *err;
 } calib_run;
 
-static void progress(calib_run *C, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void progress(calib_run *C, const char *fmt, ...)
-{
-    if (C->co->progress == NULL)
-        return;
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    C->co->progress(C->co->progress_ud, msg);
-}
-
-/* Measures C->plan at clock f (0: unlocked) and returns the result. */
-static int run_plan(calib_run *C, int f, kr_profiler_result *res)
+/* Measures C->prog at clock f (0: unlocked) and returns the result. */
+static int run_program(calib_run *C, int f, kr_profiler_result *res)
 {
     kr_profiler_options o = *C->o;
-    C->plan.freq_mhz = f;
+    C->prog.freq_mhz = f;
     if (f <= 0) {
         o.lock_clock = 0;
         if (C->locked) {
@@ -286,9 +284,9 @@ static int run_plan(calib_run *C, int f, kr_profiler_result *res)
             C->locked = 0;
         }
     }
-    int rc = C->r->ops->prepare(C->r->impl, &C->plan, C->err);
+    int rc = C->r->ops->prepare(C->r->impl, &C->prog, C->err);
     if (rc == KR_OK)
-        rc = kr_profiler_measure(C->r, C->ctl, &o, C->clk, &C->plan, 0.0, &C->locked, res, C->err);
+        rc = kr_profiler_measure(C->r, C->ctl, &o, C->clk, &C->prog, 0.0, &C->locked, res, C->err);
     return rc;
 }
 
@@ -343,6 +341,100 @@ done:
     return rc;
 }
 
+/* A GEMM or copy point: clock f, rate x, the measured power and the clock read back. */
+static void put_point(kr_profiler_point *p, int f, double x, const kr_profiler_result *res)
+{
+    p->freq_mhz = f;
+    p->x = x;
+    p->power_w = res->m.energy_j / res->m.time_s;
+    p->y = res->clock_read_mhz;
+}
+
+/* Idle power, blocked (static) power and launch overhead, clocks unlocked. */
+static int calib_fixed(calib_run *C, int dev, kr_profiler_calib *out)
+{
+    kr_profiler_result res;
+    int rc;
+    kr__progress(C->co->progress, C->co->progress_ud, "idle power (clocks unlocked)");
+    if ((rc = kr_backend_reset_clock(C->ctl, dev)))
+        return kr_error_set(C->err, rc, "%s", kr_backend_errmsg(C->ctl));
+    kr__profiler_sleep(C->clk, 1.0);
+    if ((rc = kr__profiler_idle_power(C->ctl, dev, C->o, C->clk, &out->idle_w, C->err)))
+        return rc;
+
+    kr__progress(C->co->progress, C->co->progress_ud, "blocked power (one CTA busy-waiting)");
+    if ((rc = kr_profiler_program_spin(1, 1000000, 1, &C->prog, C->err)) || (rc = run_program(C, 0, &res)))
+        return rc;
+    out->blocked_w = res.m.energy_j / res.m.time_s;
+
+    kr__progress(C->co->progress, C->co->progress_ud, "launch overhead (64 empty kernels)");
+    if ((rc = kr_profiler_program_spin(1, 0, 64, &C->prog, C->err)) || (rc = run_program(C, 0, &res)))
+        return rc;
+    out->launch_s = res.m.time_s / 64.0;
+    return KR_OK;
+}
+
+/* The GEMM and HBM-copy points at clocks spread over [lo, hi]. */
+static int calib_gemm_stream(calib_run *C, const kr_gpu *base, double lo, double hi, kr_profiler_calib *out)
+{
+    const kr_profiler_calib_options *co = C->co;
+    kr_profiler_result res;
+    int rc;
+    for (int i = 0; i < co->gemm_clocks; i++) {
+        int f = spread_clock(base, i, co->gemm_clocks, lo, hi);
+        kr__progress(C->co->progress, C->co->progress_ud, "bf16 GEMM %lld^3 at %d MHz", co->gemm_size, f);
+        if ((rc = kr_profiler_program_gemm(co->gemm_size, co->gemm_size, co->gemm_size, &C->prog, C->err)) ||
+            (rc = run_program(C, f, &res)))
+            return rc;
+        put_point(&out->gemm[out->ngemm++], f, C->prog.flops / res.m.time_s, &res);
+    }
+    for (int i = 0; i < co->stream_clocks; i++) {
+        int f = spread_clock(base, i, co->stream_clocks, lo, hi);
+        kr__progress(C->co->progress, C->co->progress_ud, "HBM copy of %.2f GB at %d MHz", co->stream_bytes / 1e9, f);
+        if ((rc = kr_profiler_program_stream(co->stream_bytes, &C->prog, C->err)) || (rc = run_program(C, f, &res)))
+            return rc;
+        put_point(&out->stream[out->nstream++], f, C->prog.bytes / res.m.time_s, &res);
+    }
+    return KR_OK;
+}
+
+/* The all-reduce points (NCCL over the runner's GPUs, or the single-GPU proxy) and the clock
+ * switch latencies. */
+static int calib_coll_switch(calib_run *C, const kr_gpu *base, double lo, double hi, kr_profiler_calib *out)
+{
+    const kr_profiler_calib_options *co = C->co;
+    kr_profiler_runner *runner = C->r;
+    kr_profiler_result res;
+    int rc;
+    int nccl = runner->ndevices >= 2;
+    int group = nccl ? KR_MIN(runner->ndevices, 8) : 8;
+    for (int i = 0; i < co->ncoll_ctas; i++) {
+        int f = spread_clock(base, 0, 1, lo, hi);
+        kr__progress(C->co->progress, C->co->progress_ud, "all-reduce of %.0f MB with %d CTAs (%s)", co->coll_bytes / 1e6, co->coll_ctas[i],
+                 nccl ? "nccl" : "single-GPU proxy");
+        if ((rc = kr_profiler_program_collective(KR_COLL_ALLREDUCE, co->coll_bytes, group, co->coll_ctas[i],
+                                              nccl ? KR_PROFILER_COMM_NCCL : KR_PROFILER_COMM_PROXY_UNPACED,
+                                              runner->ndevices, &C->prog, C->err)) ||
+            (rc = run_program(C, f, &res)))
+            return rc;
+        int n = nccl ? C->prog.ranks : group;
+        kr_profiler_point *p = &out->coll[out->ncoll++];
+        p->freq_mhz = f;
+        p->x = co->coll_ctas[i];
+        p->power_w = res.m.energy_j / res.m.time_s;
+        p->y = 2.0 * (n - 1) / n * co->coll_bytes / res.m.time_s;
+        kr_profiler_comm_label(&C->prog, out->coll_label, sizeof out->coll_label);
+    }
+    if (co->switch_trace && runner->ops->clock_trace) {
+        int f_hi = spread_clock(base, 0, 2, lo, hi), f_lo = spread_clock(base, 1, 2, lo, hi);
+        kr__progress(C->co->progress, C->co->progress_ud, "clock switch %d -> %d -> %d MHz", f_hi, f_lo, f_hi);
+        if ((rc = switch_latency(C, f_hi, f_lo, &out->switch_down_s, &out->set_clock_call_s)) ||
+            (rc = switch_latency(C, f_lo, f_hi, &out->switch_up_s, &out->set_clock_call_s)))
+            return rc;
+    }
+    return KR_OK;
+}
+
 int kr_profiler_calibrate(kr_profiler_runner *runner, kr_backend *ctl, const kr_gpu *base,
                           const kr_profiler_calib_options *co_in, const kr_profiler_options *o,
                           const kr_profiler_clock *clk, kr_profiler_calib *out, kr_error *err)
@@ -371,85 +463,15 @@ int kr_profiler_calibrate(kr_profiler_runner *runner, kr_backend *ctl, const kr_
     calib_run C;
     memset(&C, 0, sizeof C);
     C.r = runner, C.ctl = ctl, C.co = &co, C.o = o, C.clk = clk, C.err = err;
-    kr_profiler_result res;
-    int dev = runner->device[0];
     double lo = base->plan_min_mhz, hi = base->plan_max_mhz;
-
-    progress(&C, "idle power (clocks unlocked)");
-    if ((rc = kr_backend_reset_clock(ctl, dev)))
-        goto fail_ctl;
-    kr__profiler_sleep(clk, 1.0);
-    if ((rc = kr__profiler_idle_power(ctl, dev, o, clk, &out->idle_w, err)))
-        goto fail;
-
-    progress(&C, "blocked power (one CTA busy-waiting)");
-    if ((rc = kr_profiler_plan_spin(1, 1000000, 1, &C.plan, err)) || (rc = run_plan(&C, 0, &res)))
-        goto fail;
-    out->blocked_w = res.m.energy_j / res.m.time_s;
-
-    progress(&C, "launch overhead (64 empty kernels)");
-    if ((rc = kr_profiler_plan_spin(1, 0, 64, &C.plan, err)) || (rc = run_plan(&C, 0, &res)))
-        goto fail;
-    out->launch_s = res.m.time_s / 64.0;
-
-    for (int i = 0; i < co.gemm_clocks; i++) {
-        int f = spread_clock(base, i, co.gemm_clocks, lo, hi);
-        progress(&C, "bf16 GEMM %lld^3 at %d MHz", co.gemm_size, f);
-        if ((rc = kr_profiler_plan_gemm(co.gemm_size, co.gemm_size, co.gemm_size, &C.plan, err)) ||
-            (rc = run_plan(&C, f, &res)))
-            goto fail;
-        kr_profiler_point *p = &out->gemm[out->ngemm++];
-        p->freq_mhz = f;
-        p->x = C.plan.flops / res.m.time_s;
-        p->power_w = res.m.energy_j / res.m.time_s;
-        p->y = res.clock_read_mhz;
-    }
-    for (int i = 0; i < co.stream_clocks; i++) {
-        int f = spread_clock(base, i, co.stream_clocks, lo, hi);
-        progress(&C, "HBM copy of %.2f GB at %d MHz", co.stream_bytes / 1e9, f);
-        if ((rc = kr_profiler_plan_stream(co.stream_bytes, &C.plan, err)) || (rc = run_plan(&C, f, &res)))
-            goto fail;
-        kr_profiler_point *p = &out->stream[out->nstream++];
-        p->freq_mhz = f;
-        p->x = C.plan.bytes / res.m.time_s;
-        p->power_w = res.m.energy_j / res.m.time_s;
-        p->y = res.clock_read_mhz;
-    }
-    int nccl = runner->ndevices >= 2;
-    int group = nccl ? KR_MIN(runner->ndevices, 8) : 8;
-    for (int i = 0; i < co.ncoll_ctas; i++) {
-        int f = spread_clock(base, 0, 1, lo, hi);
-        progress(&C, "all-reduce of %.0f MB with %d CTAs (%s)", co.coll_bytes / 1e6, co.coll_ctas[i],
-                 nccl ? "nccl" : "single-GPU proxy");
-        if ((rc = kr_profiler_plan_collective(KR_COLL_ALLREDUCE, co.coll_bytes, group, co.coll_ctas[i],
-                                              nccl ? KR_PROFILER_COMM_NCCL : KR_PROFILER_COMM_PROXY_UNPACED,
-                                              runner->ndevices, &C.plan, err)) ||
-            (rc = run_plan(&C, f, &res)))
-            goto fail;
-        int n = nccl ? C.plan.ranks : group;
-        kr_profiler_point *p = &out->coll[out->ncoll++];
-        p->freq_mhz = f;
-        p->x = co.coll_ctas[i];
-        p->power_w = res.m.energy_j / res.m.time_s;
-        p->y = 2.0 * (n - 1) / n * co.coll_bytes / res.m.time_s;
-        kr_profiler_comm_label(&C.plan, out->coll_label, sizeof out->coll_label);
-    }
-    if (co.switch_trace && runner->ops->clock_trace) {
-        int f_hi = spread_clock(base, 0, 2, lo, hi), f_lo = spread_clock(base, 1, 2, lo, hi);
-        progress(&C, "clock switch %d -> %d -> %d MHz", f_hi, f_lo, f_hi);
-        if ((rc = switch_latency(&C, f_hi, f_lo, &out->switch_down_s, &out->set_clock_call_s)) ||
-            (rc = switch_latency(&C, f_lo, f_hi, &out->switch_up_s, &out->set_clock_call_s)))
-            goto fail;
-    }
+    rc = calib_fixed(&C, runner->device[0], out);
+    if (rc == KR_OK)
+        rc = calib_gemm_stream(&C, base, lo, hi, out);
+    if (rc == KR_OK)
+        rc = calib_coll_switch(&C, base, lo, hi, out);
     for (int i = 0; i < runner->ndevices; i++)
         kr_backend_reset_clock(ctl, runner->device[i]);
-    return kr_profiler_calib_entry(base, out, err);
-fail_ctl:
-    rc = kr_error_set(err, rc, "%s", kr_backend_errmsg(ctl));
-fail:
-    for (int i = 0; i < runner->ndevices; i++)
-        kr_backend_reset_clock(ctl, runner->device[i]);
-    return rc;
+    return rc ? rc : kr_profiler_calib_entry(base, out, err);
 }
 
 /* ---- raw output -------------------------------------------------------------------------------- */

@@ -20,7 +20,7 @@
 
 typedef struct kr__prof_device_api {
     int abi;                  /* KR__PROF_DEVICE_ABI of the library. */
-    size_t plan_size;         /* sizeof(kr_profiler_plan) it was built with. */
+    size_t plan_size;         /* sizeof(kr_profiler_program) it was built with. */
     size_t probe_size;        /* sizeof(kr_profiler_probe_info). */
     size_t runner_size;       /* sizeof(kr_profiler_runner). */
     const char *build;        /* "CUDA runtime 13000, cuBLASLt 130000, NCCL 22809" */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kareus/profiler.h"
+#include "util/util.h"
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -18,19 +19,27 @@ const char *kr_profiler_kernel_name(kr_profiler_kernel k)
     return (unsigned)k < KR_PK_COUNT ? names[k] : "?";
 }
 
+/* The collective modes' names, X(value, name). */
+#define COMM_NAMES(X)                                                                                      \
+    X(KR_PROFILER_COMM_AUTO, "auto")                                                                       \
+    X(KR_PROFILER_COMM_NCCL, "nccl")                                                                       \
+    X(KR_PROFILER_COMM_PROXY, "proxy")                                                                     \
+    X(KR_PROFILER_COMM_PROXY_UNPACED, "proxy-unpaced")                                                     \
+    X(KR_PROFILER_COMM_NONE, "none")
+
+static const kr__ename comm_names[] = {COMM_NAMES(KR__ENAME_ROW)};
+
 const char *kr_profiler_comm_name(kr_profiler_comm c)
 {
-    static const char *const names[] = {"auto", "nccl", "proxy", "proxy-unpaced", "none"};
-    return (unsigned)c < LEN(names) ? names[c] : "?";
+    return kr__ename_of(comm_names, LEN(comm_names), (int)c);
 }
 
 int kr_profiler_comm_parse(const char *name, kr_profiler_comm *out)
 {
-    for (int c = 0; c <= KR_PROFILER_COMM_NONE; c++)
-        if (strcmp(name, kr_profiler_comm_name((kr_profiler_comm)c)) == 0) {
-            *out = (kr_profiler_comm)c;
-            return KR_OK;
-        }
-    return KR_EINVAL;
+    int v;
+    if (kr__ename_parse(comm_names, LEN(comm_names), name, &v))
+        return KR_EINVAL;
+    *out = (kr_profiler_comm)v;
+    return KR_OK;
 }
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "profiler_internal.h"
 #include "util/util.h"
 
 static int is_missing(int rc)
@@ -114,8 +114,8 @@ int kr_profiler_open_backend(const kr_job *job, const kr_profiler_open_options *
     kr__strlcpy(o->device, runner->device_name, sizeof o->device);
     o->observer = oo.observer;
     o->observer_ud = oo.observer_ud;
-    kr_profiler_plan_params pp;
-    kr_profiler_plan_params_default(&pp);
+    kr_profiler_program_params pp;
+    kr_profiler_program_params_default(&pp);
     pp.comm = oo.comm;
     rc = kr_profiler_backend_create(job, runner, o->ctl, &popt, &pp, NULL, owned_observe, o, out, err);
     if (rc) {

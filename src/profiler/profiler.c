@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "profiler_internal.h"
 #include "util/util.h"
 
 void kr_profiler_options_default(kr_profiler_options *o)
@@ -146,7 +146,7 @@ typedef struct proto {
     kr_backend *ctl;
     const kr_profiler_options *o;
     const kr_profiler_clock *clk;
-    const kr_profiler_plan *plan;
+    const kr_profiler_program *plan;
     kr_error *err;
     int nr;
 } proto;
@@ -361,7 +361,7 @@ double kr__profiler_now(const kr_profiler_clock *clk)
 }
 
 int kr_profiler_measure(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_options *o,
-                        const kr_profiler_clock *clk, const kr_profiler_plan *plan, double static_power_w,
+                        const kr_profiler_clock *clk, const kr_profiler_program *plan, double static_power_w,
                         int *locked_mhz, kr_profiler_result *out, kr_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -446,7 +446,7 @@ typedef struct gpu_backend {
     kr_profiler_runner *runner;
     kr_backend *ctl;
     kr_profiler_options o;
-    kr_profiler_plan_params pp;
+    kr_profiler_program_params pp;
     kr_profiler_clock clk;
     int has_clk;
     kr_profiler_observer observer;
@@ -454,8 +454,8 @@ typedef struct gpu_backend {
     int locked_mhz;            /* clock locked on the devices by us (0: none / unknown) */
     int ever_locked;           /* reset the clocks at destroy */
     int prepared;              /* `plan` is prepared on the runner */
-    kr_profiler_plan plan;     /* last prepared plan */
-    kr_profiler_plan next;     /* scratch for the plan being built */
+    kr_profiler_program plan;     /* last prepared plan */
+    kr_profiler_program next;     /* scratch for the plan being built */
     kr_profiler_result last;
     int have_last;
     void *owned;               /* freed by owned_free after everything else (open.c) */
@@ -468,7 +468,7 @@ static const kr_backend_class gpu_class;
 static int gb_measure(kr_backend *b, const kr_partition *p, const kr_config *c, kr_measurement *out)
 {
     gpu_backend *g = STATE(b);
-    int rc = kr_profiler_plan_build(&g->job, p, c, &g->pp, &g->next, kr_backend_error(b));
+    int rc = kr_profiler_program_build(&g->job, p, c, &g->pp, &g->next, kr_backend_error(b));
     if (rc)
         return rc;
     if (!g->prepared || memcmp(&g->next, &g->plan, sizeof g->plan) != 0) {
@@ -578,7 +578,7 @@ static const kr_backend_class gpu_class = {
 };
 
 int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr_backend *ctl,
-                               const kr_profiler_options *o, const kr_profiler_plan_params *pp,
+                               const kr_profiler_options *o, const kr_profiler_program_params *pp,
                                const kr_profiler_clock *clk, kr_profiler_observer observer, void *observer_ud,
                                kr_backend **out, kr_error *err)
 {
@@ -598,7 +598,7 @@ int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr
     if (pp)
         g->pp = *pp;
     else
-        kr_profiler_plan_params_default(&g->pp);
+        kr_profiler_program_params_default(&g->pp);
     g->pp.devices = runner->ndevices;
     if (clk) {
         g->clk = *clk;

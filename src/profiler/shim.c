@@ -77,7 +77,7 @@ static int try_path(const char *path, loaded *out, kr__sb *tried)
     kr__prof_device_entry entry;
     memcpy(&entry, &sym, sizeof entry);
     const kr__prof_device_api *api = entry();
-    if (api == NULL || api->abi != KR__PROF_DEVICE_ABI || api->plan_size != sizeof(kr_profiler_plan) ||
+    if (api == NULL || api->abi != KR__PROF_DEVICE_ABI || api->plan_size != sizeof(kr_profiler_program) ||
         api->probe_size != sizeof(kr_profiler_probe_info) || api->runner_size != sizeof(kr_profiler_runner)) {
         kr__sb_printf(tried, "\n  %s: built for another version of libkareus (ABI %d, expected %d); rebuild it", path,
                       api ? api->abi : -1, KR__PROF_DEVICE_ABI);

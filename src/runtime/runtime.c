@@ -298,6 +298,42 @@ static int start_worker(kr_runtime *rt, kr_error *err)
     return KR_OK;
 }
 
+/* Locks the GPU for control unless the runtime is read-only (*read_only) or told not to; a
+ * busy lock with KR_RUNTIME_SHARE_READONLY makes it read-only instead. Then records the mode
+ * and what the status reports. */
+static int take_lock(kr_runtime *rt, const kr_runtime_options *o, int *read_only, kr_error *err)
+{
+    char why_ro[600] = "";
+    int rc = KR_OK;
+    if (*read_only)
+        snprintf(why_ro, sizeof why_ro, "opened read-only (measure only)");
+    if (!*read_only && !(o->flags & KR_RUNTIME_NO_LOCK) && rt->info.uuid[0]) {
+        kr_error le = {0};
+        rc = kr__rt_lock(rt, o->lock_dir, o->restore_lock_max_mhz > 0, &le);
+        if (rc == KR_EBUSY && (o->flags & KR_RUNTIME_SHARE_READONLY)) {
+            *read_only = 1;
+            snprintf(why_ro, sizeof why_ro, "read-only: %s", le.msg);
+            rc = KR_OK;
+        } else if (rc)
+            kr_error_set(err, rc, "%s", le.msg);
+    }
+    if (rc)
+        return rc;
+    atomic_store(&rt->mode, *read_only ? KR_RUNTIME_MEASURE_ONLY : KR_RUNTIME_CONTROL);
+    rt->st.read_only = *read_only;
+    kr__strlcpy(rt->st.reason, why_ro, sizeof rt->st.reason);
+    kr__strlcpy(rt->st.backend, kr_backend_name(rt->backend), sizeof rt->st.backend);
+    kr__strlcpy(rt->st.device_name, rt->info.name, sizeof rt->st.device_name);
+    kr__strlcpy(rt->st.device_uuid, rt->info.uuid, sizeof rt->st.device_uuid);
+    kr__strlcpy(rt->st.lock_path, rt->lock_fd >= 0 ? rt->lock_path : "", sizeof rt->st.lock_path);
+    rt->st.found_cur_mhz = rt->found_cur;
+    rt->st.restore_min_mhz = rt->restore_min;
+    rt->st.restore_max_mhz = rt->restore_max;
+    rt->en.per_instruction_quantized = 1;
+    rt->en.poll_s = rt->poll_s;
+    return KR_OK;
+}
+
 /* Opens for a plan called `name` in messages (its file, or "plan"). */
 static int open_named(const kr_plan *plan, const char *name, int stage, int device, const kr_runtime_options *opt,
                       kr_runtime **out, kr_error *err)
@@ -352,33 +388,8 @@ static int open_named(const kr_plan *plan, const char *name, int stage, int devi
     if (rc == KR_OK)
         rc = attach_backend(rt, plan, o, err);
     int read_only = (o->flags & KR_RUNTIME_READ_ONLY) != 0;
-    char why_ro[600] = "";
-    if (read_only)
-        snprintf(why_ro, sizeof why_ro, "opened read-only (measure only)");
-    if (rc == KR_OK && !read_only && !(o->flags & KR_RUNTIME_NO_LOCK) && rt->info.uuid[0]) {
-        kr_error le = {0};
-        rc = kr__rt_lock(rt, o->lock_dir, o->restore_lock_max_mhz > 0, &le);
-        if (rc == KR_EBUSY && (o->flags & KR_RUNTIME_SHARE_READONLY)) {
-            read_only = 1;
-            snprintf(why_ro, sizeof why_ro, "read-only: %s", le.msg);
-            rc = KR_OK;
-        } else if (rc)
-            kr_error_set(err, rc, "%s", le.msg);
-    }
-    if (rc == KR_OK) {
-        atomic_store(&rt->mode, read_only ? KR_RUNTIME_MEASURE_ONLY : KR_RUNTIME_CONTROL);
-        rt->st.read_only = read_only;
-        kr__strlcpy(rt->st.reason, why_ro, sizeof rt->st.reason);
-        kr__strlcpy(rt->st.backend, kr_backend_name(rt->backend), sizeof rt->st.backend);
-        kr__strlcpy(rt->st.device_name, rt->info.name, sizeof rt->st.device_name);
-        kr__strlcpy(rt->st.device_uuid, rt->info.uuid, sizeof rt->st.device_uuid);
-        kr__strlcpy(rt->st.lock_path, rt->lock_fd >= 0 ? rt->lock_path : "", sizeof rt->st.lock_path);
-        rt->st.found_cur_mhz = rt->found_cur;
-        rt->st.restore_min_mhz = rt->restore_min;
-        rt->st.restore_max_mhz = rt->restore_max;
-        rt->en.per_instruction_quantized = 1;
-        rt->en.poll_s = rt->poll_s;
-    }
+    if (rc == KR_OK)
+        rc = take_lock(rt, o, &read_only, err);
     if (rc == KR_OK && !read_only)
         rc = kr__rt_register(rt, err);
     if (rc == KR_OK)

@@ -141,6 +141,75 @@ static void dir_of(const char *path, char *out, size_t cap)
     out[n] = '\0';
 }
 
+/* The "files" array of a calibration file: each CSV (relative to dir) read at its clock. */
+static int read_files(kr__jctx *c, const json_t *root, const char *dir, int ranks, kr_sim_calib *out, kr_error *err)
+{
+    const json_t *files = json_object_get(root, "files");
+    size_t m = kr__jpush_key(c, "files");
+    if (!json_is_array(files) || json_array_size(files) == 0) {
+        kr__jpop(c, m);
+        return kr__jfail(c, KR_EPARSE, "files", "a non-empty array of {file, clock}", files);
+    }
+    int rc;
+    for (size_t i = 0; i < json_array_size(files); i++) {
+        const json_t *f = json_array_get(files, i);
+        size_t mi = kr__jpush_idx(c, i);
+        static const char *const ff[] = {"file", "clock", NULL};
+        char name[512], full[1100];
+        if ((rc = kr__jobject(c, f, ff)) || (rc = kr__jstr(c, f, "file", 1, NULL, name, sizeof name)))
+            return rc;
+        const json_t *clk = json_object_get(f, "clock");
+        double mhz;
+        if (json_is_string(clk) && strcmp(json_string_value(clk), "max") == 0) {
+            mhz = out->job.gpu.clock_max_mhz;
+        } else if (json_is_number(clk) && json_number_value(clk) > 0 &&
+                   json_number_value(clk) <= out->job.gpu.clock_max_mhz) {
+            mhz = json_number_value(clk);
+        } else {
+            char want[64];
+            snprintf(want, sizeof want, "\"max\" or a clock in (0, %g] MHz", out->job.gpu.clock_max_mhz);
+            return kr__jfail(c, KR_EPARSE, "clock", want, clk);
+        }
+        snprintf(full, sizeof full, "%s%s", name[0] == '/' ? "" : dir, name);
+        if ((rc = read_csv(out, full, mhz, ranks, err)))
+            return rc;
+        kr__jpop(c, mi);
+    }
+    kr__jpop(c, m);
+    return KR_OK;
+}
+
+/* out->part: the partition named by out->partition in the job's Kareus catalog, its rotary
+ * bytes scaled to rope_passes; every row's window must lie inside it. */
+static int find_partition(const char *path, double rope_passes, kr_sim_calib *out, kr_error *err)
+{
+    kr_partition_set *ps = malloc(sizeof *ps);
+    if (ps == NULL)
+        return kr_error_set(err, KR_ENOMEM, "out of memory");
+    int rc = kr_partition_catalog(&out->job, KR_VARIANT_KAREUS, ps, err);
+    int found = -1;
+    for (int i = 0; rc == KR_OK && i < ps->n; i++)
+        if (strcmp(ps->p[i].key, out->partition) == 0)
+            found = i;
+    if (rc == KR_OK && found < 0)
+        rc = kr_error_set(err, KR_ENOTFOUND, "%s: $.partition: no partition '%s' in the job's catalog", path,
+                          out->partition);
+    if (rc == KR_OK) {
+        out->part = ps->p[found];
+        /* An unfused rotary embedding (elementwise PyTorch ops) makes rope_passes passes over q
+         * and k where the fused kernel makes 2 (read, write). */
+        for (int i = 0; i < out->part.nops; i++)
+            if (strcmp(out->part.ops[i].name, "rotary") == 0)
+                out->part.ops[i].bytes *= rope_passes / 2.0;
+    }
+    free(ps);
+    for (int i = 0; rc == KR_OK && i < out->n; i++)
+        if (out->rows[i].start >= out->part.nops || out->rows[i].end >= out->part.nops)
+            rc = kr_error_set(err, KR_ERANGE, "%s: row %d (line %d): overlap window %d..%d outside the partition's %d ops",
+                              path, i, out->rows[i].line, out->rows[i].start, out->rows[i].end, out->part.nops);
+    return rc;
+}
+
 int kr_sim_calib_read(const char *path, kr_sim_calib *out, kr_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -178,67 +247,8 @@ int kr_sim_calib_read(const char *path, kr_sim_calib *out, kr_error *err)
     }
     out->kernel = strcmp(kernel, "tuned") == 0 ? KR_SIM_TUNED : KR_SIM_NCCL;
     snprintf(full, sizeof full, "%s%s", jobfile[0] == '/' ? "" : dir, jobfile);
-    if ((rc = kr_job_load(full, &out->job, err)))
-        goto done;
-    const json_t *files = json_object_get(root, "files");
-    size_t m = kr__jpush_key(&c, "files");
-    if (!json_is_array(files) || json_array_size(files) == 0) {
-        kr__jpop(&c, m);
-        rc = kr__jfail(&c, KR_EPARSE, "files", "a non-empty array of {file, clock}", files);
-        goto done;
-    }
-    for (size_t i = 0; i < json_array_size(files); i++) {
-        const json_t *f = json_array_get(files, i);
-        size_t mi = kr__jpush_idx(&c, i);
-        static const char *const ff[] = {"file", "clock", NULL};
-        char name[512];
-        if ((rc = kr__jobject(&c, f, ff)) || (rc = kr__jstr(&c, f, "file", 1, NULL, name, sizeof name)))
-            goto done;
-        const json_t *clk = json_object_get(f, "clock");
-        double mhz;
-        if (json_is_string(clk) && strcmp(json_string_value(clk), "max") == 0) {
-            mhz = out->job.gpu.clock_max_mhz;
-        } else if (json_is_number(clk) && json_number_value(clk) > 0 &&
-                   json_number_value(clk) <= out->job.gpu.clock_max_mhz) {
-            mhz = json_number_value(clk);
-        } else {
-            char want[64];
-            snprintf(want, sizeof want, "\"max\" or a clock in (0, %g] MHz", out->job.gpu.clock_max_mhz);
-            rc = kr__jfail(&c, KR_EPARSE, "clock", want, clk);
-            goto done;
-        }
-        snprintf(full, sizeof full, "%s%s", name[0] == '/' ? "" : dir, name);
-        if ((rc = read_csv(out, full, mhz, (int)ranks, err)))
-            goto done;
-        kr__jpop(&c, mi);
-    }
-    kr__jpop(&c, m);
-    kr_partition_set *ps = malloc(sizeof *ps);
-    if (ps == NULL) {
-        rc = kr_error_set(err, KR_ENOMEM, "out of memory");
-        goto done;
-    }
-    rc = kr_partition_catalog(&out->job, KR_VARIANT_KAREUS, ps, err);
-    int found = -1;
-    for (int i = 0; rc == KR_OK && i < ps->n; i++)
-        if (strcmp(ps->p[i].key, out->partition) == 0)
-            found = i;
-    if (rc == KR_OK && found < 0)
-        rc = kr_error_set(err, KR_ENOTFOUND, "%s: $.partition: no partition '%s' in the job's catalog", path,
-                          out->partition);
-    if (rc == KR_OK) {
-        out->part = ps->p[found];
-        /* An unfused rotary embedding (elementwise PyTorch ops) makes rope_passes passes over q
-         * and k where the fused kernel makes 2 (read, write). */
-        for (int i = 0; i < out->part.nops; i++)
-            if (strcmp(out->part.ops[i].name, "rotary") == 0)
-                out->part.ops[i].bytes *= rope_passes / 2.0;
-    }
-    free(ps);
-    for (int i = 0; rc == KR_OK && i < out->n; i++)
-        if (out->rows[i].start >= out->part.nops || out->rows[i].end >= out->part.nops)
-            rc = kr_error_set(err, KR_ERANGE, "%s: row %d (line %d): overlap window %d..%d outside the partition's %d ops",
-                              path, i, out->rows[i].line, out->rows[i].start, out->rows[i].end, out->part.nops);
+    if ((rc = kr_job_load(full, &out->job, err)) == KR_OK && (rc = read_files(&c, root, dir, (int)ranks, out, err)) == KR_OK)
+        rc = find_partition(path, rope_passes, out, err);
 done:
     json_decref(root);
     if (rc)
@@ -389,6 +399,86 @@ static double group_spearman(const kr_sim_calib *cs, const double *pred_t, const
     return nr ? quantile(rhos, nr, 0.5) : NAN;
 }
 
+/* The errors and rank correlations of clock group g (its clock set) over the selected rows;
+ * pt, pe: predicted times and energies; w: scratch of 5·n doubles. */
+static void clock_group(const kr_sim_calib *cs, const double *pt, const double *pe, const int *sel, double *w,
+                        kr_sim_calib_clock *g)
+{
+    int n = cs->n;
+    double clk = g->clock_mhz;
+    double *et = w, *ee = w + n, *ep = w + 2 * n, *mt = w + 3 * n, *tmp = w + 4 * n;
+    int m = 0;
+    for (int j = 0; j < n; j++) {
+        const kr_sim_calib_row *r = &cs->rows[j];
+        if (r->clock_mhz != clk || !sel[j])
+            continue;
+        et[m] = fabs(pt[j] / r->time_s - 1);
+        ee[m] = fabs(pe[j] / r->energy_j - 1);
+        ep[m] = fabs((pe[j] / pt[j]) / (r->energy_j / r->time_s) - 1);
+        mt[m] = r->time_s;
+        tmp[m] = pt[j];
+        m++;
+    }
+    g->rows = m;
+    g->spearman_time = kr_sim_spearman(mt, tmp, m);
+    g->spearman_windows = group_spearman(cs, pt, sel, clk, 1);
+    g->spearman_ctas = group_spearman(cs, pt, sel, clk, 0);
+    memcpy(tmp, et, sizeof(double) * (size_t)m);
+    g->time_med = quantile(et, m, 0.5);
+    g->time_p90 = quantile(tmp, m, 0.9);
+    memcpy(tmp, ee, sizeof(double) * (size_t)m);
+    g->energy_med = quantile(ee, m, 0.5);
+    g->energy_p90 = quantile(tmp, m, 0.9);
+    memcpy(tmp, ep, sizeof(double) * (size_t)m);
+    g->power_med = quantile(ep, m, 0.5);
+    g->power_p90 = quantile(tmp, m, 0.9);
+    double st = 0, se = 0;
+    for (int j = 0; j < n; j++)
+        if (cs->rows[j].clock_mhz == clk && sel[j]) {
+            st += cs->rows[j].time_s;
+            se += cs->rows[j].energy_j;
+        }
+    g->meas_power_w = se / st;
+}
+
+/* Ratios of group g's clock to the first clock c0, over the selected rows measured at both
+ * (matched configs). */
+static void clock_ratios(const kr_sim_calib *cs, const double *pt, const double *pe, const int *sel, double c0,
+                         kr_sim_calib_clock *g)
+{
+    int n = cs->n;
+    double mt_sum[2] = {0, 0}, me_sum[2] = {0, 0}, pt_sum[2] = {0, 0}, pe_sum[2] = {0, 0};
+    int pairs = 0;
+    for (int j = 0; j < n; j++) {
+        const kr_sim_calib_row *r = &cs->rows[j];
+        if (r->clock_mhz != g->clock_mhz || !sel[j])
+            continue;
+        for (int i = 0; i < n; i++) {
+            const kr_sim_calib_row *q = &cs->rows[i];
+            if (q->clock_mhz == c0 && q->start == r->start && q->end == r->end && q->ctas == r->ctas &&
+                q->block == r->block) {
+                mt_sum[0] += q->time_s;
+                mt_sum[1] += r->time_s;
+                me_sum[0] += q->energy_j;
+                me_sum[1] += r->energy_j;
+                pt_sum[0] += pt[i];
+                pt_sum[1] += pt[j];
+                pe_sum[0] += pe[i];
+                pe_sum[1] += pe[j];
+                pairs++;
+                break;
+            }
+        }
+    }
+    g->pairs = pairs;
+    if (pairs) {
+        g->meas_time_ratio = mt_sum[1] / mt_sum[0];
+        g->meas_energy_ratio = me_sum[1] / me_sum[0];
+        g->pred_time_ratio = pt_sum[1] / pt_sum[0];
+        g->pred_energy_ratio = pe_sum[1] / pe_sum[0];
+    }
+}
+
 int kr_sim_calib_check(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, kr_sim_calib_report *rep, kr_error *err)
 {
     memset(rep, 0, sizeof *rep);
@@ -400,7 +490,7 @@ int kr_sim_calib_check(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, kr_s
         free(sel);
         return kr_error_set(err, KR_ENOMEM, "out of memory");
     }
-    double *pe = pt + n, *et = pt + 2 * n, *ee = pt + 3 * n, *ep = pt + 4 * n, *mt = pt + 5 * n, *tmp = pt + 6 * n;
+    double *pe = pt + n;
     for (int i = 0; i < n; i++) {
         kr_sim_result r;
         if ((rc = kr_sim_calib_predict(cs, gpu, i, &r, err)))
@@ -419,74 +509,10 @@ int kr_sim_calib_check(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, kr_s
             continue;
         kr_sim_calib_clock *g = &rep->clocks[rep->nclocks++];
         g->clock_mhz = clk;
-        int m = 0;
-        for (int j = 0; j < n; j++) {
-            const kr_sim_calib_row *r = &cs->rows[j];
-            if (r->clock_mhz != clk || !sel[j])
-                continue;
-            et[m] = fabs(pt[j] / r->time_s - 1);
-            ee[m] = fabs(pe[j] / r->energy_j - 1);
-            ep[m] = fabs((pe[j] / pt[j]) / (r->energy_j / r->time_s) - 1);
-            mt[m] = r->time_s;
-            tmp[m] = pt[j];
-            m++;
-        }
-        g->rows = m;
-        g->spearman_time = kr_sim_spearman(mt, tmp, m);
-        g->spearman_windows = group_spearman(cs, pt, sel, clk, 1);
-        g->spearman_ctas = group_spearman(cs, pt, sel, clk, 0);
-        memcpy(tmp, et, sizeof(double) * (size_t)m);
-        g->time_med = quantile(et, m, 0.5);
-        g->time_p90 = quantile(tmp, m, 0.9);
-        memcpy(tmp, ee, sizeof(double) * (size_t)m);
-        g->energy_med = quantile(ee, m, 0.5);
-        g->energy_p90 = quantile(tmp, m, 0.9);
-        memcpy(tmp, ep, sizeof(double) * (size_t)m);
-        g->power_med = quantile(ep, m, 0.5);
-        g->power_p90 = quantile(tmp, m, 0.9);
-        double st = 0, se = 0;
-        for (int j = 0; j < n; j++)
-            if (cs->rows[j].clock_mhz == clk && sel[j]) {
-                st += cs->rows[j].time_s;
-                se += cs->rows[j].energy_j;
-            }
-        g->meas_power_w = se / st;
+        clock_group(cs, pt, pe, sel, pt + 2 * n, g);
     }
-    /* Ratios of each clock to the first one, over rows measured at both (matched configs). */
-    for (int k = 1; k < rep->nclocks; k++) {
-        kr_sim_calib_clock *g = &rep->clocks[k];
-        double c0 = rep->clocks[0].clock_mhz, mt_sum[2] = {0, 0}, me_sum[2] = {0, 0}, pt_sum[2] = {0, 0},
-               pe_sum[2] = {0, 0};
-        int pairs = 0;
-        for (int j = 0; j < n; j++) {
-            const kr_sim_calib_row *r = &cs->rows[j];
-            if (r->clock_mhz != g->clock_mhz || !sel[j])
-                continue;
-            for (int i = 0; i < n; i++) {
-                const kr_sim_calib_row *q = &cs->rows[i];
-                if (q->clock_mhz == c0 && q->start == r->start && q->end == r->end && q->ctas == r->ctas &&
-                    q->block == r->block) {
-                    mt_sum[0] += q->time_s;
-                    mt_sum[1] += r->time_s;
-                    me_sum[0] += q->energy_j;
-                    me_sum[1] += r->energy_j;
-                    pt_sum[0] += pt[i];
-                    pt_sum[1] += pt[j];
-                    pe_sum[0] += pe[i];
-                    pe_sum[1] += pe[j];
-                    pairs++;
-                    break;
-                }
-            }
-        }
-        g->pairs = pairs;
-        if (pairs) {
-            g->meas_time_ratio = mt_sum[1] / mt_sum[0];
-            g->meas_energy_ratio = me_sum[1] / me_sum[0];
-            g->pred_time_ratio = pt_sum[1] / pt_sum[0];
-            g->pred_energy_ratio = pe_sum[1] / pe_sum[0];
-        }
-    }
+    for (int k = 1; k < rep->nclocks; k++)
+        clock_ratios(cs, pt, pe, sel, rep->clocks[0].clock_mhz, &rep->clocks[k]);
 done:
     free(pt);
     free(sel);

@@ -73,19 +73,87 @@ typedef struct pass {
     double compute_end, comm_start, comm_end;
 } pass;
 
+/* Where the two streams stand during a pass. */
+typedef struct streams {
+    int i;              /* current op */
+    double launch_left; /* op i's launch phase still to go */
+    double left;        /* fraction of op i's body still to do */
+    int cs;             /* comm state */
+    double comm_left;   /* seconds of waiting or latency, or bus bytes, still to go */
+    double t;
+} streams;
+
+/* Books one step of dt (clock f, rates r) into the pass's sums and the trace. */
+static void account(pass *ps, trace *tr, const streams *st, double dt, double f, const kr__sim_rates *r, int op_on,
+                    int comm_on, int in_launch)
+{
+    if (tr)
+        add_segment(tr, st->t, st->t + dt, r->power_w, f, op_on ? st->i : -1, comm_on);
+    ps->energy += r->power_w * dt;
+    ps->floor_e += r->floor_w * dt;
+    if (in_launch)
+        ps->dispatch += dt;
+    else if (op_on)
+        ps->busy += dt;
+    if (st->cs == COMM_MOVING)
+        ps->comm_hbm += r->bus_Bps * ps->cm->hbm_per_bus * dt;
+    ps->f_min = KR_MIN(ps->f_min, f);
+    ps->p_max = KR_MAX(ps->p_max, r->power_w);
+    if (tr) {
+        if (op_on)
+            tr->op_energy[st->i] += r->power_w * dt;
+        if (comm_on)
+            tr->comm_energy += r->power_w * dt;
+    }
+}
+
+/* Advances the comm stream by a step of dt (the comm's next event after dt_comm). */
+static void advance_comm(pass *ps, streams *st, double dt, double dt_op, double dt_comm, const kr__sim_rates *r)
+{
+    if (dt_comm <= dt_op) {
+        if (st->cs == COMM_PENDING) {
+            st->cs = COMM_LATENCY;
+            st->comm_left = ps->cm->alpha_s;
+        } else if (st->cs == COMM_LATENCY) {
+            st->cs = COMM_MOVING;
+            st->comm_left = ps->cm->bus_bytes;
+        } else {
+            st->cs = COMM_DONE;
+            ps->comm_end = st->t;
+        }
+    } else {
+        st->comm_left -= st->cs == COMM_MOVING ? dt * r->bus_Bps : dt;
+    }
+}
+
+/* Advances the compute stream (op i running its body) by a step of dt. */
+static void advance_op(pass *ps, trace *tr, streams *st, double dt, double dt_op, double dt_comm,
+                       const kr__sim_rates *r)
+{
+    const kr_partition *p = ps->p;
+    if (dt_op > dt_comm) {
+        st->left -= dt / r->op_time_s;
+        return;
+    }
+    int i = st->i;
+    if (tr)
+        add_event(tr->tl, KR_SIM_STREAM_COMPUTE, p->ops[i].name, tr->op_start[i], st->t, tr->op_energy[i]);
+    i = ++st->i;
+    st->left = 1.0;
+    st->launch_left = KR_MAX(ps->job->gpu.launch_s, ps->host0_s + i * ps->host_s - st->t);
+    if (i == p->nops)
+        ps->compute_end = st->t;
+    else if (tr)
+        tr->op_start[i] = st->t;
+}
+
 /* Runs the compute and comm streams of one partition execution, event by event. */
 static void run_streams(pass *ps, trace *tr)
 {
     const kr_partition *p = ps->p;
     const kr__sim_comm *cm = ps->cm;
     const int n_sm = (int)ps->job->gpu.sm_count;
-    const double launch_s = ps->job->gpu.launch_s;
-    int i = 0;            /* current op */
-    double launch_left = KR_MAX(launch_s, ps->host0_s); /* op i's launch phase still to go */
-    double left = 1.0;    /* fraction of op i's body still to do */
-    int cs = COMM_IDLE;   /* comm state */
-    double comm_left = 0; /* seconds of waiting or latency, or bus bytes, still to go */
-    double t = 0;
+    streams st = {0, KR_MAX(ps->job->gpu.launch_s, ps->host0_s), 1.0, COMM_IDLE, 0, 0};
     ps->f_min = ps->f_req;
     if (tr) {
         memset(tr->op_energy, 0, sizeof tr->op_energy);
@@ -94,88 +162,84 @@ static void run_streams(pass *ps, trace *tr)
         tr->op_start[0] = 0;
     }
     for (;;) {
-        if (ps->has_comm && cs == COMM_IDLE && i == ps->launch_at) {
+        if (ps->has_comm && st.cs == COMM_IDLE && st.i == ps->launch_at) {
             /* The host dispatches the comm kernel before op launch_at. */
-            double wait = ps->host0_s + ps->launch_at * ps->host_s - t;
-            cs = wait > 0 ? COMM_PENDING : COMM_LATENCY;
-            comm_left = wait > 0 ? wait : cm->alpha_s;
-            ps->comm_start = t + KR_MAX(0.0, wait);
+            double wait = ps->host0_s + ps->launch_at * ps->host_s - st.t;
+            st.cs = wait > 0 ? COMM_PENDING : COMM_LATENCY;
+            st.comm_left = wait > 0 ? wait : cm->alpha_s;
+            ps->comm_start = st.t + KR_MAX(0.0, wait);
         }
-        if (!(i < p->nops || cs == COMM_PENDING || cs == COMM_LATENCY || cs == COMM_MOVING))
+        int cs = st.cs;
+        if (!(st.i < p->nops || cs == COMM_PENDING || cs == COMM_LATENCY || cs == COMM_MOVING))
             break;
         int comm_on = cs == COMM_LATENCY || cs == COMM_MOVING;
         int comm_busy = comm_on || cs == COMM_PENDING;
-        int joined = comm_busy && ps->join_after >= 0 && i > ps->join_after; /* compute waits for the comm */
-        int op_on = i < p->nops && !joined, in_launch = op_on && launch_left > 0;
+        int joined = comm_busy && ps->join_after >= 0 && st.i > ps->join_after; /* compute waits for the comm */
+        int op_on = st.i < p->nops && !joined, in_launch = op_on && st.launch_left > 0;
         kr__sim_mix mix;
-        mix.op = op_on && !in_launch ? &p->ops[i] : NULL;
+        mix.op = op_on && !in_launch ? &p->ops[st.i] : NULL;
         mix.op_sms = comm_on ? n_sm - cm->sms : n_sm;
         mix.comm = comm_on ? cm : NULL;
         mix.comm_moving = cs == COMM_MOVING;
         mix.op_eff = 0;
         kr__sim_rates r;
         double f = kr__sim_throttle(ps->sg, &mix, ps->f_req, &r);
-        double dt_op = in_launch ? launch_left : op_on ? left * r.op_time_s : INFINITY;
-        double dt_comm = cs == COMM_PENDING || cs == COMM_LATENCY ? comm_left
-                         : cs == COMM_MOVING                       ? comm_left / r.bus_Bps
+        double dt_op = in_launch ? st.launch_left : op_on ? st.left * r.op_time_s : INFINITY;
+        double dt_comm = cs == COMM_PENDING || cs == COMM_LATENCY ? st.comm_left
+                         : cs == COMM_MOVING                       ? st.comm_left / r.bus_Bps
                                                                    : INFINITY;
         double dt = KR_MIN(dt_op, dt_comm);
-        if (tr)
-            add_segment(tr, t, t + dt, r.power_w, f, op_on ? i : -1, comm_on);
-        t += dt;
-        ps->energy += r.power_w * dt;
-        ps->floor_e += r.floor_w * dt;
+        account(ps, tr, &st, dt, f, &r, op_on, comm_on, in_launch);
+        st.t += dt;
+        if (comm_busy)
+            advance_comm(ps, &st, dt, dt_op, dt_comm, &r);
         if (in_launch)
-            ps->dispatch += dt;
+            st.launch_left = dt_op <= dt_comm ? 0.0 : st.launch_left - dt;
         else if (op_on)
-            ps->busy += dt;
-        if (cs == COMM_MOVING)
-            ps->comm_hbm += r.bus_Bps * cm->hbm_per_bus * dt;
-        ps->f_min = KR_MIN(ps->f_min, f);
-        ps->p_max = KR_MAX(ps->p_max, r.power_w);
-        if (tr) {
-            if (op_on)
-                tr->op_energy[i] += r.power_w * dt;
-            if (comm_on)
-                tr->comm_energy += r.power_w * dt;
-        }
-        /* Advance the comm stream. */
-        if (comm_busy) {
-            if (dt_comm <= dt_op) {
-                if (cs == COMM_PENDING) {
-                    cs = COMM_LATENCY;
-                    comm_left = cm->alpha_s;
-                } else if (cs == COMM_LATENCY) {
-                    cs = COMM_MOVING;
-                    comm_left = cm->bus_bytes;
-                } else {
-                    cs = COMM_DONE;
-                    ps->comm_end = t;
-                }
-            } else {
-                comm_left -= cs == COMM_MOVING ? dt * r.bus_Bps : dt;
-            }
-        }
-        /* Advance the compute stream. */
-        if (in_launch) {
-            launch_left = dt_op <= dt_comm ? 0.0 : launch_left - dt;
-        } else if (op_on) {
-            if (dt_op <= dt_comm) {
-                if (tr)
-                    add_event(tr->tl, KR_SIM_STREAM_COMPUTE, p->ops[i].name, tr->op_start[i], t, tr->op_energy[i]);
-                i++;
-                left = 1.0;
-                launch_left = KR_MAX(launch_s, ps->host0_s + i * ps->host_s - t);
-                if (i == p->nops)
-                    ps->compute_end = t;
-                else if (tr)
-                    tr->op_start[i] = t;
-            } else {
-                left -= dt / r.op_time_s;
-            }
-        }
+            advance_op(ps, tr, &st, dt, dt_op, dt_comm, &r);
     }
-    ps->t = t;
+    ps->t = st.t;
+}
+
+/* The result of a partition run from its final pass, with the idle tail at the floor: the wait
+ * for a host-bound dispatch (host_wait), then the collective's skew. */
+static void finish(const pass *ps, int host_bound, double host_wait, int kernel, kr_sim_result *res, trace *tr)
+{
+    const kr_job *job = ps->job;
+    const kr_partition *p = ps->p;
+    int has_comm = ps->has_comm;
+    /* Phases where the GPU holds its clock and draws the floor: the host still dispatching,
+     * then the wait for the slowest rank of the collective's group. */
+    kr__sim_rates idle;
+    kr__sim_mix none = {NULL, (int)job->gpu.sm_count, NULL, 0, 0};
+    kr__sim_throttle(ps->sg, &none, ps->f_req, &idle);
+    res->dispatch_s = ps->dispatch + host_wait;
+    res->sync_s = host_bound ? job->gpu.sync_s : 0.0;
+    if (has_comm)
+        res->skew_s = job->gpu.skew_cv * kr__sim_emax(p->coll.group_size) * ps->busy;
+    double tail = host_wait + res->skew_s;
+    if (tr && tail > 0)
+        add_segment(tr, ps->t, ps->t + tail, idle.power_w, ps->f_req, -1, 0);
+    double t = ps->t + tail;
+    double energy = ps->energy + idle.power_w * tail;
+    if (tr && has_comm)
+        add_event(tr->tl, KR_SIM_STREAM_COMM, kr_coll_kind_name(p->coll.kind), ps->comm_start, ps->comm_end,
+                  tr->comm_energy);
+    res->time_s = t;
+    res->energy_j = energy;
+    res->eff_energy_j = energy - job->static_power_w * t;
+    res->compute_end_s = ps->compute_end;
+    res->comm_start_s = ps->comm_start;
+    res->comm_end_s = ps->comm_end;
+    res->min_f_eff_mhz = ps->f_min * 1000.0;
+    res->max_power_w = ps->p_max;
+    res->floor_w = kr__sim_floor(ps->sg, ps->f_req);
+    res->floor_energy_j = ps->floor_e + idle.floor_w * tail;
+    if (has_comm) {
+        res->comm_kernel = kernel;
+        res->comm_sms = ps->cm->sms;
+        res->comm_hbm_bytes = ps->comm_hbm;
+    }
 }
 
 static int simulate(const kr_job *job, const kr_partition *p, const kr_config *c, const kr__sim_run *run,
@@ -237,39 +301,7 @@ static int simulate(const kr_job *job, const kr_partition *p, const kr_config *c
         run_streams(&hb, tr);
         ps = hb;
     }
-    /* Phases where the GPU holds its clock and draws the floor: the host still dispatching,
-     * then the wait for the slowest rank of the collective's group. */
-    kr__sim_rates idle;
-    kr__sim_mix none = {NULL, (int)job->gpu.sm_count, NULL, 0, 0};
-    kr__sim_throttle(&sg, &none, ps.f_req, &idle);
-    double host_wait = host_bound ? KR_MAX(0.0, host_total - ps.t) : 0.0;
-    res->dispatch_s = ps.dispatch + host_wait;
-    res->sync_s = host_bound ? job->gpu.sync_s : 0.0;
-    if (has_comm)
-        res->skew_s = job->gpu.skew_cv * kr__sim_emax(p->coll.group_size) * ps.busy;
-    double tail = host_wait + res->skew_s;
-    if (tr && tail > 0)
-        add_segment(tr, ps.t, ps.t + tail, idle.power_w, ps.f_req, -1, 0);
-    double t = ps.t + tail;
-    double energy = ps.energy + idle.power_w * tail;
-    if (tr && has_comm)
-        add_event(tr->tl, KR_SIM_STREAM_COMM, kr_coll_kind_name(p->coll.kind), ps.comm_start, ps.comm_end,
-                  tr->comm_energy);
-    res->time_s = t;
-    res->energy_j = energy;
-    res->eff_energy_j = energy - job->static_power_w * t;
-    res->compute_end_s = ps.compute_end;
-    res->comm_start_s = ps.comm_start;
-    res->comm_end_s = ps.comm_end;
-    res->min_f_eff_mhz = ps.f_min * 1000.0;
-    res->max_power_w = ps.p_max;
-    res->floor_w = kr__sim_floor(&sg, ps.f_req);
-    res->floor_energy_j = ps.floor_e + idle.floor_w * tail;
-    if (has_comm) {
-        res->comm_kernel = kernel;
-        res->comm_sms = cm.sms;
-        res->comm_hbm_bytes = ps.comm_hbm;
-    }
+    finish(&ps, host_bound, host_bound ? KR_MAX(0.0, host_total - ps.t) : 0.0, kernel, res, tr);
     return KR_OK;
 }
 

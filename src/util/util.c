@@ -21,6 +21,36 @@ int kr__strlcpy(char *dst, const char *src, size_t cap)
     return trunc;
 }
 
+const char *kr__ename_of(const kr__ename *t, size_t n, int value)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].value == value)
+            return t[i].name;
+    return "?";
+}
+
+int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].name, name) == 0) {
+            *value = t[i].value;
+            return KR_OK;
+        }
+    return KR_EINVAL;
+}
+
+void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...)
+{
+    if (fn == NULL)
+        return;
+    char line[KR__PROGRESS_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fn(ud, line);
+}
+
 double kr__now_s(void)
 {
     struct timespec ts;

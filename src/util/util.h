@@ -63,6 +63,38 @@ void kr__free(const kr_allocator *a, void *ptr);
  */
 int kr__grow(void **ptr, size_t *cap, size_t need, size_t elem);
 
+/* ---- enum names --------------------------------------------------------------------- */
+
+/*
+ * One row of an enum's name table. Each enum with a name and a parse function lists its names
+ * once, as an X-macro list X(value, "name") expanded with KR__ENAME_ROW; both functions read
+ * that table. The first row of a value gives its name; later rows of the same value are
+ * aliases, accepted by parse and never written.
+ */
+typedef struct kr__ename {
+    int value;
+    const char *name;
+} kr__ename;
+
+#define KR__ENAME_ROW(value, name) {(int)(value), name},
+
+/* The name of value in table t (n rows), or "?" when it has none. */
+const char *kr__ename_of(const kr__ename *t, size_t n, int value);
+/* The value named name in table t (n rows): KR_OK and *value, or KR_EINVAL (*value untouched). */
+int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value);
+
+/* ---- progress ---------------------------------------------------------------------- */
+
+/*
+ * Progress lines. The library never prints: a long operation formats each line and hands it
+ * to the caller's callback (the CLI's puts it on stderr with cli_progress). kr__progress does
+ * nothing when fn is NULL (the line is not even formatted) and cuts lines at
+ * KR__PROGRESS_MAX - 1 bytes.
+ */
+#define KR__PROGRESS_MAX 256
+typedef void (*kr__progress_fn)(void *ud, const char *line);
+void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ---- strings ----------------------------------------------------------------------- */
 
 /* Growable string buffer. Zero-initialise; an allocation failure sets oom and stops appending. */

@@ -442,6 +442,53 @@ int kr_gpu_clock_supported(const kr_gpu *gpu, int mhz)
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
+/* The range [*lo, *hi] of a GPU parameter used as an int (counts and clocks); *hi = 0 for the
+ * others. */
+static void int_range(int idx, int *lo, int *hi)
+{
+    *lo = *hi = 0;
+    switch (idx) {
+    case KR_GPU_P_sm_count: *lo = 1; *hi = 65536; break;
+    case KR_GPU_P_nccl_ctas: *lo = 0; *hi = 65536; break;
+    case KR_GPU_P_clock_min_mhz: case KR_GPU_P_clock_max_mhz: case KR_GPU_P_clock_step_mhz:
+    case KR_GPU_P_plan_min_mhz: case KR_GPU_P_plan_max_mhz: case KR_GPU_P_plan_step_mhz:
+    case KR_GPU_P_default_clock_mhz: case KR_GPU_P_v_floor_mhz: *lo = 0; *hi = 100000; break;
+    default: break;
+    }
+}
+
+/* One entry "key": {"value", "source"} of a GPU file's params into out; have[idx] = 1. */
+static int read_param(kr__jctx *c, const char *key, const json_t *val, kr_gpu *out, int *have)
+{
+    int idx = -1;
+    for (int i = 0; i < KR_GPU_NPARAMS; i++)
+        if (strcmp(param_info[i].field, key) == 0)
+            idx = i;
+    if (idx < 0)
+        return kr__jfailf(c, KR_EPARSE, key, "unknown GPU parameter (see `kareus catalog --gpu a100`)");
+    size_t m2 = kr__jpush_key(c, key);
+    static const char *const pf[] = {"value", "source", NULL};
+    double v;
+    char src[KR_SOURCE_MAX];
+    int rc;
+    if ((rc = kr__jobject(c, val, pf)) || (rc = kr__jnum(c, val, "value", 1, 0, 1e18, 0, &v)) ||
+        (rc = kr__jstr(c, val, "source", 1, NULL, src, sizeof src)))
+        return rc;
+    /* Counts and clocks are used as ints: refuse fractions and values an int cannot hold. */
+    int as_int, ilo, ihi;
+    int_range(idx, &ilo, &ihi);
+    if (ihi > 0 && kr__double_to_int(v, ilo, ihi, &as_int)) {
+        char exp[96];
+        snprintf(exp, sizeof exp, "a whole number in [%d, %d]", ilo, ihi);
+        return kr__jfail(c, KR_ERANGE, "value", exp, json_object_get(val, "value"));
+    }
+    kr__jpop(c, m2);
+    kr_gpu_param_set(out, idx, v);
+    kr__strlcpy(out->source[idx], src, KR_SOURCE_MAX);
+    have[idx] = 1;
+    return KR_OK;
+}
+
 int kr_gpu_read_json(const char *path, kr_gpu *out, kr_error *err)
 {
     json_t *root;
@@ -490,41 +537,8 @@ int kr_gpu_read_json(const char *path, kr_gpu *out, kr_error *err)
     const char *key;
     json_t *val;
     json_object_foreach(kr__jmut(params), key, val) {
-        int idx = -1;
-        for (int i = 0; i < KR_GPU_NPARAMS; i++)
-            if (strcmp(param_info[i].field, key) == 0)
-                idx = i;
-        if (idx < 0) {
-            rc = kr__jfailf(&c, KR_EPARSE, key, "unknown GPU parameter (see `kareus catalog --gpu a100`)");
+        if ((rc = read_param(&c, key, val, out, have)))
             goto done;
-        }
-        size_t m2 = kr__jpush_key(&c, key);
-        static const char *const pf[] = {"value", "source", NULL};
-        double v;
-        char src[KR_SOURCE_MAX];
-        if ((rc = kr__jobject(&c, val, pf)) || (rc = kr__jnum(&c, val, "value", 1, 0, 1e18, 0, &v)) ||
-            (rc = kr__jstr(&c, val, "source", 1, NULL, src, sizeof src)))
-            goto done;
-        /* Counts and clocks are used as ints: refuse fractions and values an int cannot hold. */
-        int as_int, ilo = 0, ihi = 0;
-        switch (idx) {
-        case KR_GPU_P_sm_count: ilo = 1; ihi = 65536; break;
-        case KR_GPU_P_nccl_ctas: ilo = 0; ihi = 65536; break;
-        case KR_GPU_P_clock_min_mhz: case KR_GPU_P_clock_max_mhz: case KR_GPU_P_clock_step_mhz:
-        case KR_GPU_P_plan_min_mhz: case KR_GPU_P_plan_max_mhz: case KR_GPU_P_plan_step_mhz:
-        case KR_GPU_P_default_clock_mhz: case KR_GPU_P_v_floor_mhz: ilo = 0; ihi = 100000; break;
-        default: break;
-        }
-        if (ihi > 0 && kr__double_to_int(v, ilo, ihi, &as_int)) {
-            char exp[96];
-            snprintf(exp, sizeof exp, "a whole number in [%d, %d]", ilo, ihi);
-            rc = kr__jfail(&c, KR_ERANGE, "value", exp, json_object_get(val, "value"));
-            goto done;
-        }
-        kr__jpop(&c, m2);
-        kr_gpu_param_set(out, idx, v);
-        kr__strlcpy(out->source[idx], src, KR_SOURCE_MAX);
-        have[idx] = 1;
     }
     for (int i = 0; i < KR_GPU_NPARAMS; i++)
         if (!have[i]) {

@@ -13,26 +13,26 @@
 #include "util/util.h"
 #include "workload/workload_internal.h"
 
+/* The schedules' names, X(value, name); "interleaved" is an alias (parsed, never written). */
+#define SCHEDULE_NAMES(X)                                                                                  \
+    X(KR_SCHEDULE_1F1B, "1f1b")                                                                            \
+    X(KR_SCHEDULE_GPIPE, "gpipe")                                                                          \
+    X(KR_SCHEDULE_INTERLEAVED_1F1B, "interleaved-1f1b")                                                    \
+    X(KR_SCHEDULE_INTERLEAVED_1F1B, "interleaved")
+
+static const kr__ename schedule_names[] = {SCHEDULE_NAMES(KR__ENAME_ROW)};
+
 const char *kr_schedule_name(kr_schedule s)
 {
-    switch (s) {
-    case KR_SCHEDULE_1F1B: return "1f1b";
-    case KR_SCHEDULE_GPIPE: return "gpipe";
-    case KR_SCHEDULE_INTERLEAVED_1F1B: return "interleaved-1f1b";
-    }
-    return "?";
+    return kr__ename_of(schedule_names, KR_ARRAY_LEN(schedule_names), (int)s);
 }
 
 int kr_schedule_parse(const char *name, kr_schedule *out)
 {
-    if (strcmp(name, "1f1b") == 0)
-        *out = KR_SCHEDULE_1F1B;
-    else if (strcmp(name, "gpipe") == 0)
-        *out = KR_SCHEDULE_GPIPE;
-    else if (strcmp(name, "interleaved-1f1b") == 0 || strcmp(name, "interleaved") == 0)
-        *out = KR_SCHEDULE_INTERLEAVED_1F1B;
-    else
+    int v;
+    if (kr__ename_parse(schedule_names, KR_ARRAY_LEN(schedule_names), name, &v))
         return KR_EINVAL;
+    *out = (kr_schedule)v;
     return KR_OK;
 }
 

@@ -35,26 +35,39 @@ const char *kr_op_kind_name(kr_op_kind k)
     return (unsigned)k < KR_ARRAY_LEN(names) ? names[k] : "?";
 }
 
+/* The collectives' names, X(value, name). */
+#define COLL_KIND_NAMES(X)                                                                                 \
+    X(KR_COLL_NONE, "none")                                                                                \
+    X(KR_COLL_ALLREDUCE, "allreduce")                                                                      \
+    X(KR_COLL_ALLGATHER, "allgather")                                                                      \
+    X(KR_COLL_REDUCESCATTER, "reducescatter")
+
+/* The variants' names, X(value, name). */
+#define VARIANT_NAMES(X)                                                                                   \
+    X(KR_VARIANT_KAREUS, "kareus")                                                                         \
+    X(KR_VARIANT_SEQUENTIAL, "sequential")                                                                 \
+    X(KR_VARIANT_DEFAULT_OVERLAP, "default-overlap")
+
+static const kr__ename coll_kind_names[] = {COLL_KIND_NAMES(KR__ENAME_ROW)};
+static const kr__ename variant_names[] = {VARIANT_NAMES(KR__ENAME_ROW)};
+
 const char *kr_coll_kind_name(kr_coll_kind k)
 {
-    static const char *const names[] = {"none", "allreduce", "allgather", "reducescatter"};
-    return (unsigned)k < KR_ARRAY_LEN(names) ? names[k] : "?";
+    return kr__ename_of(coll_kind_names, KR_ARRAY_LEN(coll_kind_names), (int)k);
 }
 
 const char *kr_variant_name(kr_variant v)
 {
-    static const char *const names[] = {"kareus", "sequential", "default-overlap"};
-    return (unsigned)v < KR_ARRAY_LEN(names) ? names[v] : "?";
+    return kr__ename_of(variant_names, KR_ARRAY_LEN(variant_names), (int)v);
 }
 
 int kr_variant_parse(const char *name, kr_variant *out)
 {
-    for (int v = 0; v < 3; v++)
-        if (strcmp(name, kr_variant_name((kr_variant)v)) == 0) {
-            *out = (kr_variant)v;
-            return KR_OK;
-        }
-    return KR_EINVAL;
+    int v;
+    if (kr__ename_parse(variant_names, KR_ARRAY_LEN(variant_names), name, &v))
+        return KR_EINVAL;
+    *out = (kr_variant)v;
+    return KR_OK;
 }
 
 /* ---- shapes of one unit of work ------------------------------------------------------ */

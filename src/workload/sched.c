@@ -7,19 +7,24 @@
 
 #include "util/util.h"
 
+/* The instruction kinds' names, X(value, name). */
+#define INSTR_KIND_NAMES(X) X(KR_INSTR_FORWARD, "forward") X(KR_INSTR_BACKWARD, "backward")
+
+static const kr__ename instr_kind_names[] = {INSTR_KIND_NAMES(KR__ENAME_ROW)};
+
 const char *kr_instr_kind_name(kr_instr_kind k)
 {
-    return k == KR_INSTR_FORWARD ? "forward" : "backward";
+    /* Every value but forward is named backward, as the schedules treat it. */
+    return kr__ename_of(instr_kind_names, KR_ARRAY_LEN(instr_kind_names),
+                        k == KR_INSTR_FORWARD ? KR_INSTR_FORWARD : KR_INSTR_BACKWARD);
 }
 
 int kr_instr_kind_parse(const char *s, kr_instr_kind *out)
 {
-    if (strcmp(s, "forward") == 0)
-        *out = KR_INSTR_FORWARD;
-    else if (strcmp(s, "backward") == 0)
-        *out = KR_INSTR_BACKWARD;
-    else
+    int v;
+    if (kr__ename_parse(instr_kind_names, KR_ARRAY_LEN(instr_kind_names), s, &v))
         return KR_EINVAL;
+    *out = (kr_instr_kind)v;
     return KR_OK;
 }
 

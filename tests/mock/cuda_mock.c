@@ -45,13 +45,13 @@ static int ndevices(void)
 }
 
 typedef struct mock {
-    kr_profiler_plan plan;
+    kr_profiler_program plan;
     int prepared, running;
     double iter_s, start, end;
     long long iters;
 } mock;
 
-static int m_prepare(void *impl, const kr_profiler_plan *plan, kr_error *err)
+static int m_prepare(void *impl, const kr_profiler_program *plan, kr_error *err)
 {
     mock *m = impl;
     if (strcmp(fail_mode(), "prepare") == 0)
@@ -156,7 +156,7 @@ static int open_runner(int first, int devices, kr_profiler_runner *r, kr_error *
 }
 
 static const kr__prof_device_api api = {
-    KR__PROF_DEVICE_ABI, sizeof(kr_profiler_plan), sizeof(kr_profiler_probe_info), sizeof(kr_profiler_runner),
+    KR__PROF_DEVICE_ABI, sizeof(kr_profiler_program), sizeof(kr_profiler_probe_info), sizeof(kr_profiler_runner),
     "mock (no CUDA)",    probe,                    open_runner,
 };
 

@@ -1,7 +1,7 @@
 /*
- * internal.h — what the profiler's files share (not public API): the energy-counter edge
- * tracker of the protocol, idle-power measurement and the protocol's clock, used again by the
- * calibration (calibrate.c).
+ * profiler_internal.h — what the profiler's files share (not public API): the energy-counter
+ * edge tracker of the protocol, idle-power measurement and the protocol's clock, used again by
+ * the calibration (calibrate.c).
  */
 #ifndef KR_PROFILER_INTERNAL_H
 #define KR_PROFILER_INTERNAL_H

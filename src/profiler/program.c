@@ -1,6 +1,7 @@
 /*
- * plan.c — turns a partition at a config into the kernel plan the CUDA runner executes
- * (profiler.h, kr_profiler_plan), and builds the calibration plans.
+ * program.c — turns a partition at a config into the kernel program the CUDA runner executes
+ * (profiler.h, kr_profiler_program: the profiler's measurement schedule, not to be confused
+ * with the iteration plan of plan.h), and builds the calibration programs.
  *
  * Design. Each op of the partition (partition.h, per-GPU per-nanobatch shapes) becomes the
  * kernels that compute it:
@@ -31,7 +32,7 @@
 #include "refkern.h"
 #include "util/util.h"
 
-void kr_profiler_plan_params_default(kr_profiler_plan_params *pp)
+void kr_profiler_program_params_default(kr_profiler_program_params *pp)
 {
     memset(pp, 0, sizeof *pp);
     pp->comm = KR_PROFILER_COMM_AUTO;
@@ -45,13 +46,13 @@ void kr_profiler_plan_params_default(kr_profiler_plan_params *pp)
 /* ---- building blocks ---------------------------------------------------------------------- */
 
 typedef struct builder {
-    kr_profiler_plan *plan;
+    kr_profiler_program *plan;
     kr_error *err;
     int rc;        /* first error; later calls do nothing */
     int last_out;  /* main output of the previous op (-1 none) */
 } builder;
 
-static void plan_init(kr_profiler_plan *plan, const char *key)
+static void program_init(kr_profiler_program *plan, const char *key)
 {
     memset(plan, 0, sizeof *plan);
     kr__strlcpy(plan->key, key, sizeof plan->key);
@@ -69,7 +70,7 @@ static void plan_init(kr_profiler_plan *plan, const char *key)
 /* A buffer by name: an existing one of that name is reused (its size must agree). */
 static int buf(builder *bd, const char *name, double elems, int elem_bytes)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     if (bd->rc)
         return -1;
     for (int i = 0; i < pl->nbufs; i++)
@@ -107,14 +108,14 @@ static int chained(builder *bd, const kr_op *op, const char *role, double elems)
     return opbuf(bd, op, role, elems, 2);
 }
 
-static double bufbytes(const kr_profiler_plan *pl, int id)
+static double bufbytes(const kr_profiler_program *pl, int id)
 {
     return id < 0 ? 0.0 : (double)pl->bufs[id].elems * pl->bufs[id].elem_bytes;
 }
 
 static kr_profiler_step *step(builder *bd, kr_profiler_kernel kind, int op)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     if (bd->rc)
         return NULL;
     if (pl->nsteps >= KR_PROFILER_MAX_STEPS) {
@@ -133,7 +134,7 @@ static kr_profiler_step *step(builder *bd, kr_profiler_kernel kind, int op)
 }
 
 /* Bytes of a step that streams its buffers once: every input read, every output written. */
-static void stream_bytes(const kr_profiler_plan *pl, kr_profiler_step *s)
+static void stream_bytes(const kr_profiler_program *pl, kr_profiler_step *s)
 {
     s->bytes = 0;
     for (int i = 0; i < 8; i++)
@@ -147,7 +148,7 @@ static void stream_bytes(const kr_profiler_plan *pl, kr_profiler_step *s)
 static void op_gemm(builder *bd, const kr_op *op, int oi)
 {
     double T = (double)op->m, n = (double)op->n, k = (double)op->k;
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     int w = opbuf(bd, op, "w", n * k, 2);
     if (!op->backward) {
         kr_profiler_step *s = step(bd, KR_PK_GEMM_FPROP, oi);
@@ -194,7 +195,7 @@ static double causal_pairs(long long s, long long S, int cp)
 
 static void op_attn(builder *bd, const kr_op *op, int oi, int cp)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     double b = (double)op->m, s = (double)op->seq_q, S = (double)op->seq_kv, d = op->head_dim;
     double nh = op->heads, nkv = op->kv_heads;
     int gathered = op->seq_kv != op->seq_q;
@@ -249,7 +250,7 @@ static void op_attn(builder *bd, const kr_op *op, int oi, int cp)
 
 static void op_norm(builder *bd, const kr_op *op, int oi)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     double T = (double)op->m, h = (double)op->n;
     int gamma = opbuf(bd, op, "gamma", h, 2), rstd = opbuf(bd, op, "rstd", T, 4);
     kr_profiler_step *s;
@@ -274,7 +275,7 @@ static void op_norm(builder *bd, const kr_op *op, int oi)
 
 static void op_bda(builder *bd, const kr_op *op, int oi)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     double e = (double)op->m * (double)op->n;
     int mask = opbuf(bd, op, "mask", e, 1);
     kr_profiler_step *s;
@@ -305,7 +306,7 @@ typedef struct geom {
 
 static void op_qkv_post(builder *bd, const kr_op *op, int oi, const geom *g)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     double T = (double)g->T, qe = T * g->nh * g->d, kve = T * g->nkv * g->d;
     double row = (double)(g->nh + 2 * g->nkv) * g->d;
     kr_profiler_step *s;
@@ -373,7 +374,7 @@ static void op_rope(builder *bd, const kr_op *op, int oi, const geom *g)
 
 static void op_swiglu(builder *bd, const kr_op *op, int oi)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     double T = (double)op->m, F = (double)op->n;
     kr_profiler_step *s;
     if (!op->backward) {
@@ -427,7 +428,7 @@ static void op_embed(builder *bd, const kr_op *op, int oi, const kr_job *job)
 
 static void op_loss(builder *bd, const kr_op *op, int oi, const kr_job *job)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     double T = (double)op->m, V = (double)op->n;
     int logits = chained(bd, op, "logits", T * V), target = opbuf(bd, op, "target", T, 8);
     int mx = opbuf(bd, op, "rowmax", T, 4), sum = opbuf(bd, op, "rowsum", T, 4);
@@ -461,10 +462,10 @@ static void op_loss(builder *bd, const kr_op *op, int oi, const kr_job *job)
 
 /* ---- the collective ------------------------------------------------------------------------ */
 
-static int plan_collective(builder *bd, const kr_job *job, const kr_partition *p, const kr_config *c,
-                           const kr_profiler_plan_params *pp)
+static int program_collective(builder *bd, const kr_job *job, const kr_partition *p, const kr_config *c,
+                           const kr_profiler_program_params *pp)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     const kr_collective *co = &p->coll;
     pl->coll = co->kind;
     if (co->kind == KR_COLL_NONE) {
@@ -526,7 +527,7 @@ static int plan_collective(builder *bd, const kr_job *job, const kr_partition *p
     return bd->rc;
 }
 
-void kr_profiler_comm_label(const kr_profiler_plan *plan, char *buf_, size_t cap)
+void kr_profiler_comm_label(const kr_profiler_program *plan, char *buf_, size_t cap)
 {
     switch (plan->comm) {
     case KR_PROFILER_COMM_NCCL:
@@ -575,18 +576,18 @@ static void derive_geom(const kr_job *job, const kr_partition *p, geom *g)
         g->T = g->b * g->s;
 }
 
-int kr_profiler_plan_build(const kr_job *job, const kr_partition *p, const kr_config *c,
-                           const kr_profiler_plan_params *pp_in, kr_profiler_plan *plan, kr_error *err)
+int kr_profiler_program_build(const kr_job *job, const kr_partition *p, const kr_config *c,
+                           const kr_profiler_program_params *pp_in, kr_profiler_program *plan, kr_error *err)
 {
-    kr_profiler_plan_params pp;
+    kr_profiler_program_params pp;
     if (pp_in)
         pp = *pp_in;
     else
-        kr_profiler_plan_params_default(&pp);
+        kr_profiler_program_params_default(&pp);
     int rc = kr_config_validate(job, p, c, err);
     if (rc)
         return rc;
-    plan_init(plan, p->key);
+    program_init(plan, p->key);
     plan->freq_mhz = c->freq_mhz;
     plan->slot = p->coll.kind == KR_COLL_NONE ? KR_SLOT_NONE : c->slot;
     plan->seed = pp.seed;
@@ -639,7 +640,7 @@ int kr_profiler_plan_build(const kr_job *job, const kr_partition *p, const kr_co
         plan->flops += plan->steps[i].flops;
         plan->bytes += plan->steps[i].bytes;
     }
-    rc = plan_collective(&bd, job, p, c, &pp);
+    rc = program_collective(&bd, job, p, c, &pp);
     if (rc)
         return rc;
     if (plan->coll != KR_COLL_NONE)
@@ -652,7 +653,7 @@ int kr_profiler_plan_build(const kr_job *job, const kr_partition *p, const kr_co
 
 static int calib_finish(builder *bd)
 {
-    kr_profiler_plan *pl = bd->plan;
+    kr_profiler_program *pl = bd->plan;
     if (bd->rc)
         return bd->rc;
     pl->launch_step = pl->nsteps;
@@ -663,11 +664,11 @@ static int calib_finish(builder *bd)
     return KR_OK;
 }
 
-int kr_profiler_plan_gemm(long long m, long long n, long long k, kr_profiler_plan *plan, kr_error *err)
+int kr_profiler_program_gemm(long long m, long long n, long long k, kr_profiler_program *plan, kr_error *err)
 {
     if (m < 1 || n < 1 || k < 1)
         return kr_error_set(err, KR_EINVAL, "calibration GEMM: expected positive sizes, found %lldx%lldx%lld", m, n, k);
-    plan_init(plan, "calib:gemm");
+    program_init(plan, "calib:gemm");
     builder bd = {plan, err, KR_OK, -1};
     kr_op op;
     memset(&op, 0, sizeof op);
@@ -678,11 +679,11 @@ int kr_profiler_plan_gemm(long long m, long long n, long long k, kr_profiler_pla
     return calib_finish(&bd);
 }
 
-int kr_profiler_plan_stream(double bytes, kr_profiler_plan *plan, kr_error *err)
+int kr_profiler_program_stream(double bytes, kr_profiler_program *plan, kr_error *err)
 {
     if (!(bytes >= 1024))
         return kr_error_set(err, KR_EINVAL, "calibration stream: expected at least 1 KiB, found %g bytes", bytes);
-    plan_init(plan, "calib:stream");
+    program_init(plan, "calib:stream");
     builder bd = {plan, err, KR_OK, -1};
     double elems = floor(bytes / 4.0); /* half read, half written, bf16 */
     int src = buf(&bd, "stream.src", elems, 2), dst = buf(&bd, "stream.dst", elems, 2);
@@ -695,8 +696,8 @@ int kr_profiler_plan_stream(double bytes, kr_profiler_plan *plan, kr_error *err)
     return calib_finish(&bd);
 }
 
-int kr_profiler_plan_collective(kr_coll_kind kind, double bytes, int group, int ctas, kr_profiler_comm comm,
-                                int devices, kr_profiler_plan *plan, kr_error *err)
+int kr_profiler_program_collective(kr_coll_kind kind, double bytes, int group, int ctas, kr_profiler_comm comm,
+                                int devices, kr_profiler_program *plan, kr_error *err)
 {
     if (kind == KR_COLL_NONE || group < 2 || ctas < 1 || !(bytes >= 1024) || comm == KR_PROFILER_COMM_AUTO ||
         comm == KR_PROFILER_COMM_PROXY || comm == KR_PROFILER_COMM_NONE)
@@ -704,7 +705,7 @@ int kr_profiler_plan_collective(kr_coll_kind kind, double bytes, int group, int 
                             "calibration collective: expected a collective, group >= 2, ctas >= 1, bytes >= 1024 and "
                             "comm nccl or proxy-unpaced; found %s, %d, %d, %g, %s",
                             kr_coll_kind_name(kind), group, ctas, bytes, kr_profiler_comm_name(comm));
-    plan_init(plan, "calib:collective");
+    program_init(plan, "calib:collective");
     builder bd = {plan, err, KR_OK, -1};
     kr_partition p;
     memset(&p, 0, sizeof p);
@@ -714,23 +715,23 @@ int kr_profiler_plan_collective(kr_coll_kind kind, double bytes, int group, int 
     p.coll.bytes = bytes;
     kr__strlcpy(p.coll.group, kind == KR_COLL_ALLREDUCE ? "tp" : "cp", sizeof p.coll.group);
     kr_config c = {0, ctas, KR_SLOT_NONE};
-    kr_profiler_plan_params pp;
-    kr_profiler_plan_params_default(&pp);
+    kr_profiler_program_params pp;
+    kr_profiler_program_params_default(&pp);
     pp.comm = comm;
     pp.devices = devices;
-    int rc = plan_collective(&bd, NULL, &p, &c, &pp);
+    int rc = program_collective(&bd, NULL, &p, &c, &pp);
     if (rc)
         return rc;
     return calib_finish(&bd);
 }
 
-int kr_profiler_plan_spin(int ctas, long long ns, int launches, kr_profiler_plan *plan, kr_error *err)
+int kr_profiler_program_spin(int ctas, long long ns, int launches, kr_profiler_program *plan, kr_error *err)
 {
     if (ctas < 1 || ns < 0 || launches < 1 || launches > KR_PROFILER_MAX_STEPS)
         return kr_error_set(err, KR_EINVAL,
                             "calibration spin: expected ctas >= 1, ns >= 0, 1 <= launches <= %d; found %d, %lld, %d",
                             KR_PROFILER_MAX_STEPS, ctas, ns, launches);
-    plan_init(plan, "calib:spin");
+    program_init(plan, "calib:spin");
     builder bd = {plan, err, KR_OK, -1};
     for (int i = 0; i < launches; i++) {
         kr_profiler_step *s = step(&bd, KR_PK_SPIN, -1);
@@ -742,7 +743,7 @@ int kr_profiler_plan_spin(int ctas, long long ns, int launches, kr_profiler_plan
     return calib_finish(&bd);
 }
 
-double kr_profiler_plan_memory(const kr_profiler_plan *plan)
+double kr_profiler_program_memory(const kr_profiler_program *plan)
 {
     double total = 0;
     for (int i = 0; i < plan->nbufs; i++)
@@ -750,13 +751,13 @@ double kr_profiler_plan_memory(const kr_profiler_plan *plan)
     return total;
 }
 
-void kr_profiler_plan_format(const kr_profiler_plan *plan, char *out, size_t cap)
+void kr_profiler_program_format(const kr_profiler_program *plan, char *out, size_t cap)
 {
     kr__sb sb = {0};
     char label[128];
     kr_profiler_comm_label(plan, label, sizeof label);
     kr__sb_printf(&sb, "plan %s: %d steps, %.3f GFLOP, %.1f MB HBM, %.1f MB device memory, clock %d MHz\n",
-                  plan->key, plan->nsteps, plan->flops / 1e9, plan->bytes / 1e6, kr_profiler_plan_memory(plan) / 1e6,
+                  plan->key, plan->nsteps, plan->flops / 1e9, plan->bytes / 1e6, kr_profiler_program_memory(plan) / 1e6,
                   plan->freq_mhz);
     for (int i = 0; i <= plan->nsteps; i++) {
         if (plan->coll != KR_COLL_NONE && i == plan->launch_step)
