@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver/solver_int.h"
+#include "solver/solver_internal.h"
 #include "util/util.h"
 
 #define LT_EPS 1e-6         /* lowtime FP_ERROR */

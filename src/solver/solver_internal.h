@@ -1,11 +1,11 @@
 /*
- * solver_int.h — internal pieces of the solver module shared by its files and its tests:
+ * solver_internal.h — internal pieces of the solver module shared by its files and its tests:
  * CPython-compatible float floor division, lowtime's candidate filtering and exponential
  * fit (a Levenberg–Marquardt least-squares solver following MINPACK's lmdif), and an integer
  * max-flow (Dinic) with source-side reachability.
  */
-#ifndef KR_SOLVER_INT_H
-#define KR_SOLVER_INT_H
+#ifndef KR_SOLVER_INTERNAL_H
+#define KR_SOLVER_INTERNAL_H
 
 #include <stdint.h>
 
