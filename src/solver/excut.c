@@ -17,6 +17,15 @@
 #include "solver/solver_internal.h"
 #include "util/util.h"
 
+/* Marks op v's duration as changed since the last cut. */
+static inline void mark_dirty(kr__solver *sv, int v)
+{
+    if (!sv->isdirty[v]) {
+        sv->isdirty[v] = 1;
+        sv->dirty[sv->ndirty++] = v;
+    }
+}
+
 /*
  * Exact mode keeps one flow network for the whole run: AOA nodes, every operation and
  * dependency arc, and the balance arcs s → x and x → t of every node (design comment above).
@@ -39,7 +48,9 @@ int kr__ex_build(kr__solver *sv)
     sv->ex = calloc((size_t)N, sizeof(int64_t));
     sv->cvis = calloc((size_t)N + 2, 1);
     sv->cpath = malloc(sizeof(int) * ((size_t)N + 2));
-    if (!sv->opa || !sv->depa || !sv->sa || !sv->ta || !sv->ex || !sv->cvis || !sv->cpath ||
+    sv->dirty = malloc(sizeof(int) * (size_t)n);
+    sv->isdirty = calloc((size_t)n, 1);
+    if (!sv->opa || !sv->depa || !sv->sa || !sv->ta || !sv->ex || !sv->cvis || !sv->cpath || !sv->dirty || !sv->isdirty ||
         kr__flow_reset(&sv->flow, N + 2, 2 * (n + dag->nedges + 2 * N) + 4 * N + 16))
         return KR_ENOMEM;
     for (int v = 0; v < n; v++)
@@ -52,6 +63,12 @@ int kr__ex_build(kr__solver *sv)
     }
     if (sv->flow.m != 2 * (n + dag->nedges + 2 * (N - 1)))
         return KR_ENOMEM; /* an arc could not be added */
+    /* Every op's capacities are set by the first cut; no dependency arc is tight yet. */
+    for (int v = 0; v < n; v++) {
+        sv->incut[v] = 1;
+        mark_dirty(sv, v);
+    }
+    memset(sv->incut + n, 0, (size_t)dag->nedges);
     sv->net_ready = 1;
     return KR_OK;
 }
@@ -198,46 +215,55 @@ static int net_repair(kr__solver *sv)
     return 0;
 }
 
-/* One exact-mode cut; returns the cut value in nJ (>= KR__EX_INF/2 means no finite cut). */
+/* The capacities of the changed ops: their op arcs and the balance arcs of their two nodes
+ * (node v_R's imbalance is lb(v), v_L's is −lb(v): each AOA node has one op arc). */
+static void update_ops(kr__solver *sv)
+{
+    for (int i = 0; i < sv->ndirty; i++) {
+        int v = sv->dirty[i], gi = sv->gidx[v];
+        sv->isdirty[v] = 0;
+        int64_t lb = 0, ub = KR__EX_INF;
+        if (gi >= 0) {
+            const kr__group *g = &sv->groups[gi];
+            long d = sv->d[v];
+            const int64_t *c = g->icost - g->dmin;
+            if (d > g->dmin)
+                ub = c[d - 1] - c[d];
+            if (d < g->dmax)
+                lb = c[d] - c[d + 1];
+        }
+        sv->lb[v] = lb;
+        sv->ub[v] = ub;
+        set_cap(sv, sv->opa[v], ub > lb ? ub - lb : 0);
+        int r = KR__RNODE(v), l = KR__LNODE(v);
+        set_cap(sv, sv->sa[r], lb > 0 ? lb : 0);
+        set_cap(sv, sv->ta[r], lb < 0 ? -lb : 0);
+        set_cap(sv, sv->sa[l], -lb > 0 ? -lb : 0);
+        set_cap(sv, sv->ta[l], -lb < 0 ? lb : 0);
+    }
+    sv->ndirty = 0;
+}
+
+/*
+ * One exact-mode cut; returns the cut value in nJ (>= KR__EX_INF/2 means no finite cut).
+ * Only what changed is touched: the ops whose durations changed since the last cut (and
+ * their balance arcs), and the dependency arcs whose tightness changed (set_cap with an
+ * unchanged capacity leaves an arc as it is, so the network is the one a full update gives).
+ */
 int64_t kr__ex_cut(kr__solver *sv)
 {
     const kr_dag *dag = sv->dag;
     int n = sv->n, N = 2 * n;
     int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
-    memset(sv->bal, 0, sizeof(int64_t) * (size_t)N);
-    for (int pass = 0; pass < 2; pass++) {
-        for (int v = 0; v < n; v++) {
-            int gi = sv->gidx[v];
-            int64_t lb = 0, ub = KR__EX_INF;
-            if (gi >= 0) {
-                const kr__group *g = &sv->groups[gi];
-                long d = sv->d[v];
-                const int64_t *c = g->icost - g->dmin;
-                if (d > g->dmin)
-                    ub = c[d - 1] - c[d];
-                if (d < g->dmax)
-                    lb = c[d] - c[d + 1];
-            }
-            sv->incut[v] = 1;
-            sv->lb[v] = lb;
-            sv->ub[v] = ub;
-            set_cap(sv, sv->opa[v], ub > lb ? ub - lb : 0);
-            if (pass == 0) {
-                sv->bal[KR__RNODE(v)] += lb;
-                sv->bal[KR__LNODE(v)] -= lb;
-            }
+    update_ops(sv);
+    for (int e = 0; e < dag->nedges; e++) {
+        char tight = sv->ef[dag->eu[e]] + sv->lagq[e] == sv->es[dag->ev[e]];
+        if (tight != sv->incut[n + e]) {
+            sv->incut[n + e] = tight;
+            set_cap(sv, sv->depa[e], tight ? KR__EX_INF : 0);
         }
-        for (int e = 0; e < dag->nedges; e++) {
-            int u = dag->eu[e], v = dag->ev[e];
-            sv->incut[n + e] = sv->ef[u] + sv->lagq[e] == sv->es[v];
-            set_cap(sv, sv->depa[e], sv->incut[n + e] ? KR__EX_INF : 0);
-        }
-        for (int x = 0; x < N; x++) {
-            set_cap(sv, sv->sa[x], sv->bal[x] > 0 ? sv->bal[x] : 0);
-            set_cap(sv, sv->ta[x], sv->bal[x] < 0 ? -sv->bal[x] : 0);
-        }
-        if (net_repair(sv) == 0)
-            break;
+    }
+    if (net_repair(sv) != 0) {
         /* Could not repair (should not happen): drop all flow and start from zero. */
         kr__flow *f = &sv->flow;
         for (int a = 0; a < f->m; a += 2) {
@@ -269,10 +295,13 @@ void kr__ex_apply(kr__solver *sv)
         const kr__group *g = &sv->groups[sv->gidx[v]];
         if (!sv->incut[v])
             continue;
-        if (S[KR__LNODE(v)] && !S[KR__RNODE(v)])
+        if (S[KR__LNODE(v)] && !S[KR__RNODE(v)]) {
             sv->d[v]--;
-        else if (!S[KR__LNODE(v)] && S[KR__RNODE(v)] && sv->d[v] < g->dmax)
+            mark_dirty(sv, v);
+        } else if (!S[KR__LNODE(v)] && S[KR__RNODE(v)] && sv->d[v] < g->dmax) {
             sv->d[v]++;
+            mark_dirty(sv, v);
+        }
     }
 }
 
@@ -296,6 +325,7 @@ void kr__ex_relax(kr__solver *sv)
             long nd = KR_MIN(sv->d[v] + room, g->dmax);
             sv->ef[v] += nd - sv->d[v];
             sv->d[v] = nd;
+            mark_dirty(sv, v);
         }
     }
 }

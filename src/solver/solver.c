@@ -91,6 +91,8 @@ void kr__sv_free(kr__solver *sv)
     free(sv->ex);
     free(sv->cvis);
     free(sv->cpath);
+    free(sv->dirty);
+    free(sv->isdirty);
     kr__flow_free(&sv->flow);
     free(sv->crit);
     free(sv->kbak);

@@ -163,6 +163,8 @@ typedef struct kr__solver {
     int64_t *ex;          /* Excess created by capacity cuts, per AOA node. */
     char *cvis;           /* cancel_to_sink scratch: 1 on the path, 2 dead end (N + 2). */
     int *cpath;           /* cancel_to_sink scratch: the path's arcs (N + 2). */
+    int *dirty, ndirty;   /* Ops whose duration changed since the last cut (their capacities). */
+    char *isdirty;        /* Op is in dirty (n). */
     int net_ready;        /* 1 once the network is built. */
     int relax_only;       /* Model figures only (the bound's relaxation run): no knobs. */
     /* Window search scratch (see kr__bb_search, kr__round_window). */
