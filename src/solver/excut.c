@@ -28,7 +28,7 @@ static inline void mark_dirty(kr__solver *sv, int v)
 
 /*
  * Exact mode keeps one flow network for the whole run: AOA nodes, every operation and
- * dependency arc, and the balance arcs s → x and x → t of every node (design comment above).
+ * dependency arc, and the balance arcs s → v_R and v_L → t of every op (design comment above).
  * Each step only changes capacities; the previous maximum flow is kept where it still fits,
  * arcs whose capacity fell below their flow are cut back, and the excesses and deficits that
  * leaves are repaired by two small flows through auxiliary nodes X and Y (phase A: every
@@ -50,18 +50,24 @@ int kr__ex_build(kr__solver *sv)
     sv->cpath = malloc(sizeof(int) * ((size_t)N + 2));
     sv->dirty = malloc(sizeof(int) * (size_t)n);
     sv->isdirty = calloc((size_t)n, 1);
+    sv->exl = malloc(sizeof(int) * (size_t)N);
+    sv->inexl = calloc((size_t)N, 1);
     if (!sv->opa || !sv->depa || !sv->sa || !sv->ta || !sv->ex || !sv->cvis || !sv->cpath || !sv->dirty || !sv->isdirty ||
+        !sv->exl || !sv->inexl ||
         kr__flow_reset(&sv->flow, N + 2, 2 * (n + dag->nedges + 2 * N) + 4 * N + 16))
         return KR_ENOMEM;
     for (int v = 0; v < n; v++)
         sv->opa[v] = kr__flow_arc(&sv->flow, KR__LNODE(v), KR__RNODE(v), 0);
     for (int e = 0; e < dag->nedges; e++)
         sv->depa[e] = kr__flow_arc(&sv->flow, KR__RNODE(dag->eu[e]), KR__LNODE(dag->ev[e]), 0);
+    /* Balance arcs: node v_R's imbalance is lb(v) >= 0 and v_L's is −lb(v) <= 0 (the hull's
+     * costs strictly decrease with the duration), so only s → v_R and v_L → t can carry
+     * anything; the others are not built (they cost every search a look). */
     for (int x = 0; x < N; x++) {
-        sv->sa[x] = x == s ? -1 : kr__flow_arc(&sv->flow, s, x, 0);
-        sv->ta[x] = x == t ? -1 : kr__flow_arc(&sv->flow, x, t, 0);
+        sv->sa[x] = x == s || (x & 1) == 0 ? -1 : kr__flow_arc(&sv->flow, s, x, 0);
+        sv->ta[x] = x == t || (x & 1) == 1 ? -1 : kr__flow_arc(&sv->flow, x, t, 0);
     }
-    if (sv->flow.m != 2 * (n + dag->nedges + 2 * (N - 1)))
+    if (sv->flow.m != 2 * (n + dag->nedges + N))
         return KR_ENOMEM; /* an arc could not be added */
     /* Every op's capacities are set by the first cut; no dependency arc is tight yet. */
     for (int v = 0; v < n; v++) {
@@ -71,6 +77,31 @@ int kr__ex_build(kr__solver *sv)
     memset(sv->incut + n, 0, (size_t)dag->nedges);
     sv->net_ready = 1;
     return KR_OK;
+}
+
+/* Lists node x among those whose excess may be non-zero (sv->exl). */
+static inline void ex_touch(kr__solver *sv, int x)
+{
+    if (!sv->inexl[x]) {
+        sv->inexl[x] = 1;
+        sv->exl[sv->nexl++] = x;
+    }
+}
+
+/* Zeroes every excess and empties the list. */
+static void ex_clear(kr__solver *sv)
+{
+    for (int i = 0; i < sv->nexl; i++) {
+        sv->ex[sv->exl[i]] = 0;
+        sv->inexl[sv->exl[i]] = 0;
+    }
+    sv->nexl = 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
 }
 
 /* set_cap's rare case: the arc's flow exceeds its new capacity c. The cut-back flow becomes
@@ -83,10 +114,14 @@ static void set_cap_cut(kr__solver *sv, int a, int64_t c)
     f->cap[a ^ 1] = c;
     int u = f->head[a ^ 1], v = f->head[a];
     int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
-    if (u != s && u != t)
+    if (u != s && u != t) {
         sv->ex[u] += d;
-    if (v != s && v != t)
+        ex_touch(sv, u);
+    }
+    if (v != s && v != t) {
         sv->ex[v] -= d;
+        ex_touch(sv, v);
+    }
 }
 
 /* Sets arc a's capacity to c, keeping as much of its flow as fits (set_cap_cut otherwise).
@@ -167,14 +202,19 @@ static int net_repair(kr__solver *sv)
     kr__flow *f = &sv->flow;
     int N = 2 * sv->n, X = N, Y = N + 1;
     int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
-    int any = 0;
-    for (int x = 0; x < N && !any; x++)
-        any = sv->ex[x] != 0;
-    if (!any)
+    /* Only the listed nodes can hold an excess; in node order, as a walk over all would. */
+    int *L = sv->exl, nl = sv->nexl, any = 0;
+    for (int i = 0; i < nl && !any; i++)
+        any = sv->ex[L[i]] != 0;
+    if (!any) {
+        ex_clear(sv);
         return 0;
+    }
+    qsort(L, (size_t)nl, sizeof(int), cmp_int);
     int base = f->m;
     int64_t want = 0;
-    for (int x = 0; x < N; x++) {
+    for (int i = 0; i < nl; i++) {
+        int x = L[i];
         if (sv->ex[x] > 0) {
             kr__flow_arc(f, X, x, sv->ex[x]);
             want += sv->ex[x];
@@ -194,14 +234,14 @@ static int net_repair(kr__solver *sv)
         return -1;
     /* Remaining deficits: cancel flow from them to t; what a walk cannot cancel (should not
      * happen) goes to a maximum flow that may also draw from s. */
-    for (int x = 0; x < N; x++)
-        if (sv->ex[x] < 0 && x != t)
-            sv->ex[x] += cancel_to_sink(sv, x, -sv->ex[x]);
+    for (int i = 0; i < nl; i++)
+        if (sv->ex[L[i]] < 0 && L[i] != t)
+            sv->ex[L[i]] += cancel_to_sink(sv, L[i], -sv->ex[L[i]]);
     int64_t need = 0;
-    for (int x = 0; x < N; x++)
-        if (sv->ex[x] < 0) {
-            kr__flow_arc(f, x, Y, -sv->ex[x]);
-            need += -sv->ex[x];
+    for (int i = 0; i < nl; i++)
+        if (sv->ex[L[i]] < 0) {
+            kr__flow_arc(f, L[i], Y, -sv->ex[L[i]]);
+            need += -sv->ex[L[i]];
         }
     if (need) {
         kr__flow_arc(f, X, s, KR__FLOW_BIG);
@@ -211,12 +251,12 @@ static int net_repair(kr__solver *sv)
         if (got != need)
             return -1;
     }
-    memset(sv->ex, 0, sizeof(int64_t) * (size_t)N);
+    ex_clear(sv);
     return 0;
 }
 
 /* The capacities of the changed ops: their op arcs and the balance arcs of their two nodes
- * (node v_R's imbalance is lb(v), v_L's is −lb(v): each AOA node has one op arc). */
+ * (node v_R's imbalance is lb(v), v_L's is −lb(v): each AOA node has one op arc; lb >= 0). */
 static void update_ops(kr__solver *sv)
 {
     for (int i = 0; i < sv->ndirty; i++) {
@@ -235,11 +275,8 @@ static void update_ops(kr__solver *sv)
         sv->lb[v] = lb;
         sv->ub[v] = ub;
         set_cap(sv, sv->opa[v], ub > lb ? ub - lb : 0);
-        int r = KR__RNODE(v), l = KR__LNODE(v);
-        set_cap(sv, sv->sa[r], lb > 0 ? lb : 0);
-        set_cap(sv, sv->ta[r], lb < 0 ? -lb : 0);
-        set_cap(sv, sv->sa[l], -lb > 0 ? -lb : 0);
-        set_cap(sv, sv->ta[l], -lb < 0 ? lb : 0);
+        set_cap(sv, sv->sa[KR__RNODE(v)], lb);
+        set_cap(sv, sv->ta[KR__LNODE(v)], lb);
     }
     sv->ndirty = 0;
 }
@@ -253,7 +290,7 @@ static void update_ops(kr__solver *sv)
 int64_t kr__ex_cut(kr__solver *sv)
 {
     const kr_dag *dag = sv->dag;
-    int n = sv->n, N = 2 * n;
+    int n = sv->n;
     int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
     update_ops(sv);
     for (int e = 0; e < dag->nedges; e++) {
@@ -270,7 +307,7 @@ int64_t kr__ex_cut(kr__solver *sv)
             f->cap[a] += f->cap[a + 1];
             f->cap[a + 1] = 0;
         }
-        memset(sv->ex, 0, sizeof(int64_t) * (size_t)N);
+        ex_clear(sv);
     }
     kr__flow_min_cut(&sv->flow, s, t, sv->mark);
     /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph. */

@@ -93,6 +93,8 @@ void kr__sv_free(kr__solver *sv)
     free(sv->cpath);
     free(sv->dirty);
     free(sv->isdirty);
+    free(sv->exl);
+    free(sv->inexl);
     kr__flow_free(&sv->flow);
     free(sv->crit);
     free(sv->kbak);

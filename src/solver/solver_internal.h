@@ -159,8 +159,10 @@ typedef struct kr__solver {
     int64_t *bal;         /* Node imbalance. */
     char *incut;          /* Arc in the cut graph. */
     /* Exact mode: persistent flow network (warm-started across steps). */
-    int *opa, *depa, *sa, *ta; /* Arc ids: op arcs, dependency arcs, s → x, x → t. */
+    int *opa, *depa, *sa, *ta; /* Arc ids: op arcs, dependency arcs, s → x, x → t (−1: none). */
     int64_t *ex;          /* Excess created by capacity cuts, per AOA node. */
+    int *exl, nexl;       /* The nodes whose excess may be non-zero (N). */
+    char *inexl;          /* Node is in exl (N). */
     char *cvis;           /* cancel_to_sink scratch: 1 on the path, 2 dead end (N + 2). */
     int *cpath;           /* cancel_to_sink scratch: the path's arcs (N + 2). */
     int *dirty, ndirty;   /* Ops whose duration changed since the last cut (their capacities). */
