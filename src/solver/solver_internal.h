@@ -223,7 +223,8 @@ void kr__ex_relax(kr__solver *sv);
 /* rounding.c: real-time critical path of sv->knob (rt, res and, if lf, latest finishes); the
  * final pass; the next slower (+1) / faster (−1) Pareto option or −1; the exchange pass; the
  * window pass (reusing the last result) and one sweep (every: windows on every op, not only
- * the critical ones); all the passes for a budget (returns the real critical path). */
+ * the critical ones); all the passes for a budget (span0: the real critical path of the
+ * knobs, with rt and res from it, as kr__round_cpm just left them; returns the new one). */
 double kr__round_cpm_lf(kr__solver *sv, double *lf);
 double kr__round_cpm(kr__solver *sv);
 int kr__round_final(kr__solver *sv, double span);
@@ -231,7 +232,7 @@ int kr__round_pareto_step(const kr__solver *sv, int v, int k, int dir);
 void kr__round_exchange(kr__solver *sv, double budget);
 void kr__round_window(kr__solver *sv, double budget);
 void kr__round_sweep(kr__solver *sv, double budget, int every);
-double kr__round_improve(kr__solver *sv, double budget);
+double kr__round_improve(kr__solver *sv, double span0, double budget);
 
 /* bb.c: branch and bound over the ops marked in sv->bfree within `limit` nodes; applies the
  * best plan if it beats the current knobs and meets the budget. Returns 1 if it did. */

@@ -35,7 +35,7 @@ static void record(kr__solver *sv, kr_solver_step *st, long T)
     if (cfg->cost_model == KR_COST_EXACT && cfg->final_pass) {
         /* The quantized plan promises T units; when the real critical path is shorter, let the
          * final pass use the difference. */
-        span = kr__round_improve(sv, KR_MAX(span, (double)T * cfg->unit_time_s));
+        span = kr__round_improve(sv, span, KR_MAX(span, (double)T * cfg->unit_time_s));
     }
     double e = 0, t = 0;
     for (int v = 2; v < sv->n; v++) {
@@ -195,7 +195,7 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
         if (!(ns < last - 0.25 * sv->cfg.unit_time_s))
             continue;
         if (sv->cfg.final_pass)
-            ns = kr__round_improve(sv, ns);
+            ns = kr__round_improve(sv, ns, ns);
         int rc = push_knob_step(f, sv, scap, ns, err);
         if (rc)
             return rc;
@@ -207,7 +207,7 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
     double ns = kr__round_cpm(sv);
     if (ns < last - 1e-12) {
         if (sv->cfg.final_pass)
-            ns = kr__round_improve(sv, ns);
+            ns = kr__round_improve(sv, ns, ns);
         return push_knob_step(f, sv, scap, ns, err);
     }
     return KR_OK;
@@ -239,7 +239,7 @@ int kr__step_fastest(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error 
     const kr_solver_config *cfg = &sv->cfg;
     double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
     if (cfg->final_pass)
-        span = kr__round_improve(sv, span);
+        span = kr__round_improve(sv, span, span);
     double e = 0, t = 0;
     for (int v = 2; v < sv->n; v++) {
         const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
