@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "solver/solver_int.h"
+#include "solver/solver_internal.h"
 #include "util/util.h"
 
 #ifdef KR_HAVE_CMINPACK

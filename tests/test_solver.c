@@ -7,7 +7,7 @@
 
 #include "kareus/kareus.h"
 #include "milp_ref.h"
-#include "solver/solver_int.h"
+#include "solver/solver_internal.h"
 #include "util/util.h"
 
 #define GOLDEN KR_TESTDATA_DIR "/golden/lowtime"

@@ -31,7 +31,7 @@
 
 #include "kareus/job.h"
 #include "sim_internal.h"
-#include "solver/solver_int.h"
+#include "solver/solver_internal.h"
 #include "util/util.h"
 
 #define V_REF_MHZ 1155.0 /* the A100 voltage reading the curve keeps passing through */

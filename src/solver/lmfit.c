@@ -21,7 +21,7 @@
 
 #include <cminpack.h>
 
-#include "solver/solver_int.h"
+#include "solver/solver_internal.h"
 
 #define LM_MAXN 8
 #define LM_MAXM 4096

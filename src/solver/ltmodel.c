@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver/solver_int.h"
+#include "solver/solver_internal.h"
 #include "util/util.h"
 
 double kr__py_floordiv(double a, double b)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver/solver_int.h"
+#include "solver/solver_internal.h"
 #include "util/util.h"
 
 int kr__flow_reset(kr__flow *f, int n, int m_hint)

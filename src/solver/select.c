@@ -72,6 +72,113 @@ static int parse_num(const char *s, double *out)
     return 0;
 }
 
+/* One selection: the frontier, its Pareto steps (time ascending) and the steps chosen. */
+typedef struct sel {
+    const kr_solve_result *f;
+    const int *par;
+    int npar;
+    int *steps, n, cap;
+} sel;
+
+/* The artifact's 10-point rule. The artifact samples lowtime's frontier, which runs from the
+ * energy-minimal plan to the fastest; steps slower than the energy-minimal plan (they cost
+ * both time and energy) are not part of it, so sampling starts there. */
+static int sel_artifact10(sel *s, kr_error *err)
+{
+    const kr_solve_result *f = s->f;
+    int first = 1, rc = KR_OK;
+    for (int i = 2; i < f->nsteps; i++)
+        if (f->steps[i].energy_j < f->steps[first].energy_j)
+            first = i;
+    int N = f->nsteps - first; /* solver plans = steps first..nsteps-1 */
+    if (N < 1)
+        return KR_OK;
+    int stride = (N + 14) / 15, idx[15], k = 0;
+    for (int i = N - 1; i >= 0 && k < 15; i -= stride)
+        idx[k++] = i;
+    qsort(idx, (size_t)k, sizeof(int), cmp_int);
+    for (int p = 0; p < k && rc == KR_OK; p++)
+        if (!(p <= 8 && p % 2 == 0))
+            rc = add(s->steps, &s->n, s->cap, idx[p] + first, err);
+    return rc;
+}
+
+/* deadline=S: the cheapest Pareto step within S seconds. */
+static int sel_deadline(sel *s, const char *arg, kr_error *err)
+{
+    double v;
+    if (parse_num(arg, &v) || v <= 0)
+        return kr_error_set(err, KR_EPARSE, "select: deadline: expected seconds > 0, found '%s'", arg);
+    int pick = -1;
+    for (int i = 0; i < s->npar; i++)
+        if (s->f->steps[s->par[i]].time_s <= v)
+            pick = s->par[i]; /* later Pareto points are slower and cheaper */
+    if (pick < 0)
+        return kr_error_set(err, KR_ERANGE, "select: no plan meets the deadline %g s (fastest: %.6g s)", v,
+                            s->f->steps[s->par[0]].time_s);
+    return add(s->steps, &s->n, s->cap, pick, err);
+}
+
+/* budget=J: the fastest Pareto step within J joules. */
+static int sel_budget(sel *s, const char *arg, kr_error *err)
+{
+    double v;
+    if (parse_num(arg, &v) || v <= 0)
+        return kr_error_set(err, KR_EPARSE, "select: budget: expected joules > 0, found '%s'", arg);
+    int pick = -1;
+    for (int i = s->npar - 1; i >= 0; i--)
+        if (s->f->steps[s->par[i]].energy_j <= v)
+            pick = s->par[i];
+    if (pick < 0)
+        return kr_error_set(err, KR_ERANGE, "select: no plan fits the energy budget %g J (most frugal: %.6g J)", v,
+                            s->f->steps[s->par[s->npar - 1]].energy_j);
+    return add(s->steps, &s->n, s->cap, pick, err);
+}
+
+/* N: the Pareto steps nearest to N evenly spaced times from the fastest to the most frugal. */
+static int sel_spread(sel *s, int k, kr_error *err)
+{
+    const kr_solve_result *f = s->f;
+    const int *par = s->par;
+    int npar = s->npar, rc = KR_OK;
+    double t0 = f->steps[par[0]].time_s, t1 = f->steps[par[npar - 1]].time_s;
+    for (int i = 0; i < k && rc == KR_OK; i++) {
+        double target = k == 1 ? t0 : t0 + (t1 - t0) * i / (k - 1);
+        int best = par[0];
+        for (int j = 0; j < npar; j++)
+            if (fabs(f->steps[par[j]].time_s - target) < fabs(f->steps[best].time_s - target))
+                best = par[j];
+        rc = add(s->steps, &s->n, s->cap, best, err);
+    }
+    return rc;
+}
+
+/* One rule of the list. */
+static int sel_rule(sel *s, const char *tok, kr_error *err)
+{
+    double v;
+    int rc = KR_OK;
+    if (strcmp(tok, "fastest") == 0)
+        return add(s->steps, &s->n, s->cap, s->par[0], err);
+    if (strcmp(tok, "frugal") == 0)
+        return add(s->steps, &s->n, s->cap, s->par[s->npar - 1], err);
+    if (strcmp(tok, "all") == 0) {
+        for (int i = 0; i < s->f->nsteps && rc == KR_OK; i++)
+            rc = add(s->steps, &s->n, s->cap, i, err);
+        return rc;
+    }
+    if (strcmp(tok, "artifact10") == 0)
+        return sel_artifact10(s, err);
+    if (strncmp(tok, "deadline=", 9) == 0)
+        return sel_deadline(s, tok + 9, err);
+    if (strncmp(tok, "budget=", 7) == 0)
+        return sel_budget(s, tok + 7, err);
+    if (parse_num(tok, &v) == 0 && v >= 1 && v == floor(v) && v <= 100000)
+        return sel_spread(s, (int)v, err);
+    return kr_error_set(err, KR_EPARSE,
+                        "select: expected fastest, frugal, all, artifact10, N, deadline=S or budget=J, found '%s'", tok);
+}
+
 int kr_solve_select(const kr_solve_result *f, const char *rules, int *steps, int cap, kr_error *err)
 {
     if (f->nsteps < 1)
@@ -79,91 +186,22 @@ int kr_solve_select(const kr_solve_result *f, const char *rules, int *steps, int
     char buf[1024];
     if (kr__strlcpy(buf, rules, sizeof buf))
         return kr_error_set(err, KR_EPARSE, "select: rule list too long (at most %zu characters)", sizeof buf - 1);
-    int n = 0, rc = KR_OK;
+    int rc = KR_OK;
     int *par = malloc(sizeof(int) * (size_t)f->nsteps);
     if (par == NULL)
         return kr_error_set(err, KR_ENOMEM, "select: out of memory");
-    int npar = pareto(f, par);
+    sel s = {f, par, pareto(f, par), steps, 0, cap};
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok && rc == KR_OK; tok = strtok_r(NULL, ",", &save)) {
         while (*tok == ' ')
             tok++;
-        double v;
-        if (strcmp(tok, "fastest") == 0) {
-            rc = add(steps, &n, cap, par[0], err);
-        } else if (strcmp(tok, "frugal") == 0) {
-            rc = add(steps, &n, cap, par[npar - 1], err);
-        } else if (strcmp(tok, "all") == 0) {
-            for (int i = 0; i < f->nsteps && rc == KR_OK; i++)
-                rc = add(steps, &n, cap, i, err);
-        } else if (strcmp(tok, "artifact10") == 0) {
-            /* The artifact samples lowtime's frontier, which runs from the energy-minimal plan to
-             * the fastest; steps slower than the energy-minimal plan (they cost both time and
-             * energy) are not part of it, so sampling starts there. */
-            int first = 1;
-            for (int i = 2; i < f->nsteps; i++)
-                if (f->steps[i].energy_j < f->steps[first].energy_j)
-                    first = i;
-            int N = f->nsteps - first; /* solver plans = steps first..nsteps-1 */
-            if (N < 1)
-                continue;
-            int stride = (N + 14) / 15, idx[15], k = 0;
-            for (int i = N - 1; i >= 0 && k < 15; i -= stride)
-                idx[k++] = i;
-            qsort(idx, (size_t)k, sizeof(int), cmp_int);
-            for (int p = 0; p < k && rc == KR_OK; p++)
-                if (!(p <= 8 && p % 2 == 0))
-                    rc = add(steps, &n, cap, idx[p] + first, err);
-        } else if (strncmp(tok, "deadline=", 9) == 0) {
-            if (parse_num(tok + 9, &v) || v <= 0) {
-                rc = kr_error_set(err, KR_EPARSE, "select: deadline: expected seconds > 0, found '%s'", tok + 9);
-                break;
-            }
-            int pick = -1;
-            for (int i = 0; i < npar; i++)
-                if (f->steps[par[i]].time_s <= v)
-                    pick = par[i]; /* later Pareto points are slower and cheaper */
-            if (pick < 0)
-                rc = kr_error_set(err, KR_ERANGE, "select: no plan meets the deadline %g s (fastest: %.6g s)", v,
-                                  f->steps[par[0]].time_s);
-            else
-                rc = add(steps, &n, cap, pick, err);
-        } else if (strncmp(tok, "budget=", 7) == 0) {
-            if (parse_num(tok + 7, &v) || v <= 0) {
-                rc = kr_error_set(err, KR_EPARSE, "select: budget: expected joules > 0, found '%s'", tok + 7);
-                break;
-            }
-            int pick = -1;
-            for (int i = npar - 1; i >= 0; i--)
-                if (f->steps[par[i]].energy_j <= v)
-                    pick = par[i];
-            if (pick < 0)
-                rc = kr_error_set(err, KR_ERANGE, "select: no plan fits the energy budget %g J (most frugal: %.6g J)",
-                                  v, f->steps[par[npar - 1]].energy_j);
-            else
-                rc = add(steps, &n, cap, pick, err);
-        } else if (parse_num(tok, &v) == 0 && v >= 1 && v == floor(v) && v <= 100000) {
-            int k = (int)v;
-            double t0 = f->steps[par[0]].time_s, t1 = f->steps[par[npar - 1]].time_s;
-            for (int i = 0; i < k && rc == KR_OK; i++) {
-                double target = k == 1 ? t0 : t0 + (t1 - t0) * i / (k - 1);
-                int best = par[0];
-                for (int j = 0; j < npar; j++)
-                    if (fabs(f->steps[par[j]].time_s - target) < fabs(f->steps[best].time_s - target))
-                        best = par[j];
-                rc = add(steps, &n, cap, best, err);
-            }
-        } else {
-            rc = kr_error_set(err, KR_EPARSE,
-                              "select: expected fastest, frugal, all, artifact10, N, deadline=S or budget=J, found '%s'",
-                              tok);
-        }
+        rc = sel_rule(&s, tok, err);
     }
     free(par);
     if (rc)
         return rc;
-    qsort(steps, (size_t)n, sizeof(int), cmp_int);
-    return n;
+    qsort(steps, (size_t)s.n, sizeof(int), cmp_int);
+    return s.n;
 }
 
 int kr_solve_plan(const kr_solve_result *f, const kr_dag *dag, const kr_options *opts, int step, const kr_job *job,

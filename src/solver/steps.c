@@ -1,0 +1,363 @@
+/*
+ * steps.c — what a run records: each step's figures from the current durations (record(),
+ * which runs exact mode's rounding passes), its plan (a snapshot every KR_SOLVE_PLAN_SNAP
+ * steps, otherwise the changes against the step before), the fast end of exact mode (real-time
+ * steps past the last quantized one, and the all-fastest plan), the dominated flags, and the
+ * result's accessors and CSV writer (solver.h).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/solver_internal.h"
+#include "util/util.h"
+
+/* Fills the step's figures from the current durations; knobs per the cost model. */
+static void record(kr__solver *sv, kr_solver_step *st, long T)
+{
+    const kr_solver_config *cfg = &sv->cfg;
+    double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
+    double model = 0;
+    if (sv->relax_only) {
+        for (int v = 2; v < sv->n; v++)
+            model += kr__gcost(&sv->groups[sv->gidx[v]], sv->d[v]);
+        st->quant_time = T;
+        st->model_cost_j = model;
+        return;
+    }
+    for (int v = 2; v < sv->n; v++) {
+        const kr__group *g = &sv->groups[sv->gidx[v]];
+        model += kr__gcost(g, sv->d[v]);
+        long d = KR_MIN(KR_MAX(sv->d[v], g->dmin), g->dmax);
+        sv->knob[v] = g->knob[d - g->dmin];
+    }
+    double span = kr__round_cpm(sv);
+    if (cfg->cost_model == KR_COST_EXACT && cfg->final_pass) {
+        /* The quantized plan promises T units; when the real critical path is shorter, let the
+         * final pass use the difference. */
+        span = kr__round_improve(sv, span, KR_MAX(span, (double)T * cfg->unit_time_s));
+    }
+    double e = 0, t = 0;
+    for (int v = 2; v < sv->n; v++) {
+        const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
+        e += o->energy_j;
+        t += o->time_s;
+    }
+    st->quant_time = T;
+    st->model_cost_j = model;
+    st->model_energy_j = G * (model + S * ((double)T * cfg->unit_time_s) * P);
+    st->knob_time_s = span;
+    st->energy_j = G * (e + P * (S * span - t));
+    st->eff_energy_j = G * (e - P * t);
+    st->time_s = cfg->cost_model == KR_COST_LOWTIME ? (double)T * cfg->unit_time_s : span;
+}
+
+/*
+ * Appends the plan opt[0 .. nops) of step f->nsteps (the caller then counts the step): in full
+ * at every KR_SOLVE_PLAN_SNAP-th step, else as its changes against the step before (kept in
+ * plan_last). Returns 0 or KR_ENOMEM (the step's plan is then not stored).
+ */
+int kr__step_plan_push(kr_solve_result *f, const int *opt)
+{
+    size_t k = (size_t)f->nsteps, nops = (size_t)f->nops, w = nops > 0 ? nops : 1;
+    if (f->plan_last == NULL && (f->plan_last = calloc(w, sizeof(int))) == NULL)
+        return KR_ENOMEM;
+    if (kr__grow((void **)&f->plan_off, &f->plan_cap[1], k + 2, sizeof(long)))
+        return KR_ENOMEM;
+    if (k == 0)
+        f->plan_off[0] = 0;
+    long at = f->plan_off[k];
+    if (k % KR_SOLVE_PLAN_SNAP == 0) {
+        if (kr__grow((void **)&f->plan_snap, &f->plan_cap[0], (k / KR_SOLVE_PLAN_SNAP + 1) * w, sizeof(int)))
+            return KR_ENOMEM;
+        memcpy(f->plan_snap + k / KR_SOLVE_PLAN_SNAP * nops, opt, sizeof(int) * nops);
+    } else {
+        size_t nch = 0;
+        for (size_t i = 0; i < nops; i++)
+            nch += opt[i] != f->plan_last[i];
+        if (kr__grow((void **)&f->plan_chg, &f->plan_cap[2], 2 * ((size_t)at + nch) + 2, sizeof(int)))
+            return KR_ENOMEM;
+        for (size_t i = 0; i < nops; i++)
+            if (opt[i] != f->plan_last[i]) {
+                f->plan_chg[2 * at] = (int)i;
+                f->plan_chg[2 * at + 1] = opt[i];
+                at++;
+            }
+    }
+    f->plan_off[k + 1] = at;
+    memcpy(f->plan_last, opt, sizeof(int) * nops);
+    return 0;
+}
+
+int kr__step_push(kr_solve_result *f, kr__solver *sv, size_t *scap, double change, long T, kr_error *err)
+{
+    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
+    kr_solver_step *st = &f->steps[f->nsteps];
+    memset(st, 0, sizeof *st);
+    st->step = f->nsteps;
+    st->cost_change_j = change;
+    record(sv, st, T);
+    if (!sv->relax_only && kr__step_plan_push(f, sv->knob + 2))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
+    f->nsteps++;
+    return KR_OK;
+}
+
+/* True figures of the knobs in sv->knob at real makespan span into st. */
+void kr__step_figures(const kr__solver *sv, kr_solver_step *st, double span)
+{
+    const kr_solver_config *cfg = &sv->cfg;
+    double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
+    double e = 0, t = 0;
+    for (int v = 2; v < sv->n; v++) {
+        const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
+        e += o->energy_j;
+        t += o->time_s;
+    }
+    st->knob_time_s = span;
+    st->energy_j = G * (e + P * (S * span - t));
+    st->eff_energy_j = G * (e - P * t);
+    if (cfg->cost_model == KR_COST_EXACT)
+        st->time_s = span;
+}
+
+/* Appends a step that copies the last one's model figures and carries the knobs in sv->knob
+ * at real makespan span (exact mode's fast-end steps). */
+static int push_knob_step(kr_solve_result *f, kr__solver *sv, size_t *scap, double span, kr_error *err)
+{
+    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps) || kr__step_plan_push(f, sv->knob + 2))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
+    kr_solver_step *st = &f->steps[f->nsteps];
+    *st = f->steps[f->nsteps - 1];
+    st->step = f->nsteps;
+    st->cost_change_j = 0;
+    kr__step_figures(sv, st, span);
+    f->nsteps++;
+    return KR_OK;
+}
+
+/*
+ * The fast end (exact mode). The quantized steps end when a quantized critical path has every
+ * op at its shortest quantized duration, but times are rounded down, so the last step's real
+ * critical path can still be well above the all-fastest plan's (2–3 % of the energy was left
+ * in that window on the golden pipelines: issue 15). From the last step's knobs this keeps
+ * stepping in real time until the real makespan reaches its minimum: on the real critical
+ * graph (ops and dependency arcs with zero float in the real-time CPM), a minimum cut whose
+ * capacity is the effective energy of moving each op to its next faster Pareto option (∞ for
+ * an op already at its fastest, the source and sink, and every dependency arc) chooses the ops
+ * to speed up; every critical path crosses the cut, so the real makespan drops or stays (a
+ * near-critical path can take over). When it drops, the plan gets the rounding passes for its
+ * new makespan (kr__round_improve()) and becomes a step. Termination: between recorded steps knobs only
+ * get faster; each recorded step has a strictly shorter makespan, of which there are finitely
+ * many; an iteration cap guards it anyway. The loop ends at an infinite cut: some critical
+ * path has every op at its fastest option, so the makespan is the all-fastest plan's.
+ */
+int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *err)
+{
+    const kr_dag *dag = sv->dag;
+    int n = sv->n, N = 2 * n;
+    int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
+    double last = f->steps[f->nsteps - 1].knob_time_s;
+    long cap_iter = 4L * (n + 16);
+    for (long it = 0; it < cap_iter; it++) {
+        double span = kr__round_cpm_lf(sv, sv->rlf);
+        double tol = 1e-9 * (1 + span);
+        if (kr__flow_reset(&sv->flow, N + 2, 2 * (n + dag->nedges) + 8))
+            return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+        for (int v = 0; v < n; v++) {
+            sv->crit[v] = sv->rlf[v] - sv->res[v] - sv->rt[v] <= tol;
+            if (!sv->crit[v])
+                continue;
+            int64_t c = KR__EX_INF;
+            if (sv->gidx[v] >= 0) {
+                int fo = kr__round_pareto_step(sv, v, sv->knob[v], -1);
+                if (fo >= 0)
+                    c = llround((kr__opt_eff(sv, v, fo) - kr__opt_eff(sv, v, sv->knob[v])) * KR__EX_SCALE) + 1;
+                if (c < 1)
+                    c = 1;
+            }
+            kr__flow_arc(&sv->flow, KR__LNODE(v), KR__RNODE(v), c);
+        }
+        for (int e = 0; e < dag->nedges; e++) {
+            int u = dag->eu[e], v = dag->ev[e];
+            if (sv->crit[u] && sv->crit[v] && sv->res[u] + sv->rt[u] + dag->lag_s[e] >= sv->res[v] - tol)
+                kr__flow_arc(&sv->flow, KR__RNODE(u), KR__LNODE(v), KR__EX_INF);
+        }
+        if (kr__flow_min_cut(&sv->flow, s, t, sv->mark) >= KR__EX_INF / 2)
+            break;
+        for (int v = 2; v < n; v++)
+            if (sv->crit[v] && sv->mark[KR__LNODE(v)] && !sv->mark[KR__RNODE(v)])
+                sv->knob[v] = kr__round_pareto_step(sv, v, sv->knob[v], -1);
+        /* A step is recorded once the makespan has dropped by a quarter unit (the rounding
+         * passes are what costs; each recorded step gets them). */
+        double ns = kr__round_cpm(sv);
+        if (!(ns < last - 0.25 * sv->cfg.unit_time_s))
+            continue;
+        if (sv->cfg.final_pass)
+            ns = kr__round_improve(sv, ns, ns);
+        int rc = push_knob_step(f, sv, scap, ns, err);
+        if (rc)
+            return rc;
+        last = ns;
+    }
+    /* The last speed-ups may have lowered the makespan by less than the quarter unit: that
+     * plan is the fastest one, and it gets the rounding passes too (before, only the appended
+     * all-fastest plan with one final pass stood at this makespan: issue 15). */
+    double ns = kr__round_cpm(sv);
+    if (ns < last - 1e-12) {
+        if (sv->cfg.final_pass)
+            ns = kr__round_improve(sv, ns, ns);
+        return push_knob_step(f, sv, scap, ns, err);
+    }
+    return KR_OK;
+}
+
+/*
+ * Exact mode: times are quantized, so the last step's real critical path can be longer than
+ * the all-fastest plan's (an op off the quantized critical path may run slower than it
+ * could). The all-fastest plan is the frontier's true fastest point: append it when it is
+ * faster than the last step.
+ */
+int kr__step_fastest(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *err)
+{
+    for (int v = 2; v < sv->n; v++) {
+        const kr_option_set *set = sv->groups[sv->gidx[v]].set;
+        int best = 0;
+        for (int k = 1; k < set->n; k++) {
+            const kr_option *o = &set->opt[k], *b = &set->opt[best];
+            if (o->time_s < b->time_s || (o->time_s == b->time_s && o->energy_j < b->energy_j))
+                best = k;
+        }
+        sv->knob[v] = best;
+    }
+    double span = kr__round_cpm(sv);
+    if (!(span < f->steps[f->nsteps - 1].knob_time_s - 1e-12))
+        return KR_OK;
+    if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
+    const kr_solver_config *cfg = &sv->cfg;
+    double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
+    if (cfg->final_pass)
+        span = kr__round_improve(sv, span, span);
+    double e = 0, t = 0;
+    for (int v = 2; v < sv->n; v++) {
+        const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
+        e += o->energy_j;
+        t += o->time_s;
+    }
+    kr_solver_step *st = &f->steps[f->nsteps];
+    *st = f->steps[f->nsteps - 1];
+    st->step = f->nsteps;
+    st->cost_change_j = 0;
+    st->knob_time_s = st->time_s = span;
+    st->energy_j = G * (e + P * (S * span - t));
+    st->eff_energy_j = G * (e - P * t);
+    if (kr__step_plan_push(f, sv->knob + 2))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
+    f->nsteps++;
+    return KR_OK;
+}
+
+typedef struct dom_key {
+    double time_s, energy_j;
+    int step;
+} dom_key;
+
+static int dom_cmp(const void *a, const void *b)
+{
+    const dom_key *x = a, *y = b;
+    if (x->time_s != y->time_s)
+        return x->time_s < y->time_s ? -1 : 1;
+    if (x->energy_j != y->energy_j)
+        return x->energy_j < y->energy_j ? -1 : 1;
+    return x->step - y->step;
+}
+
+/* Flags the dominated steps (solver.h): in order of time, then energy, then step, a step is
+ * dominated unless its energy is below every one before it. */
+int kr__step_mark_dominated(kr_solve_result *f, kr_error *err)
+{
+    dom_key *ord = malloc(sizeof(dom_key) * (size_t)(f->nsteps > 0 ? f->nsteps : 1));
+    if (ord == NULL)
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    for (int k = 0; k < f->nsteps; k++)
+        ord[k] = (dom_key){f->steps[k].knob_time_s, f->steps[k].energy_j, k};
+    qsort(ord, (size_t)f->nsteps, sizeof ord[0], dom_cmp);
+    double best = INFINITY;
+    for (int i = 0; i < f->nsteps; i++) {
+        kr_solver_step *st = &f->steps[ord[i].step];
+        st->dominated = !(st->energy_j < best);
+        if (!st->dominated)
+            best = st->energy_j;
+    }
+    free(ord);
+    return KR_OK;
+}
+
+void kr_solve_result_free(kr_solve_result *f)
+{
+    if (f == NULL)
+        return;
+    free(f->steps);
+    free(f->plan_snap);
+    free(f->plan_off);
+    free(f->plan_chg);
+    free(f->plan_last);
+    free(f->bound_min);
+    memset(f, 0, sizeof *f);
+}
+
+int kr_solve_result_option(const kr_solve_result *f, int step, int node)
+{
+    if (step < 0 || step >= f->nsteps || node < 2 || node - 2 >= f->nops || f->plan_snap == NULL)
+        return -1;
+    int s = step / KR_SOLVE_PLAN_SNAP, i = node - 2;
+    int o = f->plan_snap[(size_t)s * (size_t)f->nops + (size_t)i];
+    for (int k = s * KR_SOLVE_PLAN_SNAP + 1; k <= step; k++)
+        for (long c = f->plan_off[k]; c < f->plan_off[k + 1]; c++)
+            if (f->plan_chg[2 * c] == i)
+                o = f->plan_chg[2 * c + 1];
+    return o;
+}
+
+int kr_solve_result_options(const kr_solve_result *f, int step, int *out)
+{
+    if (step < 0 || step >= f->nsteps || f->plan_snap == NULL)
+        return KR_ERANGE;
+    int s = step / KR_SOLVE_PLAN_SNAP;
+    memcpy(out, f->plan_snap + (size_t)s * (size_t)f->nops, sizeof(int) * (size_t)f->nops);
+    for (int k = s * KR_SOLVE_PLAN_SNAP + 1; k <= step; k++)
+        for (long c = f->plan_off[k]; c < f->plan_off[k + 1]; c++)
+            out[f->plan_chg[2 * c]] = f->plan_chg[2 * c + 1];
+    return KR_OK;
+}
+
+int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err)
+{
+    kr__sb sb = {0};
+    kr__sb_puts(&sb, "step,quant_time,time_s,cost_change_j,model_cost_j,model_energy_j,knob_time_s,energy_j,eff_energy_j,"
+                     "bound_j,gap,dominated\n");
+    for (int i = 0; i < f->nsteps; i++) {
+        const kr_solver_step *s = &f->steps[i];
+        double v[7] = {s->time_s, s->cost_change_j, s->model_cost_j, s->model_energy_j, s->knob_time_s, s->energy_j,
+                       s->eff_energy_j};
+        kr__sb_printf(&sb, "%d,%ld", s->step, s->quant_time);
+        for (int k = 0; k < 7; k++) {
+            char buf[40];
+            kr__fmt_double(buf, sizeof buf, v[k]);
+            kr__sb_printf(&sb, ",%s", buf);
+        }
+        /* Appended columns: the bound and the gap, empty when no bound is known. */
+        if (isfinite(s->bound_j)) {
+            char b1[40], b2[40];
+            kr__fmt_double(b1, sizeof b1, s->bound_j);
+            kr__fmt_double(b2, sizeof b2, s->gap);
+            kr__sb_printf(&sb, ",%s,%s", b1, b2);
+        } else {
+            kr__sb_puts(&sb, ",,");
+        }
+        kr__sb_printf(&sb, ",%d\n", s->dominated);
+    }
+    return kr__sb_write_atomic(&sb, path, err);
+}
