@@ -436,7 +436,40 @@ typedef struct ppool {
     char stop_why[48];
     double oracle[PMAX];
     int noracle;
+    /* the stopping rule's reasons in the current partition, per side: distinct strings and counts */
+    char why[2][8][48];
+    int nwhy[2], cwhy[2][8];
 } ppool;
+
+/* Counts one stop reason of side wp in the current partition's tally. */
+static void tally_stop(ppool *pp, int wp, const char *why)
+{
+    int k = 0;
+    while (k < pp->nwhy[wp] && strcmp(pp->why[wp][k], why) != 0)
+        k++;
+    if (k == 8) { /* more than 8 distinct reasons: the last slot takes the rest */
+        k = 7;
+        snprintf(pp->why[wp][k], sizeof pp->why[wp][k], "other");
+    } else if (k == pp->nwhy[wp]) {
+        snprintf(pp->why[wp][k], sizeof pp->why[wp][k], "%s", why);
+        pp->nwhy[wp]++;
+    }
+    pp->cwhy[wp][k]++;
+}
+
+/* Prints and clears the current partition's tally of stop reasons. */
+static void print_stops(ppool *pp, int wp0, int wp1)
+{
+    printf("    stop reasons:");
+    for (int wp = wp0; wp <= wp1; wp++) {
+        printf(" %s%s:", wp > wp0 ? "| " : "", wp ? "prior" : "no prior");
+        for (int k = 0; k < pp->nwhy[wp]; k++)
+            printf("%s %s %d", k ? "," : "", pp->why[wp][k], pp->cwhy[wp][k]);
+        pp->nwhy[wp] = 0;
+        memset(pp->cwhy[wp], 0, sizeof pp->cwhy[wp]);
+    }
+    printf("\n");
+}
 
 static void bench_prior(int ngpus, int seeds)
 {
@@ -529,6 +562,7 @@ static void bench_prior(int ngpus, int seeds)
                                        rb->pts[k].time_s, rb->pts[k].energy_j);
                         }
                         snprintf(pp.stop_why, sizeof pp.stop_why, "%s", fs.stop);
+                        tally_stop(&pp, wp, fs.stop);
                         if (wp && strstr(fs.stop, "A"))
                             pp.stops_abs++;
                         kr_frontier_free(&f);
@@ -574,6 +608,7 @@ static void bench_prior(int ngpus, int seeds)
             printf("%-30s %-10s %5ld | %5.1f%% %4d/%-4d %6.1f%% %.4f | %5.1f%% %4d/%-4d %6.1f%% %.4f\n", jobs[ji],
                    p->key, psize, median(c[0], m), ok[0], m,
                    median(c[1], m), median(c[2], m), median(c[4], m), ok[1], m, median(c[5], m), median(c[6], m));
+            print_stops(&pp, wp0, wp1);
         }
     }
     int n = pp.n;

@@ -57,11 +57,9 @@
 #include <string.h>
 
 #include "gp.h"
-#include "kareus/sim.h"
 #include "search_internal.h"
 
 #define BO_SAMPLES 64
-#define BO_REF_MARGIN 0.1
 #define BO_DEFAULT_STOP 0.02
 #define BO_DEFAULT_STOP_ABS 1e-5 /* with a prior */
 #define BO_SCALE_MARGIN 0.1      /* the absolute rule's box: at least 10 % of t_min and |E_min| */
@@ -104,6 +102,14 @@ typedef struct bo {
     double *pr[NMODELS];
     int ppos[NMODELS]; /* every prior value of the model is > 0 */
     double pa[NMODELS], pb[NMODELS];
+    double *prior_v;   /* the memory of pr */
+    /* the loop */
+    int has_prior;
+    double stop, stop_abs; /* the stopping rule's relative and absolute bounds (≤ 0: none) */
+    long n_prev;           /* points before the last batch (0: the initial design counts as one) */
+    double *X;             /* n × 2 features of the evaluated points */
+    int *cat;              /* their slot categories */
+    kr__front2 scratch;
 } bo;
 
 static void feature(const kr__search *s, long idx, double *x, int *cat)
@@ -152,11 +158,8 @@ static int build_fronts(bo *b, long n, int set_ref)
     kr__front2 *fs[2] = {&b->feff, &b->ftot};
     for (int k = 0; k < 2; k++) {
         kr__front2 *f = fs[k];
-        if (set_ref && f->m > 0) {
-            double t0 = f->t[0], t1 = f->t[f->m - 1], y0 = f->y[f->m - 1], y1 = f->y[0];
-            f->rt = t1 + BO_REF_MARGIN * (t1 > t0 ? t1 - t0 : fabs(t1));
-            f->ry = y1 + BO_REF_MARGIN * (y1 > y0 ? y1 - y0 : fabs(y1) + 1e-12);
-        }
+        if (set_ref && f->m > 0)
+            kr__front2_set_ref(f, KR__REF_MARGIN);
         f->hv = kr__front2_hv(f);
     }
     return KR_OK;
@@ -190,8 +193,8 @@ static int widen_ref(bo *b, kr__front2 *scratch)
             continue;
         double t0 = scratch->t[0], t1 = scratch->t[scratch->m - 1], y0 = scratch->y[scratch->m - 1],
                y1 = scratch->y[0];
-        f->rt = fmax(f->rt, t1 + BO_REF_MARGIN * (t1 - t0));
-        f->ry = fmax(f->ry, y1 + BO_REF_MARGIN * (y1 - y0));
+        f->rt = fmax(f->rt, t1 + KR__REF_MARGIN * (t1 - t0));
+        f->ry = fmax(f->ry, y1 + KR__REF_MARGIN * (y1 - y0));
     }
     return KR_OK;
 }
@@ -408,56 +411,10 @@ static void bo_free(bo *b)
     }
     kr__front2_free(&b->feff);
     kr__front2_free(&b->ftot);
-}
-
-/* Shuffles v[0..n) with r (Fisher–Yates). */
-static void shuffle(int *v, int n, kr__rng *r)
-{
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)kr__rng_below(r, (uint64_t)i + 1), t = v[i];
-        v[i] = v[j];
-        v[j] = t;
-    }
-}
-
-/*
- * n0 configurations spread Latin-hypercube style over (clock, comm SMs) with the slots
- * balanced: point i takes clock stratum π₁(i) and SM stratum π₂(i) of n0 equal strata (a random
- * position inside each), slot π₃(i) mod nslots. With n0 >= nclocks every clock gets a point.
- */
-static int initial_design(kr__search *s, long n0, kr_error *err)
-{
-    const kr_search_space *sp = &s->sp;
-    n0 = KR_MIN(n0, s->size);
-    kr__rng r;
-    kr__rng_seed(&r, s->opt->seed * 0x9e3779b97f4a7c15ULL + 17);
-    int *p1 = malloc((size_t)n0 * sizeof *p1), *p2 = malloc((size_t)n0 * sizeof *p2),
-        *p3 = malloc((size_t)n0 * sizeof *p3);
-    if (!p1 || !p2 || !p3) {
-        free(p1);
-        free(p2);
-        free(p3);
-        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-    }
-    for (int i = 0; i < n0; i++)
-        p1[i] = p2[i] = p3[i] = i;
-    shuffle(p1, (int)n0, &r);
-    shuffle(p2, (int)n0, &r);
-    shuffle(p3, (int)n0, &r);
-    int rc = KR_OK;
-    for (long i = 0; i < n0 && rc == KR_OK && kr__search_left(s) > 0; i++) {
-        long ci = (long)((p1[i] + kr__rng_uniform(&r)) * sp->nclocks / n0);
-        long mi = (long)((p2[i] + kr__rng_uniform(&r)) * sp->nsms / n0);
-        long si = p3[i] % sp->nslots;
-        long idx = (KR_MIN(ci, sp->nclocks - 1) * sp->nslots + si) * sp->nsms + KR_MIN(mi, sp->nsms - 1);
-        while (s->done[idx]) /* a collision of strata: the next free configuration */
-            idx = (idx + 1) % s->size;
-        rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
-    }
-    free(p1);
-    free(p2);
-    free(p3);
-    return rc;
+    free(b->prior_v);
+    free(b->X);
+    free(b->cat);
+    kr__front2_free(&b->scratch);
 }
 
 /* The prior of model k at configuration idx, on the model's scale. */
@@ -502,137 +459,6 @@ static void prior_line(bo *b, int k, int n, const double *X)
     for (int i = 0; i < n; i++)
         md->y[i] -= b->pa[k] + slope * q[i];
     s->prior_b[k] = slope;
-}
-
-/* The prior's predictions of every configuration (o->prior: the simulator on the prior job). */
-static int prior_compute(bo *b, kr_error *err)
-{
-    kr__search *s = b->s;
-    const kr_job *pj = s->opt->prior;
-    for (int k = 0; k < NMODELS; k++)
-        b->ppos[k] = 1;
-    for (long i = 0; i < s->size; i++) {
-        kr_config c;
-        kr_search_space_config(&s->sp, i, &c);
-        kr_measurement m;
-        memset(&m, 0, sizeof m);
-        kr_error e = {0};
-        int rc;
-        if (s->opt->prior_fn) {
-            rc = s->opt->prior_fn(s->opt->prior_ud, s->p, &c, &m.time_s, &m.energy_j);
-            if (rc)
-                snprintf(e.msg, sizeof e.msg, "%s", kr_strerror(rc));
-        } else {
-            rc = kr_sim_measure(pj, s->p, &c, &m, &e);
-        }
-        if (rc)
-            return kr_error_set(err, rc, "prior for partition %s (%s) at %d MHz, %d SMs: %s", s->p->key,
-                                pj ? pj->gpu.name : "prior_fn", c.freq_mhz, c.sms, e.msg);
-        if (!(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
-            return kr_error_set(err, KR_EINVAL, "prior for partition %s: predicted time %g s, energy %g J at %d MHz",
-                                s->p->key, m.time_s, m.energy_j, c.freq_mhz);
-        b->pr[M_TIME][i] = m.time_s;
-        b->pr[M_TOTAL][i] = m.energy_j;
-        b->pr[M_EFF][i] = m.energy_j - s->job->static_power_w * m.time_s;
-        for (int k = 0; k < NMODELS; k++)
-            b->ppos[k] &= b->pr[k][i] > 0;
-    }
-    return KR_OK;
-}
-
-/*
- * The rest of the initial design with a prior when its frontiers hold fewer than
- * BO_PRIOR_DESIGN points (prior_frontier_design): a grid that identifies the prior's line and a
- * first residual — clocks {highest, middle, lowest} × comm-SM counts {lowest, (middle,) highest}
- * (the middle one for spaces of 400 or more), each at a slot rotated by the seed. (Until issue
- * 16 round 2 this grid was the whole design; the prior's frontier points reach Q 0.99 with
- * about half the measurements.)
- */
-static int prior_design(kr__search *s, kr_error *err)
-{
-    const kr_search_space *sp = &s->sp;
-    int ci[3] = {0, (sp->nclocks - 1) / 2, sp->nclocks - 1};
-    int nm = s->size >= 400 ? 3 : 2;
-    int mi[3] = {0, nm == 3 ? (sp->nsms - 1) / 2 : sp->nsms - 1, sp->nsms - 1};
-    int rot = (int)(s->opt->seed % (unsigned long long)sp->nslots);
-    int rc = KR_OK, k = 0;
-    for (int a = 0; a < 3 && rc == KR_OK; a++) {
-        if (a > 0 && ci[a] == ci[a - 1])
-            continue;
-        for (int c = 0; c < nm && rc == KR_OK && kr__search_left(s) > 0; c++, k++) {
-            if (c > 0 && mi[c] == mi[c - 1])
-                continue;
-            long si = (k + rot) % sp->nslots;
-            long idx = ((long)ci[a] * sp->nslots + si) * sp->nsms + mi[c];
-            rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
-        }
-    }
-    return rc;
-}
-
-/*
- * The initial design from the prior's own frontiers: k configurations picked greedily by the
- * hypervolume they add, as the prior predicts them, to the set picked so far, summed over the
- * two planes with each plane's gain a fraction of the hypervolume of the prior's whole
- * frontier in that plane (reference: its nadir + 10 % of its range), so both planes weigh
- * alike. The first picks are the prior's extremes and the knees of both frontiers: the
- * configurations a frontier most likely needs, spread over the prior's time and energy range,
- * which is what identifies the line a + b·q. Ties go to the lower index; when nothing adds
- * (a frontier of fewer than k points) the rest of the design is the grid (prior_design).
- */
-static int prior_frontier_design(bo *b, int k, int *picked_n, kr_error *err)
-{
-    kr__search *s = b->s;
-    kr__front2 full[2], got[2];
-    memset(full, 0, sizeof full);
-    memset(got, 0, sizeof got);
-    int rc = KR_OK;
-    *picked_n = 0;
-    for (int pl = 0; pl < 2 && rc == KR_OK; pl++) {
-        int em = emodel(pl);
-        for (long i = 0; i < s->size && rc == KR_OK; i++)
-            rc = kr__front2_add(&full[pl], b->pr[M_TIME][i], b->pr[em][i]);
-        if (rc)
-            break;
-        kr__front2 *f = &full[pl];
-        double t0 = f->t[0], t1 = f->t[f->m - 1], y0 = f->y[f->m - 1], y1 = f->y[0];
-        f->rt = t1 + BO_REF_MARGIN * (t1 > t0 ? t1 - t0 : fabs(t1));
-        f->ry = y1 + BO_REF_MARGIN * (y1 > y0 ? y1 - y0 : fabs(y1) + 1e-12);
-        f->hv = kr__front2_hv(f);
-        got[pl].rt = f->rt;
-        got[pl].ry = f->ry;
-    }
-    for (int it = 0; it < k && rc == KR_OK && kr__search_left(s) > 0; it++) {
-        long best = -1;
-        double bv = 0;
-        for (long i = 0; i < s->size; i++) {
-            if (s->done[i])
-                continue;
-            double v = 0;
-            for (int pl = 0; pl < 2; pl++)
-                if (full[pl].hv > 0)
-                    v += kr__front2_hvi(&got[pl], b->pr[M_TIME][i], b->pr[emodel(pl)][i]) / full[pl].hv;
-            if (v > bv) {
-                bv = v;
-                best = i;
-            }
-        }
-        if (best < 0)
-            break;
-        for (int pl = 0; pl < 2 && rc == KR_OK; pl++)
-            rc = kr__front2_add(&got[pl], b->pr[M_TIME][best], b->pr[emodel(pl)][best]);
-        if (rc == KR_OK)
-            rc = kr__search_eval(s, best, "init", b->pr[M_TIME][best], b->pr[M_EFF][best], err);
-        if (rc == KR_OK)
-            (*picked_n)++;
-    }
-    for (int pl = 0; pl < 2; pl++) {
-        kr__front2_free(&full[pl]);
-        kr__front2_free(&got[pl]);
-    }
-    if (rc == KR_ENOMEM)
-        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-    return rc;
 }
 
 /* Fits the three models to the evaluated points and predicts every unevaluated configuration. */
@@ -688,6 +514,214 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
     return KR_OK;
 }
 
+/* The prior's predictions (with a prior) and the initial design, which ends batch 0. */
+static int start(bo *b, long n0, kr_error *err)
+{
+    kr__search *s = b->s;
+    const kr_search_options *o = s->opt;
+    int rc;
+    if (b->has_prior) {
+        b->prior_v = malloc((size_t)s->size * NMODELS * sizeof *b->prior_v);
+        if (b->prior_v == NULL)
+            return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+        for (int k = 0; k < NMODELS; k++)
+            b->pr[k] = b->prior_v + (size_t)k * s->size;
+        s->prior = 1;
+        if ((rc = kr__search_prior_compute(s, b->pr, b->ppos, err)))
+            return rc;
+    }
+    if (b->has_prior && o->bo_init == 0) {
+        int got = 0;
+        rc = kr__search_prior_front_design(s, (const double *const *)b->pr, BO_PRIOR_DESIGN, &got, err);
+        if (rc == KR_OK && got < BO_PRIOR_DESIGN) /* the prior's frontiers hold fewer points */
+            rc = kr__search_prior_grid(s, err);
+    } else {
+        rc = kr__search_lhs_design(s, n0, err);
+    }
+    if (rc == KR_OK) {
+        s->batch = 0;
+        rc = kr__search_batch_end(s, 0, err);
+    }
+    return rc;
+}
+
+/* The loop's memory: candidates, per-model vectors and the points' features. */
+static int alloc_loop(bo *b, kr_error *err)
+{
+    size_t sz = (size_t)b->s->size;
+    b->cand = malloc(sz * sizeof *b->cand);
+    b->xc = malloc(sz * 2 * sizeof *b->xc);
+    b->cc = malloc(sz * sizeof *b->cc);
+    b->picked = malloc(sz);
+    int ok = b->cand && b->xc && b->cc && b->picked;
+    for (int k = 0; k < NMODELS; k++) {
+        model *md = &b->md[k];
+        ok &= (md->y = malloc(sz * sizeof *md->y)) != NULL;
+        ok &= (md->mu = malloc(sz * sizeof *md->mu)) != NULL;
+        ok &= (md->var = malloc(sz * sizeof *md->var)) != NULL;
+        ok &= (md->u = malloc(sz * (size_t)b->q * sizeof *md->u)) != NULL;
+    }
+    b->X = malloc(sz * 2 * sizeof *b->X);
+    b->cat = malloc(sz * sizeof *b->cat);
+    if (!ok || !b->X || !b->cat)
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    return KR_OK;
+}
+
+/* The seed of batch s->batch's remaining-gain draws. */
+static uint64_t gain_seed(const bo *b)
+{
+    return b->s->opt->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)b->s->batch * 104729 + 5;
+}
+
+/*
+ * The absolute rule: in each plane, gains in a box of at least BO_SCALE_MARGIN of the
+ * partition's time and energy scale, against max(relative, absolute) bounds. *conv: both planes
+ * have converged (s->stop is set then).
+ */
+static int converged_abs(bo *b, int *conv, kr_error *err)
+{
+    kr__search *s = b->s;
+    int cv[2], absb[2];
+    double emin = INFINITY; /* the energy scale of both planes: the lowest total energy */
+    for (long i = 0; i < s->n; i++)
+        emin = fmin(emin, s->pts[i].energy_j);
+    double gain[2];
+    for (int pl = 0; pl < 2; pl++) {
+        kr__front2 *f = pl ? &b->ftot : &b->feff;
+        double hv_tight = f->hv, tmin = f->t[0], ymin = f->y[f->m - 1];
+        double scale = tmin * emin + 1e-300;
+        double rt0 = f->rt, ry0 = f->ry;
+        f->rt = fmax(f->rt, tmin * (1 + BO_SCALE_MARGIN));
+        f->ry = fmax(f->ry, ymin + BO_SCALE_MARGIN * emin);
+        double real_x = 0;
+        if (build_fronts_keep(b, b->n_prev, pl, &real_x))
+            return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+        f->hv = kr__front2_hv(f);
+        real_x = f->hv - real_x;
+        kr__rng r;
+        kr__rng_seed(&r, gain_seed(b) + (uint64_t)pl);
+        double rem_x = remaining_gain(b, f, pl, &r, &b->scratch);
+        double rel = b->stop * hv_tight, ab = b->stop_abs * scale;
+        cv[pl] = rem_x < fmax(rel, ab) && real_x < fmax(rel, ab);
+        absb[pl] = ab > rel;
+        gain[pl] = rem_x / scale;
+        f->rt = rt0;
+        f->ry = ry0;
+        f->hv = hv_tight;
+    }
+    s->gain_eff = gain[0];
+    s->gain_total = gain[1];
+    *conv = cv[0] && cv[1];
+    if (*conv)
+        snprintf(s->stop, sizeof s->stop, "converged (eff %s, total %s)", absb[0] ? "A" : "R", absb[1] ? "A" : "R");
+    return KR_OK;
+}
+
+/*
+ * Fits the models and applies the stopping rule; *conv: converged (the clocks are covered then).
+ * *tbest: the fastest measured time.
+ */
+static int fit_and_check(bo *b, int *conv, double *tbest, kr_error *err)
+{
+    kr__search *s = b->s;
+    int rc;
+    if ((rc = fit_and_predict(b, b->X, b->cat, err)))
+        return rc;
+    /* What the last batch actually gained (against the current reference points), then the
+     * frontiers of everything measured. */
+    if (build_fronts(b, s->n, 1) || (b->has_prior && widen_ref(b, &b->scratch)) || build_fronts(b, b->n_prev, 0))
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    double real_eff = b->feff.hv, real_tot = b->ftot.hv;
+    if (build_fronts(b, s->n, 0))
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    double hv_eff = b->feff.hv, hv_tot = b->ftot.hv;
+    *tbest = b->feff.t[0];
+    real_eff = hv_eff - real_eff;
+    real_tot = hv_tot - real_tot;
+    if (b->stop_abs > 0) {
+        if ((rc = converged_abs(b, conv, err)))
+            return rc;
+    } else {
+        kr__rng r;
+        kr__rng_seed(&r, gain_seed(b));
+        double rem_eff = remaining_gain(b, &b->feff, 0, &r, &b->scratch);
+        double rem_tot = remaining_gain(b, &b->ftot, 1, &r, &b->scratch);
+        double st = b->stop;
+        *conv = rem_eff < st * hv_eff && rem_tot < st * hv_tot && real_eff < st * hv_eff && real_tot < st * hv_tot;
+        if (*conv)
+            snprintf(s->stop, sizeof s->stop, "converged");
+    }
+    return *conv ? cover_clocks(b, err) : KR_OK;
+}
+
+/* Builds the next batch greedily with fantasies and measures it; *empty: nothing to pick. */
+static int run_batch(bo *b, double tbest, int *empty, kr_error *err)
+{
+    kr__search *s = b->s;
+    kr__rng r;
+    kr__rng_seed(&r, s->opt->seed * 0x2545f4914f6cdd1dULL + (uint64_t)s->batch * 7919 + 3);
+    for (int i = 0; i < BO_SAMPLES; i++)
+        for (int k = 0; k < NMODELS; k++)
+            b->z[i][k] = kr__rng_normal(&r);
+    memset(b->picked, 0, (size_t)b->m);
+    int qb = (int)KR_MIN((long)b->q, KR_MIN(kr__search_left(s), (long)b->m));
+    int chosen[64];
+    enum role roles[64];
+    for (int i = 0; i < qb; i++) {
+        enum role ro = pattern[i % 8];
+        int a = pick(b, &ro, tbest);
+        if (a < 0) {
+            qb = i;
+            break;
+        }
+        chosen[i] = a;
+        roles[i] = ro;
+        b->picked[a] = 1;
+        fantasise(b, a, i);
+        tbest = fmin(tbest, back(b, M_TIME, b->md[M_TIME].mu[a]));
+    }
+    *empty = qb == 0;
+    if (*empty)
+        return KR_OK;
+    s->batch++;
+    b->n_prev = s->n;
+    int rc;
+    for (int i = 0; i < qb; i++) {
+        int a = chosen[i];
+        if ((rc = kr__search_eval(s, b->cand[a], role_names[roles[i]], back(b, M_TIME, b->md[M_TIME].mu[a]),
+                                  back(b, M_EFF, b->md[M_EFF].mu[a]), err)))
+            return rc;
+    }
+    return kr__search_batch_end(s, 0, err);
+}
+
+/* The loop: fit, check the stopping rule, measure a batch, until converged or out of budget. */
+static int loop(bo *b, kr_error *err)
+{
+    kr__search *s = b->s;
+    for (;;) {
+        if (s->n >= s->size) {
+            snprintf(s->stop, sizeof s->stop, "space exhausted");
+            return KR_OK;
+        }
+        if (kr__search_left(s) <= 0) {
+            snprintf(s->stop, sizeof s->stop, "budget");
+            return KR_OK;
+        }
+        int conv = 0, empty = 0, rc;
+        double tbest = 0;
+        if ((rc = fit_and_check(b, &conv, &tbest, err)) || conv)
+            return rc;
+        if ((rc = run_batch(b, tbest, &empty, err)))
+            return rc;
+        if (empty) {
+            snprintf(s->stop, sizeof s->stop, "converged");
+            return KR_OK;
+        }
+    }
+}
+
 int kr__search_bo(kr__search *s, kr_error *err)
 {
     const kr_search_options *o = s->opt;
@@ -696,183 +730,19 @@ int kr__search_bo(kr__search *s, kr_error *err)
     if (o->max_evals == 0)
         s->cap = KR_MIN(s->cap, KR_MAX(size / 2, KR_MIN(size, (long)sp->nclocks + 8)));
     long n0 = o->bo_init > 0 ? o->bo_init : KR_MAX((long)sp->nclocks, (long)ceil(0.03 * size));
-    int has_prior = o->prior != NULL || o->prior_fn != NULL;
-    double stop = o->bo_stop != 0 ? o->bo_stop : has_prior ? BO_PRIOR_STOP : BO_DEFAULT_STOP;
-    double stop_abs = o->bo_stop_abs != 0 ? o->bo_stop_abs : o->prior || o->prior_fn ? BO_DEFAULT_STOP_ABS : -1;
     bo b;
     memset(&b, 0, sizeof b);
     b.s = s;
-    double *prior_v = NULL;
-    int rc;
-    if (has_prior) {
-        prior_v = malloc((size_t)size * NMODELS * sizeof *prior_v);
-        if (prior_v == NULL)
-            return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-        for (int k = 0; k < NMODELS; k++)
-            b.pr[k] = prior_v + (size_t)k * size;
-        s->prior = 1;
-        if ((rc = prior_compute(&b, err))) {
-            free(prior_v);
-            return rc;
-        }
-    }
-    if (has_prior && o->bo_init == 0) {
-        int got = 0;
-        rc = prior_frontier_design(&b, BO_PRIOR_DESIGN, &got, err);
-        if (rc == KR_OK && got < BO_PRIOR_DESIGN) /* the prior's frontiers hold fewer points */
-            rc = prior_design(s, err);
-    } else {
-        rc = initial_design(s, n0, err);
-    }
+    b.has_prior = o->prior != NULL || o->prior_fn != NULL;
+    b.stop = o->bo_stop != 0 ? o->bo_stop : b.has_prior ? BO_PRIOR_STOP : BO_DEFAULT_STOP;
+    b.stop_abs = o->bo_stop_abs != 0 ? o->bo_stop_abs : b.has_prior ? BO_DEFAULT_STOP_ABS : -1;
+    int rc = start(&b, n0, err);
     if (rc == KR_OK) {
-        s->batch = 0;
-        rc = kr__search_batch_end(s, 0, err);
+        b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : b.has_prior ? BO_PRIOR_BATCH : size >= 400 ? 8 : 4);
+        rc = alloc_loop(&b, err);
     }
-    if (rc) {
-        free(prior_v);
-        return rc;
-    }
-    b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : has_prior ? BO_PRIOR_BATCH : size >= 400 ? 8 : 4);
-    size_t sz = (size_t)size;
-    b.cand = malloc(sz * sizeof *b.cand);
-    b.xc = malloc(sz * 2 * sizeof *b.xc);
-    b.cc = malloc(sz * sizeof *b.cc);
-    b.picked = malloc(sz);
-    int ok = b.cand && b.xc && b.cc && b.picked;
-    for (int k = 0; k < NMODELS; k++) {
-        model *md = &b.md[k];
-        ok &= (md->y = malloc(sz * sizeof *md->y)) != NULL;
-        ok &= (md->mu = malloc(sz * sizeof *md->mu)) != NULL;
-        ok &= (md->var = malloc(sz * sizeof *md->var)) != NULL;
-        ok &= (md->u = malloc(sz * (size_t)b.q * sizeof *md->u)) != NULL;
-    }
-    double *X = malloc(sz * 2 * sizeof *X);
-    int *cat = malloc(sz * sizeof *cat);
-    if (!ok || !X || !cat) {
-        rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-        goto out;
-    }
-    kr__rng r;
-    kr__front2 scratch;
-    memset(&scratch, 0, sizeof scratch);
-    long n_prev = 0; /* points before the last batch (0: the initial design counts as one) */
-    for (;;) {
-        if (s->n >= size) {
-            snprintf(s->stop, sizeof s->stop, "space exhausted");
-            break;
-        }
-        if (kr__search_left(s) <= 0) {
-            snprintf(s->stop, sizeof s->stop, "budget");
-            break;
-        }
-        if ((rc = fit_and_predict(&b, X, cat, err)))
-            goto out;
-        /* What the last batch actually gained (against the current reference points), then
-         * the frontiers of everything measured. */
-        if (build_fronts(&b, s->n, 1) || (has_prior && widen_ref(&b, &scratch)) || build_fronts(&b, n_prev, 0)) {
-            rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-            goto out;
-        }
-        double real_eff = b.feff.hv, real_tot = b.ftot.hv;
-        if (build_fronts(&b, s->n, 0)) {
-            rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-            goto out;
-        }
-        double hv_eff = b.feff.hv, hv_tot = b.ftot.hv, tbest = b.feff.t[0];
-        real_eff = hv_eff - real_eff;
-        real_tot = hv_tot - real_tot;
-        kr__rng_seed(&r, o->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)s->batch * 104729 + 5);
-        if (stop_abs > 0) {
-            /* The absolute rule: gains in a box of at least BO_SCALE_MARGIN of the partition's
-             * time and energy scale, against max(relative, absolute) bounds. */
-            int conv[2], absb[2];
-            double emin = INFINITY; /* the energy scale of both planes: the lowest total energy */
-            for (long i = 0; i < s->n; i++)
-                emin = fmin(emin, s->pts[i].energy_j);
-            double gain[2];
-            for (int pl = 0; pl < 2; pl++) {
-                kr__front2 *f = pl ? &b.ftot : &b.feff;
-                double hv_tight = f->hv, tmin = f->t[0], ymin = f->y[f->m - 1];
-                double scale = tmin * emin + 1e-300;
-                double rt0 = f->rt, ry0 = f->ry;
-                f->rt = fmax(f->rt, tmin * (1 + BO_SCALE_MARGIN));
-                f->ry = fmax(f->ry, ymin + BO_SCALE_MARGIN * emin);
-                double real_x = 0;
-                if (build_fronts_keep(&b, n_prev, pl, &real_x) || (f->hv = kr__front2_hv(f), 0)) {
-                    rc = kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-                    goto out;
-                }
-                real_x = f->hv - real_x;
-                kr__rng_seed(&r, o->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)s->batch * 104729 + 5 + (uint64_t)pl);
-                double rem_x = remaining_gain(&b, f, pl, &r, &scratch);
-                double rel = stop * hv_tight, ab = stop_abs * scale;
-                conv[pl] = rem_x < fmax(rel, ab) && real_x < fmax(rel, ab);
-                absb[pl] = ab > rel;
-                gain[pl] = rem_x / scale;
-                f->rt = rt0;
-                f->ry = ry0;
-                f->hv = hv_tight;
-            }
-            s->gain_eff = gain[0];
-            s->gain_total = gain[1];
-            if (conv[0] && conv[1]) {
-                snprintf(s->stop, sizeof s->stop, "converged (eff %s, total %s)", absb[0] ? "A" : "R",
-                         absb[1] ? "A" : "R");
-                rc = cover_clocks(&b, err);
-                break;
-            }
-        } else {
-            double rem_eff = remaining_gain(&b, &b.feff, 0, &r, &scratch);
-            double rem_tot = remaining_gain(&b, &b.ftot, 1, &r, &scratch);
-            if (rem_eff < stop * hv_eff && rem_tot < stop * hv_tot && real_eff < stop * hv_eff &&
-                real_tot < stop * hv_tot) {
-                snprintf(s->stop, sizeof s->stop, "converged");
-                rc = cover_clocks(&b, err);
-                break;
-            }
-        }
-        kr__rng_seed(&r, o->seed * 0x2545f4914f6cdd1dULL + (uint64_t)s->batch * 7919 + 3);
-        for (int i = 0; i < BO_SAMPLES; i++)
-            for (int k = 0; k < NMODELS; k++)
-                b.z[i][k] = kr__rng_normal(&r);
-        /* Greedy batch with fantasies. */
-        memset(b.picked, 0, (size_t)b.m);
-        int qb = (int)KR_MIN((long)b.q, KR_MIN(kr__search_left(s), (long)b.m));
-        int chosen[64];
-        enum role roles[64];
-        for (int i = 0; i < qb; i++) {
-            enum role ro = pattern[i % 8];
-            int a = pick(&b, &ro, tbest);
-            if (a < 0) {
-                qb = i;
-                break;
-            }
-            chosen[i] = a;
-            roles[i] = ro;
-            b.picked[a] = 1;
-            fantasise(&b, a, i);
-            tbest = fmin(tbest, back(&b, M_TIME, b.md[M_TIME].mu[a]));
-        }
-        if (qb == 0) {
-            snprintf(s->stop, sizeof s->stop, "converged");
-            break;
-        }
-        s->batch++;
-        n_prev = s->n;
-        for (int i = 0; i < qb; i++) {
-            int a = chosen[i];
-            if ((rc = kr__search_eval(s, b.cand[a], role_names[roles[i]], back(&b, M_TIME, b.md[M_TIME].mu[a]),
-                                      back(&b, M_EFF, b.md[M_EFF].mu[a]), err)))
-                goto out;
-        }
-        if ((rc = kr__search_batch_end(s, 0, err)))
-            goto out;
-    }
-out:
-    free(prior_v);
-    free(X);
-    free(cat);
-    kr__front2_free(&scratch);
+    if (rc == KR_OK)
+        rc = loop(&b, err);
     bo_free(&b);
     return rc;
 }

@@ -87,6 +87,13 @@ double kr__front2_hv(const kr__front2 *f)
     return area;
 }
 
+void kr__front2_set_ref(kr__front2 *f, double margin)
+{
+    double t0 = f->t[0], t1 = f->t[f->m - 1], y0 = f->y[f->m - 1], y1 = f->y[0];
+    f->rt = t1 + margin * (t1 > t0 ? t1 - t0 : fabs(t1));
+    f->ry = y1 + margin * (y1 > y0 ? y1 - y0 : fabs(y1) + 1e-12);
+}
+
 void kr__front2_free(kr__front2 *f)
 {
     free(f->t);

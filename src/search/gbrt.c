@@ -151,6 +151,54 @@ void kr__gbrt_free(kr__gbrt *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Each feature's distinct values (sorted, in t->binval) and every row's bin index. */
+static void make_bins(trainer *t)
+{
+    int n = t->n, p = t->p;
+    const double *X = t->X;
+    for (int f = 0; f < p; f++) {
+        double *v = t->binval + (size_t)f * n;
+        for (int i = 0; i < n; i++)
+            v[i] = X[i * p + f];
+        qsort(v, (size_t)n, sizeof *v, cmp_double);
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (i == 0 || v[i] != v[k - 1])
+                v[k++] = v[i];
+        t->nbins[f] = k;
+        for (int i = 0; i < n; i++) {
+            int lo = 0, hi = k - 1;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (v[mid] < X[i * p + f])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            t->bin[i * p + f] = lo;
+        }
+    }
+}
+
+/* One round's row subsample (into rows; returns how many, at least 1) and column order. */
+static int sample(trainer *t, kr__rng *r, int *rows)
+{
+    int n = t->n, p = t->p, cnt = 0;
+    for (int i = 0; i < n; i++)
+        if (kr__rng_uniform(r) < SUBSAMPLE)
+            rows[cnt++] = i;
+    if (cnt == 0)
+        rows[cnt++] = (int)kr__rng_below(r, (uint64_t)n);
+    for (int f = 0; f < p; f++)
+        t->cols[f] = f;
+    for (int f = p - 1; f > 0; f--) {
+        int j = (int)kr__rng_below(r, (uint64_t)f + 1), tmp = t->cols[f];
+        t->cols[f] = t->cols[j];
+        t->cols[j] = tmp;
+    }
+    return cnt;
+}
+
 int kr__gbrt_train(kr__gbrt *m, const double *X, const double *y, int n, int p, uint64_t seed, kr_error *err)
 {
     kr__gbrt_free(m);
@@ -177,28 +225,7 @@ int kr__gbrt_train(kr__gbrt *m, const double *X, const double *y, int n, int p, 
         rc = kr_error_set(err, KR_ENOMEM, "gbrt: out of memory");
         goto out;
     }
-    for (int f = 0; f < p; f++) {
-        double *v = t.binval + (size_t)f * n;
-        for (int i = 0; i < n; i++)
-            v[i] = X[i * p + f];
-        qsort(v, (size_t)n, sizeof *v, cmp_double);
-        int k = 0;
-        for (int i = 0; i < n; i++)
-            if (i == 0 || v[i] != v[k - 1])
-                v[k++] = v[i];
-        t.nbins[f] = k;
-        for (int i = 0; i < n; i++) {
-            int lo = 0, hi = k - 1;
-            while (lo < hi) {
-                int mid = (lo + hi) / 2;
-                if (v[mid] < X[i * p + f])
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            t.bin[i * p + f] = lo;
-        }
-    }
+    make_bins(&t);
     double mean = 0;
     for (int i = 0; i < n; i++)
         mean += y[i];
@@ -213,19 +240,7 @@ int kr__gbrt_train(kr__gbrt *m, const double *X, const double *y, int n, int p, 
     for (int round = 0; round < ROUNDS; round++) {
         for (int i = 0; i < n; i++)
             t.g[i] = pred[i] - y[i];
-        int cnt = 0;
-        for (int i = 0; i < n; i++)
-            if (kr__rng_uniform(&r) < SUBSAMPLE)
-                rows[cnt++] = i;
-        if (cnt == 0)
-            rows[cnt++] = (int)kr__rng_below(&r, (uint64_t)n);
-        for (int f = 0; f < p; f++)
-            t.cols[f] = f;
-        for (int f = p - 1; f > 0; f--) {
-            int j = (int)kr__rng_below(&r, (uint64_t)f + 1), tmp = t.cols[f];
-            t.cols[f] = t.cols[j];
-            t.cols[j] = tmp;
-        }
+        int cnt = sample(&t, &r, rows);
         t.ncols = ncols;
         int root = build(&t, rows, cnt, 0);
         if (root < 0) {

@@ -119,6 +119,81 @@ static void from_coords(const double *z, int d, int multi_cat, kr__gp_hyper *h)
     h->nugget = fmin(fmax(exp(z[k]), NUG_MIN), NUG_MAX);
 }
 
+/* Standardises y into ys (and sets gp->ymean, gp->ysd). */
+static void standardise(kr__gp *gp, const double *y, int n, double *ys)
+{
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++)
+        mean += y[i];
+    mean /= n;
+    for (int i = 0; i < n; i++)
+        var += (y[i] - mean) * (y[i] - mean);
+    double sd = sqrt(var / n);
+    if (!(sd > 1e-12 * (1 + fabs(mean))))
+        sd = 1e-12 * (1 + fabs(mean)) + 1e-300;
+    gp->ymean = mean;
+    gp->ysd = sd;
+    for (int i = 0; i < n; i++)
+        ys[i] = (y[i] - mean) / sd;
+}
+
+/* Cold start: a coarse grid (3^d length scales × 2 correlations × 2 nuggets); improves on
+ * (*best, *best_ll). */
+static void grid_start(kr__gp *gp, int multi_cat, const double *ys, kr__gp_hyper *best, double *best_ll)
+{
+    static const double lsg[] = {0.15, 0.4, 1.2}, rhog[] = {0.5, 0.9}, nugg[] = {1e-6, 1e-3};
+    int d = gp->d, combos = 1;
+    for (int i = 0; i < d; i++)
+        combos *= 3;
+    for (int c = 0; c < combos; c++)
+        for (int r = 0; r < (multi_cat ? 2 : 1); r++)
+            for (int g = 0; g < 2; g++) {
+                kr__gp_hyper h;
+                memset(&h, 0, sizeof h);
+                for (int i = 0, cc = c; i < d; i++, cc /= 3)
+                    h.ls[i] = lsg[cc % 3];
+                h.rho = multi_cat ? rhog[r] : 0.5;
+                h.nugget = nugg[g];
+                double ll = factor(gp, &h, ys);
+                if (ll > *best_ll) {
+                    *best_ll = ll;
+                    *best = h;
+                }
+            }
+}
+
+/* Coordinate search with halving steps from (*best, *best_ll), at most 80 evaluations. */
+static void coord_search(kr__gp *gp, int multi_cat, const double *ys, double step, kr__gp_hyper *best,
+                         double *best_ll)
+{
+    int d = gp->d, nz = ncoords(gp, multi_cat);
+    double z[KR_GP_MAX_DIM + 2];
+    to_coords(best, d, multi_cat, z);
+    int evals = 0;
+    while (step > 0.08 && evals < 80) {
+        int moved = 0;
+        for (int k = 0; k < nz; k++)
+            for (int dir = -1; dir <= 1; dir += 2) {
+                double zt[KR_GP_MAX_DIM + 2];
+                memcpy(zt, z, sizeof zt);
+                zt[k] += dir * step;
+                kr__gp_hyper h = *best;
+                from_coords(zt, d, multi_cat, &h);
+                double ll = factor(gp, &h, ys);
+                evals++;
+                if (ll > *best_ll + 1e-9) {
+                    *best_ll = ll;
+                    *best = h;
+                    to_coords(best, d, multi_cat, z);
+                    moved = 1;
+                    break;
+                }
+            }
+        if (!moved)
+            step *= 0.5;
+    }
+}
+
 int kr__gp_fit(kr__gp *gp, const double *X, const int *cat, const double *y, int n, int d, const kr__gp_hyper *start,
                kr_error *err)
 {
@@ -146,79 +221,20 @@ int kr__gp_fit(kr__gp *gp, const double *X, const int *cat, const double *y, int
     gp->d = d;
     memcpy(gp->X, X, (size_t)n * d * sizeof *X);
     memcpy(gp->cat, cat, (size_t)n * sizeof *cat);
-    double mean = 0, var = 0;
-    for (int i = 0; i < n; i++)
-        mean += y[i];
-    mean /= n;
-    for (int i = 0; i < n; i++)
-        var += (y[i] - mean) * (y[i] - mean);
-    double sd = sqrt(var / n);
-    if (!(sd > 1e-12 * (1 + fabs(mean))))
-        sd = 1e-12 * (1 + fabs(mean)) + 1e-300;
-    gp->ymean = mean;
-    gp->ysd = sd;
-    for (int i = 0; i < n; i++)
-        ys[i] = (y[i] - mean) / sd;
+    standardise(gp, y, n, ys);
     int multi_cat = 0;
     for (int i = 1; i < n; i++)
         multi_cat |= cat[i] != cat[0];
-
     kr__gp_hyper best;
+    memset(&best, 0, sizeof best);
     double best_ll = -INFINITY;
     if (start) {
         best = *start;
         best_ll = factor(gp, &best, ys);
     }
-    if (start == NULL || !isfinite(best_ll)) {
-        /* Cold start: a coarse grid (3^d length scales × 2 correlations × 2 nuggets). */
-        static const double lsg[] = {0.15, 0.4, 1.2}, rhog[] = {0.5, 0.9}, nugg[] = {1e-6, 1e-3};
-        int combos = 1;
-        for (int i = 0; i < d; i++)
-            combos *= 3;
-        for (int c = 0; c < combos; c++)
-            for (int r = 0; r < (multi_cat ? 2 : 1); r++)
-                for (int g = 0; g < 2; g++) {
-                    kr__gp_hyper h;
-                    memset(&h, 0, sizeof h);
-                    for (int i = 0, cc = c; i < d; i++, cc /= 3)
-                        h.ls[i] = lsg[cc % 3];
-                    h.rho = multi_cat ? rhog[r] : 0.5;
-                    h.nugget = nugg[g];
-                    double ll = factor(gp, &h, ys);
-                    if (ll > best_ll) {
-                        best_ll = ll;
-                        best = h;
-                    }
-                }
-    }
-    /* Coordinate search with halving steps. */
-    int nz = ncoords(gp, multi_cat);
-    double z[KR_GP_MAX_DIM + 2];
-    to_coords(&best, d, multi_cat, z);
-    double step = start ? 0.35 : 0.7;
-    int evals = 0;
-    while (step > 0.08 && evals < 80) {
-        int moved = 0;
-        for (int k = 0; k < nz; k++)
-            for (int dir = -1; dir <= 1; dir += 2) {
-                double zt[KR_GP_MAX_DIM + 2];
-                memcpy(zt, z, sizeof zt);
-                zt[k] += dir * step;
-                kr__gp_hyper h = best;
-                from_coords(zt, d, multi_cat, &h);
-                double ll = factor(gp, &h, ys);
-                evals++;
-                if (ll > best_ll + 1e-9) {
-                    best_ll = ll;
-                    best = h;
-                    to_coords(&best, d, multi_cat, z);
-                    moved = 1;
-                    break;
-                }
-            }
-        if (!moved)
-            step *= 0.5;
-    }
+    if (start == NULL || !isfinite(best_ll))
+        grid_start(gp, multi_cat, ys, &best, &best_ll);
+    coord_search(gp, multi_cat, ys, start ? 0.35 : 0.7, &best, &best_ll);
     /* Refactor at the best point (the search leaves the last trial in L). If even that fails,
      * raise the nugget until it factors. */
     double ll = factor(gp, &best, ys);

@@ -184,74 +184,91 @@ static int optional_kind(kr__jctx *c, const json_t *o, const char *key, int want
     return KR_OK;
 }
 
+/* The fields every line has (and the optional ones' kinds), with their ranges. */
+static int read_fields(kr__jctx *c, const json_t *obj, kr__mrec *r)
+{
+    int rc, block, batch;
+    long long seed;
+    char end[32], buf[64];
+    double eff;
+    if ((rc = kr__jobject(c, obj, line_fields)) || (rc = kr__jint32(c, obj, "freq", 1, 1, 100000, 0, &r->freq_mhz)) ||
+        (rc = kr__jstr(c, obj, "overlap_start", 1, NULL, r->slot, sizeof r->slot)) ||
+        (rc = kr__jstr(c, obj, "overlap_end", 0, "none", end, sizeof end)) ||
+        (rc = kr__jint32(c, obj, "sm", 1, 0, 100000, 0, &r->sms)) ||
+        (rc = kr__jint32(c, obj, "block", 0, 0, 1 << 20, 0, &block)) ||
+        (rc = kr__jnum(c, obj, "time_s", 1, 0, INFINITY, 0, &r->time_s)) ||
+        (rc = kr__jnum(c, obj, "energy_j", 1, 0, INFINITY, 0, &r->energy_j)) ||
+        (rc = kr__jnum(c, obj, "eff_energy_j", 0, -INFINITY, INFINITY, 0, &eff)) ||
+        (rc = kr__jnum(c, obj, "time_sd_s", 0, 0, INFINITY, 0, &r->time_sd_s)) ||
+        (rc = kr__jnum(c, obj, "energy_sd_j", 0, 0, INFINITY, 0, &r->energy_sd_j)) ||
+        (rc = kr__jint32(c, obj, "repeats", 0, 1, 1 << 30, 1, &r->repeats)) ||
+        (rc = kr__jstr(c, obj, "backend", 0, "", buf, sizeof buf)) ||
+        (rc = kr__jstr(c, obj, "strategy", 0, "", buf, sizeof buf)) ||
+        (rc = kr__jstr(c, obj, "selected", 0, "", buf, sizeof buf)) ||
+        (rc = kr__jint(c, obj, "seed", 0, 0, INT64_MAX, 0, &seed)) ||
+        (rc = kr__jint32(c, obj, "batch", 0, 0, 1 << 30, 0, &batch)))
+        return rc;
+    static const char *const bools[] = {"selected_dynamic", "selected_real", "selected_time", "selected_uncertainty"};
+    static const char *const nums[] = {"pred_time_s", "pred_energy_eff_j", "pred_energy_real_j"};
+    for (size_t i = 0; i < 4; i++)
+        if ((rc = optional_kind(c, obj, bools[i], 1)))
+            return rc;
+    for (size_t i = 0; i < 3; i++)
+        if ((rc = optional_kind(c, obj, nums[i], 0)))
+            return rc;
+    if (strcmp(end, "none") != 0)
+        return kr__jfailf(c, KR_EPARSE, "overlap_end",
+                          "expected \"none\" (the comm window always ends with the partition), found \"%s\"", end);
+    if (!(r->time_s > 0))
+        return kr__jfailf(c, KR_ERANGE, "time_s", "expected a time > 0, found %g", r->time_s);
+    /* Work on a powered GPU always costs energy: 0 J is a failed reading (an energy counter
+     * that did not advance), never a measurement to plan with. */
+    if (!(r->energy_j > 0))
+        return kr__jfailf(c, KR_ERANGE, "energy_j", "expected an energy > 0 J, found %g", r->energy_j);
+    return KR_OK;
+}
+
+/* The record's key and variant: from the line (whose job fingerprint must match), or the
+ * caller's default key for a line of the artifact's format. */
+static int read_key(kr__jctx *c, const kr__mparse *o, const json_t *obj, kr__mrec *r)
+{
+    int rc;
+    char variant[32], fp[32];
+    if (json_object_get(obj, "key") == NULL) {
+        /* The artifact's format: no key, variant or job; the caller says which key. */
+        if (o->default_key == NULL)
+            return kr__jfailf(c, KR_EPARSE, "key",
+                              "missing required field (a line of the artifact's eval_results.jsonl? replay it with "
+                              "KEY=FILE)");
+        kr__strlcpy(r->key, o->default_key, sizeof r->key);
+        r->variant = KR_VARIANT_KAREUS;
+        return KR_OK;
+    }
+    if ((rc = kr__jstr(c, obj, "key", 1, NULL, r->key, sizeof r->key)) ||
+        (rc = kr__jstr(c, obj, "variant", 1, NULL, variant, sizeof variant)) ||
+        (rc = kr__jstr(c, obj, "job", 1, NULL, fp, sizeof fp)))
+        return rc;
+    if (kr_variant_parse(variant, &r->variant) != KR_OK)
+        return kr__jfailf(c, KR_EPARSE, "variant", "expected kareus, sequential or default-overlap, found \"%s\"",
+                          variant);
+    char want[17];
+    kr_job_fingerprint(o->job, want);
+    if (strcmp(fp, want) != 0)
+        return kr__jfailf(c, KR_EMISMATCH, "job",
+                          "expected the fingerprint of job '%s' (%s), found \"%s\": this log was measured for a "
+                          "different job (GPU, model, shapes or parallelism)",
+                          o->job->name, want, fp);
+    return KR_OK;
+}
+
 static int parse_record(const kr__mparse *o, const char *where, const json_t *obj, kr__mrec *r, kr_error *err)
 {
     kr__jctx c;
     kr__jctx_init(&c, where, err);
     memset(r, 0, sizeof *r);
-    int rc, block, seed_ok;
-    long long seed;
-    char end[32], variant[32], fp[32], buf[64];
-    double eff;
-    if ((rc = kr__jobject(&c, obj, line_fields)) || (rc = kr__jint32(&c, obj, "freq", 1, 1, 100000, 0, &r->freq_mhz)) ||
-        (rc = kr__jstr(&c, obj, "overlap_start", 1, NULL, r->slot, sizeof r->slot)) ||
-        (rc = kr__jstr(&c, obj, "overlap_end", 0, "none", end, sizeof end)) ||
-        (rc = kr__jint32(&c, obj, "sm", 1, 0, 100000, 0, &r->sms)) ||
-        (rc = kr__jint32(&c, obj, "block", 0, 0, 1 << 20, 0, &block)) ||
-        (rc = kr__jnum(&c, obj, "time_s", 1, 0, INFINITY, 0, &r->time_s)) ||
-        (rc = kr__jnum(&c, obj, "energy_j", 1, 0, INFINITY, 0, &r->energy_j)) ||
-        (rc = kr__jnum(&c, obj, "eff_energy_j", 0, -INFINITY, INFINITY, 0, &eff)) ||
-        (rc = kr__jnum(&c, obj, "time_sd_s", 0, 0, INFINITY, 0, &r->time_sd_s)) ||
-        (rc = kr__jnum(&c, obj, "energy_sd_j", 0, 0, INFINITY, 0, &r->energy_sd_j)) ||
-        (rc = kr__jint32(&c, obj, "repeats", 0, 1, 1 << 30, 1, &r->repeats)) ||
-        (rc = kr__jstr(&c, obj, "backend", 0, "", buf, sizeof buf)) ||
-        (rc = kr__jstr(&c, obj, "strategy", 0, "", buf, sizeof buf)) ||
-        (rc = kr__jstr(&c, obj, "selected", 0, "", buf, sizeof buf)) ||
-        (rc = kr__jint(&c, obj, "seed", 0, 0, INT64_MAX, 0, &seed)) ||
-        (rc = kr__jint32(&c, obj, "batch", 0, 0, 1 << 30, 0, &seed_ok)))
+    int rc;
+    if ((rc = read_fields(&c, obj, r)) || (rc = read_key(&c, o, obj, r)))
         return rc;
-    static const char *const bools[] = {"selected_dynamic", "selected_real", "selected_time", "selected_uncertainty"};
-    static const char *const nums[] = {"pred_time_s", "pred_energy_eff_j", "pred_energy_real_j"};
-    for (size_t i = 0; i < 4; i++)
-        if ((rc = optional_kind(&c, obj, bools[i], 1)))
-            return rc;
-    for (size_t i = 0; i < 3; i++)
-        if ((rc = optional_kind(&c, obj, nums[i], 0)))
-            return rc;
-    if (strcmp(end, "none") != 0)
-        return kr__jfailf(&c, KR_EPARSE, "overlap_end",
-                          "expected \"none\" (the comm window always ends with the partition), found \"%s\"", end);
-    if (!(r->time_s > 0))
-        return kr__jfailf(&c, KR_ERANGE, "time_s", "expected a time > 0, found %g", r->time_s);
-    /* Work on a powered GPU always costs energy: 0 J is a failed reading (an energy counter
-     * that did not advance), never a measurement to plan with. */
-    if (!(r->energy_j > 0))
-        return kr__jfailf(&c, KR_ERANGE, "energy_j", "expected an energy > 0 J, found %g", r->energy_j);
-    const json_t *key = json_object_get(obj, "key");
-    if (key == NULL) {
-        /* The artifact's format: no key, variant or job; the caller says which key. */
-        if (o->default_key == NULL)
-            return kr__jfailf(&c, KR_EPARSE, "key",
-                              "missing required field (a line of the artifact's eval_results.jsonl? replay it with "
-                              "KEY=FILE)");
-        kr__strlcpy(r->key, o->default_key, sizeof r->key);
-        r->variant = KR_VARIANT_KAREUS;
-    } else {
-        if ((rc = kr__jstr(&c, obj, "key", 1, NULL, r->key, sizeof r->key)) ||
-            (rc = kr__jstr(&c, obj, "variant", 1, NULL, variant, sizeof variant)) ||
-            (rc = kr__jstr(&c, obj, "job", 1, NULL, fp, sizeof fp)))
-            return rc;
-        if (kr_variant_parse(variant, &r->variant) != KR_OK)
-            return kr__jfailf(&c, KR_EPARSE, "variant", "expected kareus, sequential or default-overlap, found \"%s\"",
-                              variant);
-        char want[17];
-        kr_job_fingerprint(o->job, want);
-        if (strcmp(fp, want) != 0)
-            return kr__jfailf(&c, KR_EMISMATCH, "job",
-                              "expected the fingerprint of job '%s' (%s), found \"%s\": this log was measured for a "
-                              "different job (GPU, model, shapes or parallelism)",
-                              o->job->name, want, fp);
-    }
     const kr_partition *p = kr__catalogs_find(o->cat, r->key, r->variant);
     if (p == NULL) {
         char list[400];
@@ -466,6 +483,72 @@ int kr_search_log_check(const char *path, const kr_job *job, kr_error *err)
     return rc;
 }
 
+/*
+ * Reads an existing log at path (none: *text NULL, *len 0): checks its start, parses its
+ * records into log->recs, drops a torn last line from the file and dedupes, with warnings in
+ * log->warning. *complete_last: the last line parsed but had no newline.
+ */
+static int read_existing(kr_search_log *log, const char *path, const kr_job *job, char **text, size_t *len,
+                         int *complete_last, int *torn, kr_error *err)
+{
+    int rc;
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return kr_error_set(err, KR_EINVAL, "%s: is a symbolic link; give the log's real path", path);
+        if ((rc = kr__read_file(path, text, len, err)))
+            return rc;
+    }
+    if (*len > 0 && (rc = check_log_start(path, *text, *len, job, err)))
+        return rc;
+    size_t valid = *len;
+    if (*text) {
+        kr__mparse o = {path, 0, job, &log->cat, NULL, 1};
+        if ((rc = kr__mlog_parse(&o, *text, *len, &log->recs, &valid, torn, complete_last, err)))
+            return rc;
+    }
+    if (*torn) {
+        if (truncate(path, (off_t)valid) != 0)
+            return kr_error_set(err, KR_EIO, "%s: cannot drop the torn last line: %s", path, strerror(errno));
+        snprintf(log->warning, sizeof log->warning,
+                 "%s:%d: dropped a torn last line (%zu bytes, a write interrupted by a crash): '%.60s'", path, *torn,
+                 *len - valid, *text + valid);
+    }
+    int first_dup;
+    size_t dups = kr__mrecs_dedupe(&log->recs, &first_dup);
+    if (dups) {
+        size_t w = strlen(log->warning);
+        snprintf(log->warning + w, sizeof log->warning - w, "%s%s: %zu duplicate measurements (first kept), e.g. line %d",
+                 w ? "; " : "", path, dups, first_dup);
+    }
+    return KR_OK;
+}
+
+/* Opens path for appending, never through a symlink; a new (or empty: fresh) log starts with
+ * its header line. */
+static int open_append(kr_search_log *log, const char *path, const kr_job *job, int fresh, kr_error *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 || (log->f = fdopen(fd, "a")) == NULL) {
+        int rc = kr_error_set(err, KR_EIO, "%s: cannot open for appending: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    if (!fresh)
+        return KR_OK;
+    json_t *h = json_pack("{s:s, s:i, s:s, s:s}", "schema", MLOG_SCHEMA, "version", MLOG_VERSION, "job", log->fp,
+                          "job_name", job->name);
+    char *ht = h ? json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(h);
+    int ok = ht && fputs(ht, log->f) != EOF && fputc('\n', log->f) != EOF && fflush(log->f) == 0 &&
+             fsync(fileno(log->f)) == 0;
+    free(ht);
+    if (!ok)
+        return kr_error_set(err, KR_EIO, "%s: cannot write the log header: %s", path, strerror(errno));
+    return KR_OK;
+}
+
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err)
 {
     *out = NULL;
@@ -488,61 +571,10 @@ int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out,
         rc = kr_error_set(err, KR_EINVAL, "empty log file name");
         goto fail;
     }
-    struct stat st;
-    if (lstat(path, &st) == 0) {
-        if (S_ISLNK(st.st_mode)) {
-            rc = kr_error_set(err, KR_EINVAL, "%s: is a symbolic link; give the log's real path", path);
-            goto fail;
-        }
-        if ((rc = kr__read_file(path, &text, &len, err)))
-            goto fail;
-    }
-    if (len > 0 && (rc = check_log_start(path, text, len, job, err)))
-        goto fail;
-    size_t valid = len;
     int torn = 0, complete_last = 0;
-    if (text) {
-        kr__mparse o = {path, 0, job, &log->cat, NULL, 1};
-        if ((rc = kr__mlog_parse(&o, text, len, &log->recs, &valid, &torn, &complete_last, err)))
-            goto fail;
-    }
-    if (torn) {
-        if (truncate(path, (off_t)valid) != 0) {
-            rc = kr_error_set(err, KR_EIO, "%s: cannot drop the torn last line: %s", path, strerror(errno));
-            goto fail;
-        }
-        snprintf(log->warning, sizeof log->warning,
-                 "%s:%d: dropped a torn last line (%zu bytes, a write interrupted by a crash): '%.60s'", path, torn,
-                 len - valid, text + valid);
-    }
-    int first_dup;
-    size_t dups = kr__mrecs_dedupe(&log->recs, &first_dup);
-    if (dups) {
-        size_t w = strlen(log->warning);
-        snprintf(log->warning + w, sizeof log->warning - w, "%s%s: %zu duplicate measurements (first kept), e.g. line %d",
-                 w ? "; " : "", path, dups, first_dup);
-    }
-    /* Never through a symlink; a new (or empty) log starts with its header line. */
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0 || (log->f = fdopen(fd, "a")) == NULL) {
-        rc = kr_error_set(err, KR_EIO, "%s: cannot open for appending: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    if ((rc = read_existing(log, path, job, &text, &len, &complete_last, &torn, err)) ||
+        (rc = open_append(log, path, job, len == 0, err)))
         goto fail;
-    }
-    if (len == 0) {
-        json_t *h = json_pack("{s:s, s:i, s:s, s:s}", "schema", MLOG_SCHEMA, "version", MLOG_VERSION, "job", log->fp,
-                              "job_name", job->name);
-        char *ht = h ? json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        json_decref(h);
-        int ok = ht && fputs(ht, log->f) != EOF && fputc('\n', log->f) != EOF && fflush(log->f) == 0 &&
-                 fsync(fileno(log->f)) == 0;
-        free(ht);
-        if (!ok) {
-            rc = kr_error_set(err, KR_EIO, "%s: cannot write the log header: %s", path, strerror(errno));
-            goto fail;
-        }
-    }
     if (complete_last && !torn && (fputc('\n', log->f) == EOF || fflush(log->f) != 0)) {
         rc = kr_error_set(err, KR_EIO, "%s: write failed: %s", path, strerror(errno));
         goto fail;

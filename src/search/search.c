@@ -196,6 +196,143 @@ static void search_free(kr__search *s)
     free(s->pts);
 }
 
+/* The context's per-configuration arrays for p's space (s->job, s->p and s->opt set). */
+static int search_alloc(kr__search *s, kr_error *err)
+{
+    int rc = kr_search_space_init(s->job, s->p, &s->sp, err);
+    if (rc)
+        return rc;
+    s->size = kr_search_space_size(&s->sp);
+    s->cap = s->opt->max_evals > 0 && s->opt->max_evals < s->size ? s->opt->max_evals : s->size;
+    size_t n = (size_t)s->size;
+    s->cached = malloc(n * sizeof *s->cached);
+    s->done = calloc(n, 1);
+    s->t = malloc(n * sizeof *s->t);
+    s->e = malloc(n * sizeof *s->e);
+    s->ee = malloc(n * sizeof *s->ee);
+    s->pts = malloc(n * sizeof *s->pts);
+    if (!s->cached || !s->done || !s->t || !s->e || !s->ee || !s->pts)
+        return kr_error_set(err, KR_ENOMEM, "search %s: out of memory for %ld configurations", s->p->key, s->size);
+    for (size_t i = 0; i < n; i++)
+        s->cached[i] = -1;
+    return KR_OK;
+}
+
+/* Indexes this partition's recorded measurements by configuration. The log checked at open
+ * that every one lies in its partition's space. */
+static int index_log(kr__search *s, kr_error *err)
+{
+    const kr_partition *p = s->p;
+    const kr__mrecs *m = kr__search_log_records(s->log);
+    int rc = KR_OK;
+    for (size_t i = 0; i < m->n; i++) {
+        const kr__mrec *r = &m->r[i];
+        if (r->variant != p->variant || strcmp(r->key, p->key) != 0)
+            continue;
+        /* Work without a collective is logged with slot "none" and 0 SMs; its space holds
+         * the fixed values. */
+        kr_config c = {r->freq_mhz, s->sp.sms[0], s->sp.slots[0]};
+        long idx;
+        if (p->coll.kind != KR_COLL_NONE) {
+            c.sms = r->sms;
+            rc = kr_partition_slot_index(p, r->slot, &c.slot, err);
+        }
+        if (rc || (rc = kr_search_space_index(&s->sp, &c, &idx, err)))
+            return kr_error_prefix(err, "%s:%d", kr_search_log_path(s->log), r->line);
+        s->cached[idx] = (long)i;
+    }
+    return KR_OK;
+}
+
+/*
+ * A replay answers only what was recorded. An exhaustive search on it (and every clock-only
+ * one) is restricted to those configurations (and what the log already holds) by marking the
+ * others unavailable, so its frontier is that of the recorded points: a partial recording, such
+ * as a BO run's, replays instead of stopping at the first configuration it lacks. bo and
+ * artifact keep asking for what they would ask a device, so replaying a recorded run of theirs
+ * repeats it exactly. *recorded: the recorded configurations (0 when not restricted).
+ */
+static int restrict_replay(kr__search *s, int clock_only, long *recorded, int *restricted, kr_error *err)
+{
+    const kr_partition *p = s->p;
+    *recorded = 0;
+    *restricted = 0;
+    if (!((s->opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only) &&
+          kr__replay_recorded(s->b, p, &(kr_config){0, 0, 0}) >= 0))
+        return KR_OK;
+    for (long i = 0; i < s->size; i++) {
+        kr_config c;
+        kr_search_space_config(&s->sp, i, &c);
+        if (s->cached[i] >= 0 || kr__replay_recorded(s->b, p, &c) == 1)
+            (*recorded)++;
+        else
+            s->done[i] = 1;
+    }
+    if (*recorded == 0)
+        return kr_error_set(err, KR_ENOTFOUND,
+                            "replay: no recorded measurement of partition %s (%s variant) at any of its %ld "
+                            "configurations in %s: add a log that covers it (KEY=FILE for the artifact's "
+                            "eval_results.jsonl)",
+                            p->key, kr_variant_name(p->variant), s->size, kr__replay_files(s->b));
+    *restricted = *recorded < s->size;
+    if (s->cap > *recorded)
+        s->cap = *recorded;
+    return KR_OK;
+}
+
+/* The statistics of a finished search. */
+static void fill_stats(const kr__search *s, long recorded, double t0, kr_search_stats *stats)
+{
+    const kr_job *job = s->job;
+    double ref[3] = {NAN, NAN, NAN};
+    int ref_sim = summary_ref(job, s->p, &s->sp, s->size, ref) == KR_OK;
+    if (!ref_sim)
+        measured_ref(s->pts, s->n, job->static_power_w, ref);
+    memset(stats, 0, sizeof *stats);
+    stats->space_size = s->size;
+    stats->evaluated = s->n;
+    stats->measured = s->measured;
+    stats->from_log = s->from_log;
+    stats->batches = s->batch;
+    snprintf(stats->stop, sizeof stats->stop, "%s", s->stop);
+    stats->ref_from_sim = ref_sim;
+    stats->ref_time_s = ref[0];
+    stats->ref_eff_energy_j = ref[1];
+    stats->ref_energy_j = ref[2];
+    stats->hv_eff = plane_hv(s->pts, s->n, job->static_power_w, ref[0], ref[1], &stats->front_eff);
+    stats->hv_total = plane_hv(s->pts, s->n, 0.0, ref[0], ref[2], &stats->front_total);
+    stats->wall_s = kr__now_s() - t0;
+    stats->recorded = recorded;
+    stats->gain_eff = s->gain_eff;
+    stats->gain_total = s->gain_total;
+    stats->prior = s->prior;
+    stats->prior_b_time = s->prior ? s->prior_b[0] : NAN;
+    stats->prior_b_energy = s->prior ? s->prior_b[2] : NAN;
+}
+
+/* Runs the strategy on s (set up); the frontier into out. */
+static int run_strategy(kr__search *s, int clock_only, int restricted, kr_partition_frontier *out, kr_error *err)
+{
+    const kr_search_options *opt = s->opt;
+    int rc;
+    if (opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only)
+        rc = kr__search_exhaustive(s, err);
+    else if (opt->strategy == KR_STRATEGY_BO)
+        rc = kr__search_bo(s, err);
+    else
+        rc = kr__search_artifact(s, err);
+    if (rc == KR_OK && restricted && strcmp(s->stop, "converged") != 0)
+        snprintf(s->stop, sizeof s->stop, "recorded points only");
+    if (rc == KR_OK) {
+        snprintf(out->strategy, sizeof out->strategy, "%s", kr_strategy_name(opt->strategy));
+        snprintf(out->backend, sizeof out->backend, "%s", kr_backend_name(s->b));
+        out->seed = opt->seed;
+        out->space_size = s->size;
+        rc = kr_frontier_set_points(out, s->pts, (size_t)s->n, err);
+    }
+    return rc == KR_OK ? kr__search_batch_end(s, 1, err) : rc;
+}
+
 static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b, kr_search_log *log,
                          const kr_search_options *opt, int index, int count, kr_partition_frontier *out,
                          kr_search_stats *stats, kr_error *err)
@@ -223,128 +360,23 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
     s.index = index;
     s.count = count;
     s.gain_eff = s.gain_total = NAN;
-    int rc = kr_search_space_init(job, p, &s.sp, err);
-    if (rc)
-        return rc;
-    s.size = kr_search_space_size(&s.sp);
-    s.cap = opt->max_evals > 0 && opt->max_evals < s.size ? opt->max_evals : s.size;
-    size_t n = (size_t)s.size;
-    s.cached = malloc(n * sizeof *s.cached);
-    s.done = calloc(n, 1);
-    s.t = malloc(n * sizeof *s.t);
-    s.e = malloc(n * sizeof *s.e);
-    s.ee = malloc(n * sizeof *s.ee);
-    s.pts = malloc(n * sizeof *s.pts);
-    if (!s.cached || !s.done || !s.t || !s.e || !s.ee || !s.pts) {
-        search_free(&s);
-        return kr_error_set(err, KR_ENOMEM, "search %s: out of memory for %ld configurations", p->key, s.size);
-    }
-    for (size_t i = 0; i < n; i++)
-        s.cached[i] = -1;
-    if (log) {
-        /* Index this partition's recorded measurements by configuration. The log checked at
-         * open that every one lies in its partition's space. */
-        const kr__mrecs *m = kr__search_log_records(log);
-        for (size_t i = 0; i < m->n; i++) {
-            const kr__mrec *r = &m->r[i];
-            if (r->variant != p->variant || strcmp(r->key, p->key) != 0)
-                continue;
-            /* Work without a collective is logged with slot "none" and 0 SMs; its space holds
-             * the fixed values. */
-            kr_config c = {r->freq_mhz, s.sp.sms[0], s.sp.slots[0]};
-            long idx;
-            if (p->coll.kind != KR_COLL_NONE) {
-                c.sms = r->sms;
-                rc = kr_partition_slot_index(p, r->slot, &c.slot, err);
-            }
-            if (rc || (rc = kr_search_space_index(&s.sp, &c, &idx, err))) {
-                search_free(&s);
-                return kr_error_prefix(err, "%s:%d", kr_search_log_path(log), r->line);
-            }
-            s.cached[idx] = (long)i;
-        }
-    }
     /* Baseline variants and non-partition work: the clock is the only knob and composition
      * needs every clock, so every strategy measures them all. */
-    int clock_only = s.sp.nslots == 1 && s.sp.nsms == 1;
-    /* A replay answers only what was recorded. An exhaustive search on it (and every
-     * clock-only one) is restricted to those configurations (and what the log already holds) by
-     * marking the others unavailable, so its frontier is that of the recorded points: a partial
-     * recording, such as a BO run's, replays instead of stopping at the first configuration it
-     * lacks. bo and artifact keep asking for what they would ask a device, so replaying a
-     * recorded run of theirs repeats it exactly. */
     long recorded = 0;
-    int restricted = 0;
-    if ((opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only) && kr__replay_recorded(b, p, &(kr_config){0, 0, 0}) >= 0) {
-        for (long i = 0; i < s.size; i++) {
-            kr_config c;
-            kr_search_space_config(&s.sp, i, &c);
-            if (s.cached[i] >= 0 || kr__replay_recorded(b, p, &c) == 1)
-                recorded++;
-            else
-                s.done[i] = 1;
-        }
-        if (recorded == 0) {
-            search_free(&s);
-            return kr_error_set(err, KR_ENOTFOUND,
-                                "replay: no recorded measurement of partition %s (%s variant) at any of its %ld "
-                                "configurations in %s: add a log that covers it (KEY=FILE for the artifact's "
-                                "eval_results.jsonl)",
-                                p->key, kr_variant_name(p->variant), s.size, kr__replay_files(b));
-        }
-        restricted = recorded < s.size;
-        if (s.cap > recorded)
-            s.cap = recorded;
-    }
-    if ((rc = kr__search_batch_end(&s, 0, err))) {
-        search_free(&s);
-        return rc;
-    }
-    if (opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only)
-        rc = kr__search_exhaustive(&s, err);
-    else if (opt->strategy == KR_STRATEGY_BO)
-        rc = kr__search_bo(&s, err);
-    else
-        rc = kr__search_artifact(&s, err);
-    if (rc == KR_OK && restricted && strcmp(s.stop, "converged") != 0)
-        snprintf(s.stop, sizeof s.stop, "recorded points only");
+    int restricted = 0, clock_only = 0;
+    int rc = search_alloc(&s, err);
+    if (rc == KR_OK && log)
+        rc = index_log(&s, err);
     if (rc == KR_OK) {
-        snprintf(out->strategy, sizeof out->strategy, "%s", kr_strategy_name(opt->strategy));
-        snprintf(out->backend, sizeof out->backend, "%s", kr_backend_name(b));
-        out->seed = opt->seed;
-        out->space_size = s.size;
-        rc = kr_frontier_set_points(out, s.pts, (size_t)s.n, err);
+        clock_only = s.sp.nslots == 1 && s.sp.nsms == 1;
+        rc = restrict_replay(&s, clock_only, &recorded, &restricted, err);
     }
     if (rc == KR_OK)
-        rc = kr__search_batch_end(&s, 1, err);
-    double ref[3] = {NAN, NAN, NAN};
-    int ref_sim = rc == KR_OK && stats && summary_ref(job, p, &s.sp, s.size, ref) == KR_OK;
-    if (rc == KR_OK && stats && !ref_sim)
-        measured_ref(s.pts, s.n, job->static_power_w, ref);
-    if (rc == KR_OK) {
-        if (stats) {
-            memset(stats, 0, sizeof *stats);
-            stats->space_size = s.size;
-            stats->evaluated = s.n;
-            stats->measured = s.measured;
-            stats->from_log = s.from_log;
-            stats->batches = s.batch;
-            snprintf(stats->stop, sizeof stats->stop, "%s", s.stop);
-            stats->ref_from_sim = ref_sim;
-            stats->ref_time_s = ref[0];
-            stats->ref_eff_energy_j = ref[1];
-            stats->ref_energy_j = ref[2];
-            stats->hv_eff = plane_hv(s.pts, s.n, job->static_power_w, ref[0], ref[1], &stats->front_eff);
-            stats->hv_total = plane_hv(s.pts, s.n, 0.0, ref[0], ref[2], &stats->front_total);
-            stats->wall_s = kr__now_s() - t0;
-            stats->recorded = recorded;
-            stats->gain_eff = s.gain_eff;
-            stats->gain_total = s.gain_total;
-            stats->prior = s.prior;
-            stats->prior_b_time = s.prior ? s.prior_b[0] : NAN;
-            stats->prior_b_energy = s.prior ? s.prior_b[2] : NAN;
-        }
-    }
+        rc = kr__search_batch_end(&s, 0, err);
+    if (rc == KR_OK)
+        rc = run_strategy(&s, clock_only, restricted, out, err);
+    if (rc == KR_OK && stats)
+        fill_stats(&s, recorded, t0, stats);
     search_free(&s);
     return rc;
 }

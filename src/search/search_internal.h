@@ -137,6 +137,22 @@ int kr__search_exhaustive(kr__search *s, kr_error *err);
 int kr__search_bo(kr__search *s, kr_error *err);
 int kr__search_artifact(kr__search *s, kr_error *err);
 
+/* ---- bo's designs and prior (bo_design.c) -------------------------------------------------- */
+
+/* The margin of bo's reference points: a frontier's nadir plus this fraction of its range. */
+#define KR__REF_MARGIN 0.1
+
+/* n0 configurations Latin-hypercube style over (clock, comm SMs), slots balanced (no prior). */
+int kr__search_lhs_design(kr__search *s, long n0, kr_error *err);
+/* The prior's prediction of every configuration: pr[0] time, pr[1] effective energy, pr[2]
+ * total energy (s->size each, caller's memory); ppos[k] = 1 if every pr[k] value is > 0. */
+int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr_error *err);
+/* Up to k of the prior's best frontier points (greedy by predicted hypervolume, both planes);
+ * *picked_n says how many were evaluated. */
+int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int k, int *picked_n, kr_error *err);
+/* The grid that completes a prior design of fewer than k frontier points. */
+int kr__search_prior_grid(kr__search *s, kr_error *err);
+
 /* ---- 2-D frontiers for acquisition functions (front2.c) ------------------------------------ */
 
 /* A frontier in one plane, kept sorted (t ascending, y descending), with a reference point. */
@@ -153,6 +169,9 @@ int kr__front2_add(kr__front2 *f, double t, double y);
 double kr__front2_hvi(const kr__front2 *f, double t, double y);
 /* Hypervolume of f inside the reference box. */
 double kr__front2_hv(const kr__front2 *f);
+/* Sets f's reference point (f->m > 0): its nadir plus margin × its range in each coordinate
+ * (a degenerate range: margin × the magnitude). */
+void kr__front2_set_ref(kr__front2 *f, double margin);
 void kr__front2_free(kr__front2 *f);
 
 #endif

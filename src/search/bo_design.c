@@ -1,0 +1,189 @@
+/*
+ * bo_design.c — what bo measures before its first model (bo.c, docs/search.md): the Latin-
+ * hypercube design of a search without a prior, the prior's predictions of every configuration,
+ * and the two designs with a prior (the prior's best frontier points, then a clock × comm-SM
+ * grid when those run out). They need only the search context, so they live apart from the
+ * surrogate and the loop.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kareus/sim.h"
+#include "search_internal.h"
+
+/* Shuffles v[0..n) with r (Fisher–Yates). */
+static void shuffle(int *v, int n, kr__rng *r)
+{
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)kr__rng_below(r, (uint64_t)i + 1), t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+/*
+ * n0 configurations spread Latin-hypercube style over (clock, comm SMs) with the slots
+ * balanced: point i takes clock stratum π₁(i) and SM stratum π₂(i) of n0 equal strata (a random
+ * position inside each), slot π₃(i) mod nslots. With n0 >= nclocks every clock gets a point.
+ */
+int kr__search_lhs_design(kr__search *s, long n0, kr_error *err)
+{
+    const kr_search_space *sp = &s->sp;
+    n0 = KR_MIN(n0, s->size);
+    kr__rng r;
+    kr__rng_seed(&r, s->opt->seed * 0x9e3779b97f4a7c15ULL + 17);
+    int *p1 = malloc((size_t)n0 * sizeof *p1), *p2 = malloc((size_t)n0 * sizeof *p2),
+        *p3 = malloc((size_t)n0 * sizeof *p3);
+    if (!p1 || !p2 || !p3) {
+        free(p1);
+        free(p2);
+        free(p3);
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    }
+    for (int i = 0; i < n0; i++)
+        p1[i] = p2[i] = p3[i] = i;
+    shuffle(p1, (int)n0, &r);
+    shuffle(p2, (int)n0, &r);
+    shuffle(p3, (int)n0, &r);
+    int rc = KR_OK;
+    for (long i = 0; i < n0 && rc == KR_OK && kr__search_left(s) > 0; i++) {
+        long ci = (long)((p1[i] + kr__rng_uniform(&r)) * sp->nclocks / n0);
+        long mi = (long)((p2[i] + kr__rng_uniform(&r)) * sp->nsms / n0);
+        long si = p3[i] % sp->nslots;
+        long idx = (KR_MIN(ci, sp->nclocks - 1) * sp->nslots + si) * sp->nsms + KR_MIN(mi, sp->nsms - 1);
+        while (s->done[idx]) /* a collision of strata: the next free configuration */
+            idx = (idx + 1) % s->size;
+        rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
+    }
+    free(p1);
+    free(p2);
+    free(p3);
+    return rc;
+}
+
+/* The prior's predictions of every configuration (o->prior: the simulator on the prior job). */
+int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr_error *err)
+{
+    const kr_job *pj = s->opt->prior;
+    for (int k = 0; k < 3; k++)
+        ppos[k] = 1;
+    for (long i = 0; i < s->size; i++) {
+        kr_config c;
+        kr_search_space_config(&s->sp, i, &c);
+        kr_measurement m;
+        memset(&m, 0, sizeof m);
+        kr_error e = {0};
+        int rc;
+        if (s->opt->prior_fn) {
+            rc = s->opt->prior_fn(s->opt->prior_ud, s->p, &c, &m.time_s, &m.energy_j);
+            if (rc)
+                snprintf(e.msg, sizeof e.msg, "%s", kr_strerror(rc));
+        } else {
+            rc = kr_sim_measure(pj, s->p, &c, &m, &e);
+        }
+        if (rc)
+            return kr_error_set(err, rc, "prior for partition %s (%s) at %d MHz, %d SMs: %s", s->p->key,
+                                pj ? pj->gpu.name : "prior_fn", c.freq_mhz, c.sms, e.msg);
+        if (!(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
+            return kr_error_set(err, KR_EINVAL, "prior for partition %s: predicted time %g s, energy %g J at %d MHz",
+                                s->p->key, m.time_s, m.energy_j, c.freq_mhz);
+        pr[0][i] = m.time_s;
+        pr[2][i] = m.energy_j;
+        pr[1][i] = m.energy_j - s->job->static_power_w * m.time_s;
+        for (int k = 0; k < 3; k++)
+            ppos[k] &= pr[k][i] > 0;
+    }
+    return KR_OK;
+}
+
+/*
+ * The rest of the initial design with a prior when its frontiers hold fewer than
+ * BO_PRIOR_DESIGN points (kr__search_prior_front_design): a grid that identifies the prior's line and a
+ * first residual — clocks {highest, middle, lowest} × comm-SM counts {lowest, (middle,) highest}
+ * (the middle one for spaces of 400 or more), each at a slot rotated by the seed. (Until issue
+ * 16 round 2 this grid was the whole design; the prior's frontier points reach Q 0.99 with
+ * about half the measurements.)
+ */
+int kr__search_prior_grid(kr__search *s, kr_error *err)
+{
+    const kr_search_space *sp = &s->sp;
+    int ci[3] = {0, (sp->nclocks - 1) / 2, sp->nclocks - 1};
+    int nm = s->size >= 400 ? 3 : 2;
+    int mi[3] = {0, nm == 3 ? (sp->nsms - 1) / 2 : sp->nsms - 1, sp->nsms - 1};
+    int rot = (int)(s->opt->seed % (unsigned long long)sp->nslots);
+    int rc = KR_OK, k = 0;
+    for (int a = 0; a < 3 && rc == KR_OK; a++) {
+        if (a > 0 && ci[a] == ci[a - 1])
+            continue;
+        for (int c = 0; c < nm && rc == KR_OK && kr__search_left(s) > 0; c++, k++) {
+            if (c > 0 && mi[c] == mi[c - 1])
+                continue;
+            long si = (k + rot) % sp->nslots;
+            long idx = ((long)ci[a] * sp->nslots + si) * sp->nsms + mi[c];
+            rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
+        }
+    }
+    return rc;
+}
+
+/*
+ * The initial design from the prior's own frontiers: k configurations picked greedily by the
+ * hypervolume they add, as the prior predicts them, to the set picked so far, summed over the
+ * two planes with each plane's gain a fraction of the hypervolume of the prior's whole
+ * frontier in that plane (reference: its nadir + 10 % of its range), so both planes weigh
+ * alike. The first picks are the prior's extremes and the knees of both frontiers: the
+ * configurations a frontier most likely needs, spread over the prior's time and energy range,
+ * which is what identifies the line a + b·q. Ties go to the lower index; when nothing adds
+ * (a frontier of fewer than k points) the rest of the design is the grid (kr__search_prior_grid).
+ */
+int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int k, int *picked_n, kr_error *err)
+{
+    kr__front2 full[2], got[2];
+    memset(full, 0, sizeof full);
+    memset(got, 0, sizeof got);
+    int rc = KR_OK;
+    *picked_n = 0;
+    for (int pl = 0; pl < 2 && rc == KR_OK; pl++) {
+        for (long i = 0; i < s->size && rc == KR_OK; i++)
+            rc = kr__front2_add(&full[pl], pr[0][i], pr[1 + pl][i]);
+        if (rc)
+            break;
+        kr__front2 *f = &full[pl];
+        kr__front2_set_ref(f, KR__REF_MARGIN);
+        f->hv = kr__front2_hv(f);
+        got[pl].rt = f->rt;
+        got[pl].ry = f->ry;
+    }
+    for (int it = 0; it < k && rc == KR_OK && kr__search_left(s) > 0; it++) {
+        long best = -1;
+        double bv = 0;
+        for (long i = 0; i < s->size; i++) {
+            if (s->done[i])
+                continue;
+            double v = 0;
+            for (int pl = 0; pl < 2; pl++)
+                if (full[pl].hv > 0)
+                    v += kr__front2_hvi(&got[pl], pr[0][i], pr[1 + pl][i]) / full[pl].hv;
+            if (v > bv) {
+                bv = v;
+                best = i;
+            }
+        }
+        if (best < 0)
+            break;
+        for (int pl = 0; pl < 2 && rc == KR_OK; pl++)
+            rc = kr__front2_add(&got[pl], pr[0][best], pr[1 + pl][best]);
+        if (rc == KR_OK)
+            rc = kr__search_eval(s, best, "init", pr[0][best], pr[1][best], err);
+        if (rc == KR_OK)
+            (*picked_n)++;
+    }
+    for (int pl = 0; pl < 2; pl++) {
+        kr__front2_free(&full[pl]);
+        kr__front2_free(&got[pl]);
+    }
+    if (rc == KR_ENOMEM)
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    return rc;
+}
