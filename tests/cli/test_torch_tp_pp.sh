@@ -29,7 +29,15 @@ fi
 JOB="$KR_SOURCE_DIR/examples/data/tiny_llama_tp2_pp2.json"
 EX="$KR_SOURCE_DIR/examples/train_llama_tp_pp.py"
 # torch 1.13 on Python 3.11 cannot parse its own default --redirects/--tee ("0"): pass 1 (stdout).
-TORCHRUN=("$PY" -m torch.distributed.run --standalone --nproc_per_node 4 -r 1 -t 1 --log_dir "$TMP/torchrun")
+# Not --standalone: it always rendezvouses on port 29400, so two test runs on one machine (two
+# build trees, or a CI runner shared by jobs) collide ("The connection to the C10d store has
+# failed"). The same single-node c10d rendezvous, on a port the kernel reports free, each run.
+torchrun4() {
+  local port
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$PY" -m torch.distributed.run --nnodes 1 --rdzv_backend c10d --rdzv_endpoint "localhost:$port" \
+    --rdzv_id "kareus-test-$$-$port" --nproc_per_node 4 -r 1 -t 1 --log_dir "$TMP/torchrun" "$@"
+}
 
 check() { # check NAME CMD… : runs CMD, reports ok/FAIL
   local name=$1
@@ -52,7 +60,7 @@ if [ "$SAN" = 1 ]; then
   echo "skipped under the sanitizers: parts 1-3 (torchrun, four torch processes)"
 else
 # 1. Nanobatched = sequential = reference, for every slot and two CTA counts of every key.
-check "torchrun --check (PP2 x TP2, gloo)" "${TORCHRUN[@]}" "$EX" --check --json "$TMP/check-{rank}.json"
+check "torchrun --check (PP2 x TP2, gloo)" torchrun4 "$EX" --check --json "$TMP/check-{rank}.json"
 check "nanobatched vs sequential vs reference" "$PY" - "$TMP" "$JOB" <<'PYEOF'
 import json, sys
 import kareus.torch as kt
@@ -85,7 +93,7 @@ for r in range(4):
 PYEOF
 
 # 2. The plan applied on the fake GPU.
-check "torchrun training with the plan" "${TORCHRUN[@]}" "$EX" --plan "$PLAN" --steps 2 --verify \
+check "torchrun training with the plan" torchrun4 "$EX" --plan "$PLAN" --steps 2 --verify \
   --backend "fake:devices=4,log=$TMP/fake-{rank}.log" --lock-dir "$TMP" --json "$TMP/train-{rank}.json"
 check "clocks, comm configs and restore per rank" "$PY" - "$TMP" "$PLAN" <<'PYEOF'
 import json, sys
@@ -122,7 +130,7 @@ for r in range(4):
 PYEOF
 
 # 3. A rank that deviates from the plan's order gets the runtime's precise error (and the job ends).
-"${TORCHRUN[@]}" "$EX" --plan "$PLAN" --steps 1 --deviate 3 --backend "fake:devices=4" --lock-dir "$TMP" \
+torchrun4 "$EX" --plan "$PLAN" --steps 1 --deviate 3 --backend "fake:devices=4" --lock-dir "$TMP" \
   --json "$TMP/dev-{rank}.json" >"$TMP/dev.out" 2>&1
 rc=$?
 if [ "$rc" -ne 0 ] && grep -q '"name": "KR_EMISMATCH"' "$TMP/dev-3.json" &&
