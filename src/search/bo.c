@@ -24,6 +24,10 @@
  * planes) instead of a grid; each plane's reference box also covers the frontier the models
  * predict (widen_ref), so a predicted frontier extension beyond the measured one counts in the
  * acquisition and the stopping rule; batches are BO_PRIOR_BATCH and bo_stop BO_PRIOR_STOP.
+ * A flat prior, whose frontiers hold fewer than BO_PRIOR_DESIGN configurations (e.g. one clock,
+ * where predicted energy follows time), says little about where the frontier is: it keeps the
+ * grid design (prior_grid) and the batch, threshold and box of a search without a prior
+ * (docs/search.md, "Issue 16, round 3").
  *
  * Batch (size q). Built greedily; each member is the argmax of one criterion over the
  * unevaluated configurations, and after each pick the batch "believes" the pick's predicted
@@ -105,6 +109,7 @@ typedef struct bo {
     double *prior_v;   /* the memory of pr */
     /* the loop */
     int has_prior;
+    int flat;              /* the prior's frontiers hold fewer than BO_PRIOR_DESIGN points */
     double stop, stop_abs; /* the stopping rule's relative and absolute bounds (≤ 0: none) */
     long n_prev;           /* points before the last batch (0: the initial design counts as one) */
     double *X;             /* n × 2 features of the evaluated points */
@@ -531,10 +536,14 @@ static int start(bo *b, long n0, kr_error *err)
             return rc;
     }
     if (b->has_prior && o->bo_init == 0) {
+        /* A prior whose frontiers hold fewer than BO_PRIOR_DESIGN configurations says little
+         * about where the frontier is (flat: see the stopping rule's settings below). */
         int got = 0;
-        rc = kr__search_prior_front_design(s, (const double *const *)b->pr, BO_PRIOR_DESIGN, &got, err);
-        if (rc == KR_OK && got < BO_PRIOR_DESIGN) /* the prior's frontiers hold fewer points */
-            rc = kr__search_prior_grid(s, err);
+        const double *const *pr = (const double *const *)b->pr;
+        rc = kr__search_prior_front_design(s, pr, BO_PRIOR_DESIGN, 1, &got, err);
+        b->flat = rc == KR_OK && got < BO_PRIOR_DESIGN;
+        if (rc == KR_OK)
+            rc = b->flat ? kr__search_prior_grid(s, err) : kr__search_prior_front_design(s, pr, got, 0, &got, err);
     } else {
         rc = kr__search_lhs_design(s, n0, err);
     }
@@ -630,7 +639,7 @@ static int fit_and_check(bo *b, int *conv, double *tbest, kr_error *err)
         return rc;
     /* What the last batch actually gained (against the current reference points), then the
      * frontiers of everything measured. */
-    if (build_fronts(b, s->n, 1) || (b->has_prior && widen_ref(b, &b->scratch)) || build_fronts(b, b->n_prev, 0))
+    if (build_fronts(b, s->n, 1) || (b->has_prior && !b->flat && widen_ref(b, &b->scratch)) || build_fronts(b, b->n_prev, 0))
         return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
     double real_eff = b->feff.hv, real_tot = b->ftot.hv;
     if (build_fronts(b, s->n, 0))
@@ -737,8 +746,15 @@ int kr__search_bo(kr__search *s, kr_error *err)
     b.stop = o->bo_stop != 0 ? o->bo_stop : b.has_prior ? BO_PRIOR_STOP : BO_DEFAULT_STOP;
     b.stop_abs = o->bo_stop_abs != 0 ? o->bo_stop_abs : b.has_prior ? BO_DEFAULT_STOP_ABS : -1;
     int rc = start(&b, n0, err);
+    /* A flat prior keeps the settings of a search without one: the round-2 settings (batches of
+     * BO_PRIOR_BATCH, BO_PRIOR_STOP, the box widened to the predicted frontier) trust the
+     * prior's frontier, and on the replayed A100 partition, whose prior frontier is one point,
+     * they stopped before the total-energy plane was found (docs/search.md, round 3). */
+    int trust = b.has_prior && !b.flat;
+    if (b.flat && o->bo_stop == 0)
+        b.stop = BO_DEFAULT_STOP;
     if (rc == KR_OK) {
-        b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : b.has_prior ? BO_PRIOR_BATCH : size >= 400 ? 8 : 4);
+        b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : trust ? BO_PRIOR_BATCH : size >= 400 ? 8 : 4);
         rc = alloc_loop(&b, err);
     }
     if (rc == KR_OK)

@@ -137,7 +137,8 @@ int kr__search_prior_grid(kr__search *s, kr_error *err)
  * which is what identifies the line a + b·q. Ties go to the lower index; when nothing adds
  * (a frontier of fewer than k points) the rest of the design is the grid (kr__search_prior_grid).
  */
-int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int k, int *picked_n, kr_error *err)
+int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int k, int dry, int *picked_n,
+                                  kr_error *err)
 {
     kr__front2 full[2], got[2];
     memset(full, 0, sizeof full);
@@ -174,7 +175,7 @@ int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int 
             break;
         for (int pl = 0; pl < 2 && rc == KR_OK; pl++)
             rc = kr__front2_add(&got[pl], pr[0][best], pr[1 + pl][best]);
-        if (rc == KR_OK)
+        if (rc == KR_OK && !dry)
             rc = kr__search_eval(s, best, "init", pr[0][best], pr[1][best], err);
         if (rc == KR_OK)
             (*picked_n)++;

@@ -148,8 +148,9 @@ int kr__search_lhs_design(kr__search *s, long n0, kr_error *err);
  * total energy (s->size each, caller's memory); ppos[k] = 1 if every pr[k] value is > 0. */
 int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr_error *err);
 /* Up to k of the prior's best frontier points (greedy by predicted hypervolume, both planes);
- * *picked_n says how many were evaluated. */
-int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int k, int *picked_n, kr_error *err);
+ * *picked_n says how many were picked, and evaluated unless dry (dry: only counted). */
+int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int k, int dry, int *picked_n,
+                                  kr_error *err);
 /* The grid that completes a prior design of fewer than k frontier points. */
 int kr__search_prior_grid(kr__search *s, kr_error *err);
 
