@@ -278,7 +278,7 @@ static int spec_job(const char *spec, const char *named, int sim, const kr_backe
 static int open_sim(const char *spec, sim_spec *ss, const kr_backend_open_options *o, kr_backend **out,
                     kr_error *err)
 {
-    const kr_job *job;
+    const kr_job *job = NULL;
     kr_job *own;
     int rc = spec_job(spec, ss->job, 1, o, &job, &own, err);
     if (rc == KR_OK)
@@ -303,7 +303,7 @@ static int open_replay(const char *spec, const char *file, const kr_backend_open
         paths[k++] = file;
     for (int i = 0; i < o->nreplay; i++)
         paths[k++] = o->replay[i];
-    const kr_job *job;
+    const kr_job *job = NULL;
     kr_job *own;
     int rc = spec_job(spec, NULL, 0, o, &job, &own, err);
     if (rc == KR_OK)
@@ -324,7 +324,7 @@ static int open_gpu(const char *spec, const char *arg, const kr_backend_open_opt
         if (rc)
             return rc;
     }
-    const kr_job *job;
+    const kr_job *job = NULL;
     kr_job *own;
     int rc = spec_job(spec, NULL, 0, o, &job, &own, err);
     if (rc == KR_OK)
