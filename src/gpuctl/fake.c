@@ -409,41 +409,50 @@ static int fake_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_
     return KR_OK;
 }
 
+/* Fills the zero fields of o with the defaults and checks the result: KR_OK or KR_EINVAL. */
+static int options_complete(kr_gpuctl_fake_options *o, kr_error *err)
+{
+    if (o->devices == 0)
+        o->devices = 1;
+    if (o->max_mhz == 0)
+        o->max_mhz = 1410;
+    if (o->min_mhz == 0)
+        o->min_mhz = 210;
+    if (o->step_mhz == 0)
+        o->step_mhz = 15;
+    if (o->cur_mhz == 0)
+        o->cur_mhz = o->max_mhz;
+    if (o->fail_code == 0)
+        o->fail_code = KR_EBACKEND;
+    if (o->sleep_ops == 0)
+        o->sleep_ops = KR_GPUCTL_FAKE_CLOCK_WRITES;
+    if (o->power_w == 0)
+        o->power_w = 250;
+    if (o->devices < 0 || o->devices > 64)
+        return kr_error_set(err, KR_EINVAL, "fake GPU: devices: expected 1..64, found %d", o->devices);
+    if (o->step_mhz <= 0 || o->min_mhz <= 0 || o->max_mhz < o->min_mhz || (o->max_mhz - o->min_mhz) % o->step_mhz != 0)
+        return kr_error_set(err, KR_EINVAL,
+                            "fake GPU: clocks: expected 0 < min_mhz <= max_mhz with max - min a multiple of step_mhz > 0, "
+                            "found min %d, max %d, step %d",
+                            o->min_mhz, o->max_mhz, o->step_mhz);
+    if ((o->max_mhz - o->min_mhz) / o->step_mhz + 1 > KR_GPU_MAX_CLOCKS)
+        return kr_error_set(err, KR_EINVAL, "fake GPU: clocks: at most %d supported clocks", KR_GPU_MAX_CLOCKS);
+    if (o->fail_code >= 0)
+        return kr_error_set(err, KR_EINVAL, "fake GPU: fail_code: expected a negative KR_E… status, found %d", o->fail_code);
+    if (o->sleep_s < 0 || o->sleep_s > 60 || o->energy_period_s < 0 || o->power_w < 0)
+        return kr_error_set(err, KR_EINVAL,
+                            "fake GPU: expected sleep_s in [0, 60], energy_period_s >= 0 and power_w >= 0, found %g, %g, %g",
+                            o->sleep_s, o->energy_period_s, o->power_w);
+    return KR_OK;
+}
+
 int kr_gpuctl_fake_create(const kr_gpuctl_fake_options *opt, kr_backend **out, kr_error *err)
 {
     *out = NULL;
     kr_gpuctl_fake_options o = opt ? *opt : (kr_gpuctl_fake_options){0};
-    if (o.devices == 0)
-        o.devices = 1;
-    if (o.max_mhz == 0)
-        o.max_mhz = 1410;
-    if (o.min_mhz == 0)
-        o.min_mhz = 210;
-    if (o.step_mhz == 0)
-        o.step_mhz = 15;
-    if (o.cur_mhz == 0)
-        o.cur_mhz = o.max_mhz;
-    if (o.fail_code == 0)
-        o.fail_code = KR_EBACKEND;
-    if (o.sleep_ops == 0)
-        o.sleep_ops = KR_GPUCTL_FAKE_CLOCK_WRITES;
-    if (o.power_w == 0)
-        o.power_w = 250;
-    if (o.devices < 0 || o.devices > 64)
-        return kr_error_set(err, KR_EINVAL, "fake GPU: devices: expected 1..64, found %d", o.devices);
-    if (o.step_mhz <= 0 || o.min_mhz <= 0 || o.max_mhz < o.min_mhz || (o.max_mhz - o.min_mhz) % o.step_mhz != 0)
-        return kr_error_set(err, KR_EINVAL,
-                            "fake GPU: clocks: expected 0 < min_mhz <= max_mhz with max - min a multiple of step_mhz > 0, "
-                            "found min %d, max %d, step %d",
-                            o.min_mhz, o.max_mhz, o.step_mhz);
-    if ((o.max_mhz - o.min_mhz) / o.step_mhz + 1 > KR_GPU_MAX_CLOCKS)
-        return kr_error_set(err, KR_EINVAL, "fake GPU: clocks: at most %d supported clocks", KR_GPU_MAX_CLOCKS);
-    if (o.fail_code >= 0)
-        return kr_error_set(err, KR_EINVAL, "fake GPU: fail_code: expected a negative KR_E… status, found %d", o.fail_code);
-    if (o.sleep_s < 0 || o.sleep_s > 60 || o.energy_period_s < 0 || o.power_w < 0)
-        return kr_error_set(err, KR_EINVAL,
-                            "fake GPU: expected sleep_s in [0, 60], energy_period_s >= 0 and power_w >= 0, found %g, %g, %g",
-                            o.sleep_s, o.energy_period_s, o.power_w);
+    int rc = options_complete(&o, err);
+    if (rc)
+        return rc;
     fake_impl *m = calloc(1, sizeof *m);
     if (m == NULL)
         return kr_error_set(err, KR_ENOMEM, "fake GPU: out of memory");
@@ -493,7 +502,7 @@ int kr_gpuctl_fake_create(const kr_gpuctl_fake_options *opt, kr_backend **out, k
     m->o = o;
     m->t0 = fake_now(m);
     pthread_mutex_init(&m->mu, NULL);
-    int rc = kr_backend_create(&fake_class, m, out);
+    rc = kr_backend_create(&fake_class, m, out);
     if (rc) {
         fake_destroy(m);
         return kr_error_set(err, rc, "fake GPU: out of memory");
