@@ -23,24 +23,32 @@
 
 #include "util/util.h"
 
-static const char *const op_names[KR_GPUCTL_FAKE_NOPS] = {
-    "measure", "device_count", "supported_clocks", "get_clock", "set_clock",
-    "reset_clock", "read_energy", "read_power", "device_info",
-};
+/* The operations' names, X(value, name) (the call log and the fail/sleep specs use them). */
+#define FAKE_OP_NAMES(X)                                                                                   \
+    X(KR_GPUCTL_FAKE_MEASURE, "measure")                                                                   \
+    X(KR_GPUCTL_FAKE_DEVICE_COUNT, "device_count")                                                         \
+    X(KR_GPUCTL_FAKE_SUPPORTED_CLOCKS, "supported_clocks")                                                 \
+    X(KR_GPUCTL_FAKE_GET_CLOCK, "get_clock")                                                               \
+    X(KR_GPUCTL_FAKE_SET_CLOCK, "set_clock")                                                               \
+    X(KR_GPUCTL_FAKE_RESET_CLOCK, "reset_clock")                                                           \
+    X(KR_GPUCTL_FAKE_READ_ENERGY, "read_energy")                                                           \
+    X(KR_GPUCTL_FAKE_READ_POWER, "read_power")                                                             \
+    X(KR_GPUCTL_FAKE_DEVICE_INFO, "device_info")
+
+static const kr__ename op_names[] = {FAKE_OP_NAMES(KR__ENAME_ROW)};
 
 const char *kr_gpuctl_fake_op_name(kr_gpuctl_fake_op op)
 {
-    return (unsigned)op < KR_GPUCTL_FAKE_NOPS ? op_names[op] : "?";
+    return kr__ename_of(op_names, KR_ARRAY_LEN(op_names), (int)op);
 }
 
 int kr_gpuctl_fake_op_parse(const char *name, kr_gpuctl_fake_op *out)
 {
-    for (int i = 0; i < KR_GPUCTL_FAKE_NOPS; i++)
-        if (strcmp(name, op_names[i]) == 0) {
-            *out = (kr_gpuctl_fake_op)i;
-            return KR_OK;
-        }
-    return KR_ENOTFOUND;
+    int v;
+    if (kr__ename_parse(op_names, KR_ARRAY_LEN(op_names), name, &v))
+        return KR_ENOTFOUND;
+    *out = (kr_gpuctl_fake_op)v;
+    return KR_OK;
 }
 
 typedef struct fake_dev {
@@ -157,7 +165,7 @@ static void record(fake_impl *m, long seq, kr_gpuctl_fake_op op, int dev, int a,
         m->calls[m->ncalls++] = (kr_gpuctl_fake_call){seq, op, dev, a, b, rc};
     if (m->log_fd >= 0) {
         char line[96];
-        int n = snprintf(line, sizeof line, "%ld %s %d %d %d %d\n", seq, op_names[op], dev, a, b, rc);
+        int n = snprintf(line, sizeof line, "%ld %s %d %d %d %d\n", seq, kr_gpuctl_fake_op_name(op), dev, a, b, rc);
         if (n > 0 && write(m->log_fd, line, (size_t)n) < 0) {
             /* A test log that cannot be written shows up as missing lines in the test. */
         }
@@ -169,8 +177,8 @@ static int injected(kr_backend *b, int rc, kr_gpuctl_fake_op op, long seq)
 {
     if (rc == KR_EPERM)
         return kr_error_set(kr_backend_error(b), rc, "fake GPU: %s (call %ld): no permission (imitates NVML_ERROR_NO_PERMISSION)",
-                            op_names[op], seq);
-    return kr_error_set(kr_backend_error(b), rc, "fake GPU: %s (call %ld): injected failure", op_names[op], seq);
+                            kr_gpuctl_fake_op_name(op), seq);
+    return kr_error_set(kr_backend_error(b), rc, "fake GPU: %s (call %ld): injected failure", kr_gpuctl_fake_op_name(op), seq);
 }
 
 static const kr_backend_class fake_class;
@@ -187,7 +195,7 @@ static int enter(kr_backend *b, kr_gpuctl_fake_op op, int dev, long *seq)
     fake_impl *m = impl_of(b);
     int rc = call_begin(m, op, seq);
     if (rc == KR_OK && dev != -1 && (dev < 0 || dev >= m->o.devices))
-        rc = kr_error_set(kr_backend_error(b), KR_EINVAL, "fake GPU: %s: device %d: expected an index in [0, %d)", op_names[op], dev,
+        rc = kr_error_set(kr_backend_error(b), KR_EINVAL, "fake GPU: %s: device %d: expected an index in [0, %d)", kr_gpuctl_fake_op_name(op), dev,
                           m->o.devices);
     else if (rc != KR_OK)
         injected(b, rc, op, *seq);

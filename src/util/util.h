@@ -82,6 +82,15 @@ typedef struct kr__ename {
 const char *kr__ename_of(const kr__ename *t, size_t n, int value);
 /* The value named name in table t (n rows): KR_OK and *value, or KR_EINVAL (*value untouched). */
 int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value);
+/* As kr__ename_parse, ignoring ASCII case (method names: "Kareus", "kareus", "KAREUS"). */
+int kr__ename_parse_nocase(const kr__ename *t, size_t n, const char *name, int *value);
+
+/* A name table with its length, for what refers to one from elsewhere (kr__jchoice). */
+typedef struct kr__enames {
+    const kr__ename *t;
+    size_t n;
+} kr__enames;
+#define KR__ENAMES(table) {(table), KR_ARRAY_LEN(table)}
 
 /* ---- progress ---------------------------------------------------------------------- */
 
@@ -291,10 +300,10 @@ typedef struct kr__jwctx {
     kr_error *err;
 } kr__jwctx;
 
-/* Names of an enumeration: parse (0 or nonzero), name, and the text an error expects. */
+/* Names of an enumeration: its name table (the enum's own, as its name and parse functions
+ * read it) and the text an error expects. */
 typedef struct kr__jchoice {
-    int (*parse)(const char *name, int *out);
-    const char *(*name)(int v);
+    const kr__enames *names;
     const char *expected;
 } kr__jchoice;
 

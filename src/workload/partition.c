@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "util/util.h"
+#include "workload/workload_internal.h"
 
 const char *kr_op_kind_name(kr_op_kind k)
 {
@@ -50,6 +51,7 @@ const char *kr_op_kind_name(kr_op_kind k)
 
 static const kr__ename coll_kind_names[] = {COLL_KIND_NAMES(KR__ENAME_ROW)};
 static const kr__ename variant_names[] = {VARIANT_NAMES(KR__ENAME_ROW)};
+const kr__enames kr__variant_enames = KR__ENAMES(variant_names);
 
 const char *kr_coll_kind_name(kr_coll_kind k)
 {
