@@ -168,18 +168,28 @@ typedef struct run {
     kr_error *err;
 } run;
 
+/* The adapter from kr__progress's callback (ud, line) to the caller's (ud, phase, line). */
+typedef struct phase_sink {
+    const kr_optimize_options *o;
+    const char *phase;
+} phase_sink;
+
+static void phase_line(void *ud, const char *line)
+{
+    const phase_sink *s = ud;
+    s->o->progress(s->o->progress_ud, s->phase, line);
+}
+
 static void progress(const run *r, const char *phase, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A progress line of the flow's phase, through kr__progress (nothing without a callback). */
 static void progress(const run *r, const char *phase, const char *fmt, ...)
 {
-    if (r->o->progress == NULL)
-        return;
-    char buf[256];
+    phase_sink s = {r->o, phase};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    kr__vprogress(r->o->progress ? phase_line : NULL, &s, fmt, ap);
     va_end(ap);
-    r->o->progress(r->o->progress_ud, phase, buf);
 }
 
 static void search_progress(void *ud, const kr_search_progress *p)

@@ -52,16 +52,21 @@ int kr__ename_parse_nocase(const kr__ename *t, size_t n, const char *name, int *
     return ename_find(t, n, name, strcasecmp, value);
 }
 
-void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...)
+void kr__vprogress(kr__progress_fn fn, void *ud, const char *fmt, va_list ap)
 {
     if (fn == NULL)
         return;
     char line[KR__PROGRESS_MAX];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fn(ud, line);
+}
+
+void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    kr__vprogress(fn, ud, fmt, ap);
     va_end(ap);
-    fn(ud, line);
 }
 
 double kr__now_s(void)

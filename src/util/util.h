@@ -103,6 +103,8 @@ typedef struct kr__enames {
 #define KR__PROGRESS_MAX 256
 typedef void (*kr__progress_fn)(void *ud, const char *line);
 void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* kr__progress for a caller that is itself variadic (one that adds its own fields to the line). */
+void kr__vprogress(kr__progress_fn fn, void *ud, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* ---- strings ----------------------------------------------------------------------- */
 
