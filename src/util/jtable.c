@@ -124,8 +124,13 @@ static int read_obj(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
         apply_defaults(f->sub, base);
         return KR_OK;
     }
-    size_t m = kr__jpush_key(c, f->key);
-    int rc = kr__jtable_read(c, v, f->sub, base);
+    return kr__jtable_read_key(c, v, f->key, f->sub, base);
+}
+
+int kr__jtable_read_key(kr__jctx *c, const json_t *v, const char *key, const kr__jtable *t, void *base)
+{
+    size_t m = kr__jpush_key(c, key);
+    int rc = kr__jtable_read(c, v, t, base);
     if (rc == KR_OK)
         kr__jpop(c, m);
     return rc;

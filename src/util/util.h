@@ -228,6 +228,9 @@ typedef struct kr__jctx {
 } kr__jctx;
 
 void kr__jctx_init(kr__jctx *c, const char *file, kr_error *err);
+/* The opening of every JSON file reader: kr__json_load_file, then on success *c initialised for
+ * path. Returns its status; the caller owns *root (json_decref) when it is KR_OK. */
+int kr__json_open(const char *path, json_t **root, kr__jctx *c, kr_error *err);
 size_t kr__jpush_key(kr__jctx *c, const char *key); /* returns a mark for kr__jpop */
 size_t kr__jpush_idx(kr__jctx *c, size_t idx);
 void kr__jpop(kr__jctx *c, size_t mark);
@@ -378,6 +381,8 @@ typedef struct kr__jtable {
 
 /* Reads obj (an object with no keys outside t) into base, field by field. */
 int kr__jtable_read(kr__jctx *c, const json_t *obj, const kr__jtable *t, void *base);
+/* kr__jtable_read of v, the value of key, with key on the context's path while it reads. */
+int kr__jtable_read_key(kr__jctx *c, const json_t *v, const char *key, const kr__jtable *t, void *base);
 /* Reads one field of t (the typed reader or its hook). */
 int kr__jfield_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base);
 /* The field of t named key (NULL if none). */
