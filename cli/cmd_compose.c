@@ -4,30 +4,54 @@
  * non-partition work measured on the simulator, written as the Perseus/Kareus options CSV;
  * `kareus compose format`: the fields of the JSON frontier file.
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus compose --frontiers DIR --out FILE.csv [--job FILE] [--variant NAME] [--json]\n"
     "                      [--allow-missing-clocks]\n"
     "       kareus compose format [--markdown]\n\n"
     "  format           every field of the JSON partition frontier file compose reads: type,\n"
-    "                   accepted values, default, meaning (--markdown: the table of docs/formats.md)\n"
-    "  --frontiers DIR  partition frontiers: <key>.<variant>.json or .csv for every key of the job\n"
-    "  --out FILE.csv   instruction options (stage,instruction,frequency,time,energy,KEY...)\n"
-    "  --job FILE       job spec or built-in name (default: the built-in default job)\n"
-    "  --variant NAME   kareus (default), sequential or default-overlap\n"
-    "  --json           the summary as JSON (out, options, stages, clocks, sums, variant)\n"
-    "  --allow-missing-clocks  a frontier without a point at some of the job's planning clocks\n"
-    "                   is an error (exit 2) naming the key and the clocks; with this flag a warning,\n"
-    "                   and those clocks are left out of the composition\n\n"
-    "Per stage and forward/backward: at each clock, the Minkowski sum of the partitions'\n"
+    "                   accepted values, default, meaning (--markdown: the table of docs/formats.md)\n";
+
+/* What the options set. */
+typedef struct compose_args {
+    const char *dir, *out, *jobpath, *var;
+    int json, allow;
+} compose_args;
+
+static const cli_opt compose_opts[] = {
+    CLI_OPT("frontiers", 1,
+        "  --frontiers DIR  partition frontiers: <key>.<variant>.json or .csv for every key of the job\n",
+        cli_set_str, compose_args, dir),
+    CLI_OPT("out", 1,
+        "  --out FILE.csv   instruction options (stage,instruction,frequency,time,energy,KEY...)\n",
+        cli_set_str, compose_args, out),
+    CLI_OPT("job", 1,
+        "  --job FILE       job spec or built-in name (default: the built-in default job)\n",
+        cli_set_str, compose_args, jobpath),
+    CLI_OPT("variant", 1,
+        "  --variant NAME   kareus (default), sequential or default-overlap\n",
+        cli_set_str, compose_args, var),
+    CLI_OPT("json", 0,
+        "  --json           the summary as JSON (out, options, stages, clocks, sums, variant)\n",
+        cli_set_flag, compose_args, json),
+    CLI_OPT("allow-missing-clocks", 0,
+        "  --allow-missing-clocks  a frontier without a point at some of the job's planning clocks\n"
+        "                   is an error (exit 2) naming the key and the clocks; with this flag a warning,\n"
+        "                   and those clocks are left out of the composition\n",
+        cli_set_flag, compose_args, allow),
+};
+static const char usage_tail[] =
+    "\nPer stage and forward/backward: at each clock, the Minkowski sum of the partitions'\n"
     "frontiers (x executions per layer x layers), plus embedding / LM head / loss measured on\n"
     "the simulator, plus the recomputed forward in backward; Pareto-pruned on (time, effective\n"
     "energy) after each key, then over clocks. No fudge factors (docs/solver.md).\n";
+static const cli_optset compose_set = {"compose", usage_head, compose_opts, CLI_OPT_COUNT(compose_opts), usage_tail,
+                                       "", 0};
 
 int cli_compose_options(const kr_job *job, kr_variant variant, const char *dir, kr_options *out, kr_compose_stats *st)
 {
@@ -100,47 +124,31 @@ static int check_clocks(const kr_job *job, kr_variant variant, const char *dir, 
 
 int cmd_compose(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
+    if (cli_wants_help(argc, argv))
+        return cli_opt_usage(stdout, &compose_set);
     if (argc >= 2 && strcmp(argv[1], "format") == 0) {
         int markdown = argc == 3 && strcmp(argv[2], "--markdown") == 0;
         if (argc > 2 + markdown)
             return cli_usage_error("compose", "format: unexpected argument '%s'", argv[2 + markdown]);
         return cli_print_format(kr_frontier_format_field, markdown);
     }
-    static const struct option lopts[] = {{"frontiers", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'},
-                                          {"job", required_argument, 0, 'j'},       {"variant", required_argument, 0, 'v'},
-                                          {"json", no_argument, 0, 'J'},
-                                          {"allow-missing-clocks", no_argument, 0, 'A'}, {0, 0, 0, 0}};
-    const char *dir = NULL, *out = NULL, *jobpath = NULL, *var = "kareus";
-    int c, json = 0, allow = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': dir = optarg; break;
-        case 'o': out = optarg; break;
-        case 'j': jobpath = optarg; break;
-        case 'v': var = optarg; break;
-        case 'J': json = 1; break;
-        case 'A': allow = 1; break;
-        default: return cli_usage_error("compose", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("compose", "unexpected argument '%s'", argv[optind]);
+    compose_args a = {.var = "kareus"};
+    int next, rc;
+    if ((rc = cli_opt_parse(&compose_set, argc, argv, 1, &a, &next)))
+        return rc;
+    if (next < argc)
+        return cli_usage_error("compose", "unexpected argument '%s'", argv[next]);
+    const char *dir = a.dir, *out = a.out, *var = a.var;
+    int json = a.json;
     if (dir == NULL || out == NULL)
         return cli_usage_error("compose", "--frontiers DIR and --out FILE.csv are required");
     kr_variant variant;
     if (kr_variant_parse(var, &variant))
         return cli_usage_error("compose", "--variant: expected kareus, sequential or default-overlap, found '%s'", var);
     kr_job job;
-    int rc = cli_load_job(jobpath, &job);
-    if (rc)
+    if ((rc = cli_load_job(a.jobpath, &job)))
         return rc;
-    if ((rc = check_clocks(&job, variant, dir, allow)))
+    if ((rc = check_clocks(&job, variant, dir, a.allow)))
         return rc;
     kr_options opts;
     kr_compose_stats st;

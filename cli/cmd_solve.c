@@ -3,12 +3,12 @@
  * instruction options (Phillips–Dessouky, exact or lowtime-compatible), written as CSV, and
  * plan files for chosen steps.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
 /*
  * Reads the options for a pipeline of `stages` stages. A file with more stages is solved on its
@@ -79,40 +79,114 @@ static void print_summary(const kr_solve_result *f, const kr_solver_config *cfg,
            cfg->gpus_per_stage, ndom);
 }
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage: kareus solve --options FILE.csv (--stages S --microbatches M | --job FILE)\n"
     "                    [--frontier-out FILE.csv] [options]\n"
-    "       kareus solve --frontiers DIR [--job FILE] [--variant NAME] [--frontier-out FILE.csv] [options]\n\n"
-    "  --options FILE       instruction options: stage,instruction,frequency,time,energy[,chunk][,KEY...];\n"
-    "                       a file with more stages than the pipeline is solved on its first S stages\n"
-    "  --frontiers DIR      compose the options from partition frontiers instead (as 'kareus compose';\n"
-    "                       the job is the built-in default without --job)\n"
-    "  --variant NAME       with --frontiers: kareus (default), sequential or default-overlap\n"
-    "  --job FILE           job spec or built-in name: stages, microbatches, schedule, GPUs per stage and\n"
-    "                       static power come from it, and plans carry its identity\n"
-    "  --stages S           pipeline stages (required without --job)\n"
-    "  --microbatches M     microbatches per iteration (required without --job)\n"
-    "  --schedule NAME      1f1b (default), gpipe or interleaved-1f1b\n"
-    "  --virtual-stages V   model chunks per stage (interleaved-1f1b)\n"
-    "  --unit-time SEC      time step of the solver (default 0.001)\n"
-    "  --cost-model NAME    exact (default) or lowtime (ml-energy/lowtime 0.2.0, reproduced)\n"
-    "  --static-power W     static power per GPU (default: the job's; without --job the built-in\n"
-    "                       default job's)\n"
-    "  --gpus-per-stage G   GPUs per stage for whole-cluster energy (default: the job's, else 1)\n"
-    "  --p2p-lag SEC        fixed time of each inter-stage transfer (exact model only; default 0)\n"
-    "  --max-steps N        stop after N steps\n"
-    "  --exchange MODE      exact model: knob exchanges and window search after each step:\n"
-    "                       off (default, as in optimize and compare), on, or auto (on up to\n"
-    "                       256 instructions); on gives better plans, slower\n"
-    "  --frontier-out FILE  the frontier, one row per step, with each step's lower bound and gap\n"
-    "  --plans DIR          write plan_<step>.json (and Zeus freqs_pipeline_<step>.py) per selected step\n"
-    "  --select LIST        fastest, frugal, all, artifact10, N, deadline=S, budget=J (comma-separated;\n"
-    "                       default fastest,frugal)\n"
-    "  --refine             improve the plan of every deadline=S of --select (local search and branch\n"
-    "                       and bound on windows of ops; about 0.02-0.6 s each on small pipelines): a\n"
-    "                       better plan joins the frontier as a new step, with its bound and gap\n"
-    "  --quiet              no summary on stdout\n"
-    "  --json               the summary as JSON (frontier, steps, slowest, fastest, plans written)\n";
+    "       kareus solve --frontiers DIR [--job FILE] [--variant NAME] [--frontier-out FILE.csv] [options]\n\n";
+
+/* What the options set. */
+typedef struct solve_args {
+    const char *optpath, *jobpath, *frontier, *plans, *select, *schedule, *model, *fdir, *var, *exch;
+    int stages, mbs, virt, gps, max_steps, quiet, json, refine;
+    double unit, power, lag;
+} solve_args;
+
+static const cli_opt solve_opts[] = {
+    CLI_OPT("options", 1,
+        "  --options FILE       instruction options: stage,instruction,frequency,time,energy[,chunk][,KEY...];\n"
+        "                       a file with more stages than the pipeline is solved on its first S stages\n",
+        cli_set_str, solve_args, optpath),
+    CLI_OPT("frontiers", 1,
+        "  --frontiers DIR      compose the options from partition frontiers instead (as 'kareus compose';\n"
+        "                       the job is the built-in default without --job)\n",
+        cli_set_str, solve_args, fdir),
+    CLI_OPT("variant", 1,
+        "  --variant NAME       with --frontiers: kareus (default), sequential or default-overlap\n",
+        cli_set_str, solve_args, var),
+    CLI_OPT("job", 1,
+        "  --job FILE           job spec or built-in name: stages, microbatches, schedule, GPUs per stage and\n"
+        "                       static power come from it, and plans carry its identity\n",
+        cli_set_str, solve_args, jobpath),
+    CLI_OPT_RANGE("stages", 1,
+        "  --stages S           pipeline stages (required without --job)\n",
+        cli_set_int, solve_args, stages, 1, KR_MAX_STAGES),
+    CLI_OPT_RANGE("microbatches", 1,
+        "  --microbatches M     microbatches per iteration (required without --job)\n",
+        cli_set_int, solve_args, mbs, 1, 1 << 16),
+    CLI_OPT("schedule", 1,
+        "  --schedule NAME      1f1b (default), gpipe or interleaved-1f1b\n",
+        cli_set_str, solve_args, schedule),
+    CLI_OPT_RANGE("virtual-stages", 1,
+        "  --virtual-stages V   model chunks per stage (interleaved-1f1b)\n",
+        cli_set_int, solve_args, virt, 1, 1024),
+    CLI_OPT_RANGE("unit-time", 1,
+        "  --unit-time SEC      time step of the solver (default 0.001)\n",
+        cli_set_double, solve_args, unit, 1e-9, 1e3),
+    CLI_OPT("cost-model", 1,
+        "  --cost-model NAME    exact (default) or lowtime (ml-energy/lowtime 0.2.0, reproduced)\n",
+        cli_set_str, solve_args, model),
+    CLI_OPT_RANGE("static-power", 1,
+        "  --static-power W     static power per GPU (default: the job's; without --job the built-in\n"
+        "                       default job's)\n",
+        cli_set_double, solve_args, power, 0, 1e5),
+    CLI_OPT_RANGE("gpus-per-stage", 1,
+        "  --gpus-per-stage G   GPUs per stage for whole-cluster energy (default: the job's, else 1)\n",
+        cli_set_int, solve_args, gps, 1, 1 << 20),
+    CLI_OPT_RANGE("p2p-lag", 1,
+        "  --p2p-lag SEC        fixed time of each inter-stage transfer (exact model only; default 0)\n",
+        cli_set_double, solve_args, lag, 0, 1e3),
+    CLI_OPT_RANGE("max-steps", 1,
+        "  --max-steps N        stop after N steps\n",
+        cli_set_int, solve_args, max_steps, 1, 1 << 30),
+    CLI_OPT("exchange", 1,
+        "  --exchange MODE      exact model: knob exchanges and window search after each step:\n"
+        "                       off (default, as in optimize and compare), on, or auto (on up to\n"
+        "                       256 instructions); on gives better plans, slower\n",
+        cli_set_str, solve_args, exch),
+    CLI_OPT("frontier-out", 1,
+        "  --frontier-out FILE  the frontier, one row per step, with each step's lower bound and gap\n",
+        cli_set_str, solve_args, frontier),
+    CLI_OPT("plans", 1,
+        "  --plans DIR          write plan_<step>.json (and Zeus freqs_pipeline_<step>.py) per selected step\n",
+        cli_set_str, solve_args, plans),
+    CLI_OPT("select", 1,
+        "  --select LIST        fastest, frugal, all, artifact10, N, deadline=S, budget=J (comma-separated;\n"
+        "                       default fastest,frugal)\n",
+        cli_set_str, solve_args, select),
+    CLI_OPT("refine", 0,
+        "  --refine             improve the plan of every deadline=S of --select (local search and branch\n"
+        "                       and bound on windows of ops; about 0.02-0.6 s each on small pipelines): a\n"
+        "                       better plan joins the frontier as a new step, with its bound and gap\n",
+        cli_set_flag, solve_args, refine),
+    CLI_OPT("quiet", 0,
+        "  --quiet              no summary on stdout\n",
+        cli_set_flag, solve_args, quiet),
+    CLI_OPT("json", 0,
+        "  --json               the summary as JSON (frontier, steps, slowest, fastest, plans written)\n",
+        cli_set_flag, solve_args, json),
+};
+static const cli_optset solve_set = {"solve", usage_head, solve_opts, CLI_OPT_COUNT(solve_opts), NULL, "", 0};
+
+/* --json: the summary as one object, with the plans written for the selected steps sel[0..nsel). */
+static void print_json(const kr_solve_result *f, const kr_solver_config *cfg, const char *frontier, const char *plans,
+                       const int *sel, int nsel)
+{
+    const kr_solver_step *a = &f->steps[0], *b = &f->steps[f->nsteps - 1];
+    printf("{\"cost_model\": \"%s\", \"steps\": %d, \"solve_s\": %.6g, \"setup_s\": %.6g, \"frontier\": ",
+           kr_cost_model_name(cfg->cost_model), f->nsteps - 1, f->solve_s, f->setup_s);
+    cli_json_string(frontier);
+    printf(",\n \"slowest\": {\"time_s\": %.17g, \"energy_j\": %.17g}, \"fastest\": {\"time_s\": %.17g, "
+           "\"energy_j\": %.17g},\n \"gpus_per_stage\": %d, \"plans\": [",
+           a->time_s, a->energy_j, b->time_s, b->energy_j, cfg->gpus_per_stage);
+    for (int i = 0; i < nsel; i++) {
+        char path[4200];
+        kr_optimize_step_plan_path(path, sizeof path, plans, sel[i]);
+        printf("%s{\"step\": %d, \"plan\": ", i ? ", " : "", sel[i]);
+        cli_json_string(path);
+        printf("}");
+    }
+    printf("]}\n");
+}
 
 /* --refine: kr_solve_refine for every deadline=S of the --select list, before the selection
  * (which then picks the refined step as the cheapest one meeting S). A malformed entry is left
@@ -142,59 +216,18 @@ static int refine_deadlines(const kr_dag *dag, const kr_options *opts, const kr_
 
 int cmd_solve(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    static const struct option lopts[] = {
-        {"options", required_argument, 0, 'o'},      {"job", required_argument, 0, 'j'},
-        {"stages", required_argument, 0, 's'},       {"microbatches", required_argument, 0, 'm'},
-        {"schedule", required_argument, 0, 'S'},     {"virtual-stages", required_argument, 0, 'V'},
-        {"unit-time", required_argument, 0, 'u'},    {"cost-model", required_argument, 0, 'c'},
-        {"static-power", required_argument, 0, 'p'}, {"gpus-per-stage", required_argument, 0, 'g'},
-        {"p2p-lag", required_argument, 0, 'l'},      {"max-steps", required_argument, 0, 'x'},
-        {"frontier-out", required_argument, 0, 'f'}, {"plans", required_argument, 0, 'P'},
-        {"select", required_argument, 0, 'L'},       {"quiet", no_argument, 0, 'q'},
-        {"json", no_argument, 0, 'J'},
-        {"frontiers", required_argument, 0, 'F'},    {"variant", required_argument, 0, 'A'},
-        {"exchange", required_argument, 0, 'X'},  {"refine", no_argument, 0, 'R'},
-        {0, 0, 0, 0},
-    };
-    const char *optpath = NULL, *jobpath = NULL, *frontier = NULL, *plans = NULL, *select = NULL;
-    const char *schedule = NULL, *model = "exact", *fdir = NULL, *var = "kareus", *exch = "off";
-    int stages = 0, mbs = 0, virt = 0, gps = 0, max_steps = 0, quiet = 0, json = 0, refine = 0, c, rc;
+    if (cli_wants_help(argc, argv))
+        return cli_opt_usage(stdout, &solve_set);
+    solve_args a = {.model = "exact", .var = "kareus", .exch = "off", .unit = 0.001, .power = -1};
+    int next, rc;
+    if ((rc = cli_opt_parse(&solve_set, argc, argv, 1, &a, &next)))
+        return rc;
+    if (next < argc)
+        return cli_usage_error("solve", "unexpected argument '%s'", argv[next]);
+    const char *optpath = a.optpath, *jobpath = a.jobpath, *frontier = a.frontier, *plans = a.plans;
+    const char *select = a.select, *schedule = a.schedule, *model = a.model, *fdir = a.fdir, *var = a.var;
+    int stages = a.stages, mbs = a.mbs, virt = a.virt, quiet = a.quiet, json = a.json, refine = a.refine;
     int *sel = NULL, nsel = 0; /* the selected steps whose plans were written, for --json */
-    double unit = 0.001, power = -1, lag = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': optpath = optarg; break;
-        case 'j': jobpath = optarg; break;
-        case 's': if ((rc = cli_parse_int("solve", "--stages", optarg, 1, KR_MAX_STAGES, &stages))) return rc; break;
-        case 'm': if ((rc = cli_parse_int("solve", "--microbatches", optarg, 1, 1 << 16, &mbs))) return rc; break;
-        case 'S': schedule = optarg; break;
-        case 'V': if ((rc = cli_parse_int("solve", "--virtual-stages", optarg, 1, 1024, &virt))) return rc; break;
-        case 'u': if ((rc = cli_parse_double("solve", "--unit-time", optarg, 1e-9, 1e3, &unit))) return rc; break;
-        case 'c': model = optarg; break;
-        case 'p': if ((rc = cli_parse_double("solve", "--static-power", optarg, 0, 1e5, &power))) return rc; break;
-        case 'g': if ((rc = cli_parse_int("solve", "--gpus-per-stage", optarg, 1, 1 << 20, &gps))) return rc; break;
-        case 'l': if ((rc = cli_parse_double("solve", "--p2p-lag", optarg, 0, 1e3, &lag))) return rc; break;
-        case 'x': if ((rc = cli_parse_int("solve", "--max-steps", optarg, 1, 1 << 30, &max_steps))) return rc; break;
-        case 'f': frontier = optarg; break;
-        case 'P': plans = optarg; break;
-        case 'L': select = optarg; break;
-        case 'q': quiet = 1; break;
-        case 'J': json = 1; break;
-        case 'F': fdir = optarg; break;
-        case 'A': var = optarg; break;
-        case 'X': exch = optarg; break;
-        case 'R': refine = 1; break;
-        default: return cli_usage_error("solve", "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("solve", "unexpected argument '%s'", argv[optind]);
     if ((optpath == NULL) == (fdir == NULL))
         return cli_usage_error("solve", "expected exactly one of --options FILE.csv and --frontiers DIR");
     kr_variant variant;
@@ -208,7 +241,7 @@ int cmd_solve(int argc, char **argv)
     kr_solver_config_default(&cfg);
     if (kr_cost_model_parse(model, &cfg.cost_model))
         return cli_usage_error("solve", "--cost-model: expected exact or lowtime, found '%s'", model);
-    if ((rc = cli_parse_exchange("solve", exch, &cfg.exchange)))
+    if ((rc = cli_parse_exchange("solve", a.exch, &cfg.exchange)))
         return rc;
     kr_schedule sch = KR_SCHEDULE_1F1B;
     if (schedule && kr_schedule_parse(schedule, &sch))
@@ -235,10 +268,10 @@ int cmd_solve(int argc, char **argv)
      * one GPU per stage), unless given. */
     kr_solver_config flow;
     kr_optimize_solver_config(jp, NULL, &flow);
-    cfg.unit_time_s = unit;
-    cfg.static_power_w = power < 0 ? flow.static_power_w : power;
-    cfg.gpus_per_stage = gps ? gps : flow.gpus_per_stage;
-    cfg.max_steps = max_steps;
+    cfg.unit_time_s = a.unit;
+    cfg.static_power_w = a.power < 0 ? flow.static_power_w : a.power;
+    cfg.gpus_per_stage = a.gps ? a.gps : flow.gpus_per_stage;
+    cfg.max_steps = a.max_steps;
     if (!virt)
         virt = sch == KR_SCHEDULE_INTERLEAVED_1F1B ? 2 : 1;
     kr_error err = {0};
@@ -250,14 +283,14 @@ int cmd_solve(int argc, char **argv)
         return cli_report(rc, &err);
     }
     double *lags = NULL;
-    if (lag > 0) {
+    if (a.lag > 0) {
         lags = malloc(sizeof(double) * (size_t)stages);
         if (lags == NULL) {
             kr_options_free(&opts);
             return CLI_EXIT_FAIL;
         }
         for (int s = 0; s < stages; s++)
-            lags[s] = lag;
+            lags[s] = a.lag;
     }
     kr_dag dag;
     memset(&dag, 0, sizeof dag);
@@ -286,21 +319,7 @@ int cmd_solve(int argc, char **argv)
         nsel = n;
     }
     if (json && status == 0) {
-        const kr_solver_step *a = &f.steps[0], *b = &f.steps[f.nsteps - 1];
-        printf("{\"cost_model\": \"%s\", \"steps\": %d, \"solve_s\": %.6g, \"setup_s\": %.6g, \"frontier\": ",
-               kr_cost_model_name(cfg.cost_model), f.nsteps - 1, f.solve_s, f.setup_s);
-        cli_json_string(frontier);
-        printf(",\n \"slowest\": {\"time_s\": %.17g, \"energy_j\": %.17g}, \"fastest\": {\"time_s\": %.17g, "
-               "\"energy_j\": %.17g},\n \"gpus_per_stage\": %d, \"plans\": [",
-               a->time_s, a->energy_j, b->time_s, b->energy_j, cfg.gpus_per_stage);
-        for (int i = 0; i < nsel; i++) {
-            char path[4200];
-            kr_optimize_step_plan_path(path, sizeof path, plans, sel[i]);
-            printf("%s{\"step\": %d, \"plan\": ", i ? ", " : "", sel[i]);
-            cli_json_string(path);
-            printf("}");
-        }
-        printf("]}\n");
+        print_json(&f, &cfg, frontier, plans, sel, nsel);
     } else if (!quiet && status == 0) {
         print_summary(&f, &cfg, frontier);
     }

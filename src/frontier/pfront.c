@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "util/util.h"
+#include "workload/workload_internal.h"
 
 void kr_frontier_init(kr_partition_frontier *f, const kr_job *job, const kr_partition *p)
 {
@@ -411,20 +412,7 @@ static int count_write(const kr__jwctx *w, const kr__jfield *fd, const void *bas
     return KR_OK;
 }
 
-static int variant_parse(const char *name, int *out)
-{
-    kr_variant v = KR_VARIANT_KAREUS;
-    int rc = kr_variant_parse(name, &v);
-    *out = (int)v;
-    return rc;
-}
-
-static const char *variant_name(int v)
-{
-    return kr_variant_name((kr_variant)v);
-}
-
-static const kr__jchoice variant_choice = {variant_parse, variant_name, "kareus, sequential or default-overlap"};
+static const kr__jchoice variant_choice = {&kr__variant_enames, "kareus, sequential or default-overlap"};
 static const kr__jhook points_hook = {points_read, points_write, NULL, "array", NULL, "required"};
 static const kr__jhook slots_hook = {slots_read, slots_write, NULL, "array",
                                      "at most 16 names of at most 15 characters", "required"};

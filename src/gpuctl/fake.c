@@ -23,24 +23,32 @@
 
 #include "util/util.h"
 
-static const char *const op_names[KR_GPUCTL_FAKE_NOPS] = {
-    "measure", "device_count", "supported_clocks", "get_clock", "set_clock",
-    "reset_clock", "read_energy", "read_power", "device_info",
-};
+/* The operations' names, X(value, name) (the call log and the fail/sleep specs use them). */
+#define FAKE_OP_NAMES(X)                                                                                   \
+    X(KR_GPUCTL_FAKE_MEASURE, "measure")                                                                   \
+    X(KR_GPUCTL_FAKE_DEVICE_COUNT, "device_count")                                                         \
+    X(KR_GPUCTL_FAKE_SUPPORTED_CLOCKS, "supported_clocks")                                                 \
+    X(KR_GPUCTL_FAKE_GET_CLOCK, "get_clock")                                                               \
+    X(KR_GPUCTL_FAKE_SET_CLOCK, "set_clock")                                                               \
+    X(KR_GPUCTL_FAKE_RESET_CLOCK, "reset_clock")                                                           \
+    X(KR_GPUCTL_FAKE_READ_ENERGY, "read_energy")                                                           \
+    X(KR_GPUCTL_FAKE_READ_POWER, "read_power")                                                             \
+    X(KR_GPUCTL_FAKE_DEVICE_INFO, "device_info")
+
+static const kr__ename op_names[] = {FAKE_OP_NAMES(KR__ENAME_ROW)};
 
 const char *kr_gpuctl_fake_op_name(kr_gpuctl_fake_op op)
 {
-    return (unsigned)op < KR_GPUCTL_FAKE_NOPS ? op_names[op] : "?";
+    return kr__ename_of(op_names, KR_ARRAY_LEN(op_names), (int)op);
 }
 
 int kr_gpuctl_fake_op_parse(const char *name, kr_gpuctl_fake_op *out)
 {
-    for (int i = 0; i < KR_GPUCTL_FAKE_NOPS; i++)
-        if (strcmp(name, op_names[i]) == 0) {
-            *out = (kr_gpuctl_fake_op)i;
-            return KR_OK;
-        }
-    return KR_ENOTFOUND;
+    int v;
+    if (kr__ename_parse(op_names, KR_ARRAY_LEN(op_names), name, &v))
+        return KR_ENOTFOUND;
+    *out = (kr_gpuctl_fake_op)v;
+    return KR_OK;
 }
 
 typedef struct fake_dev {
@@ -157,7 +165,7 @@ static void record(fake_impl *m, long seq, kr_gpuctl_fake_op op, int dev, int a,
         m->calls[m->ncalls++] = (kr_gpuctl_fake_call){seq, op, dev, a, b, rc};
     if (m->log_fd >= 0) {
         char line[96];
-        int n = snprintf(line, sizeof line, "%ld %s %d %d %d %d\n", seq, op_names[op], dev, a, b, rc);
+        int n = snprintf(line, sizeof line, "%ld %s %d %d %d %d\n", seq, kr_gpuctl_fake_op_name(op), dev, a, b, rc);
         if (n > 0 && write(m->log_fd, line, (size_t)n) < 0) {
             /* A test log that cannot be written shows up as missing lines in the test. */
         }
@@ -169,8 +177,8 @@ static int injected(kr_backend *b, int rc, kr_gpuctl_fake_op op, long seq)
 {
     if (rc == KR_EPERM)
         return kr_error_set(kr_backend_error(b), rc, "fake GPU: %s (call %ld): no permission (imitates NVML_ERROR_NO_PERMISSION)",
-                            op_names[op], seq);
-    return kr_error_set(kr_backend_error(b), rc, "fake GPU: %s (call %ld): injected failure", op_names[op], seq);
+                            kr_gpuctl_fake_op_name(op), seq);
+    return kr_error_set(kr_backend_error(b), rc, "fake GPU: %s (call %ld): injected failure", kr_gpuctl_fake_op_name(op), seq);
 }
 
 static const kr_backend_class fake_class;
@@ -187,7 +195,7 @@ static int enter(kr_backend *b, kr_gpuctl_fake_op op, int dev, long *seq)
     fake_impl *m = impl_of(b);
     int rc = call_begin(m, op, seq);
     if (rc == KR_OK && dev != -1 && (dev < 0 || dev >= m->o.devices))
-        rc = kr_error_set(kr_backend_error(b), KR_EINVAL, "fake GPU: %s: device %d: expected an index in [0, %d)", op_names[op], dev,
+        rc = kr_error_set(kr_backend_error(b), KR_EINVAL, "fake GPU: %s: device %d: expected an index in [0, %d)", kr_gpuctl_fake_op_name(op), dev,
                           m->o.devices);
     else if (rc != KR_OK)
         injected(b, rc, op, *seq);
@@ -409,41 +417,50 @@ static int fake_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_
     return KR_OK;
 }
 
+/* Fills the zero fields of o with the defaults and checks the result: KR_OK or KR_EINVAL. */
+static int options_complete(kr_gpuctl_fake_options *o, kr_error *err)
+{
+    if (o->devices == 0)
+        o->devices = 1;
+    if (o->max_mhz == 0)
+        o->max_mhz = 1410;
+    if (o->min_mhz == 0)
+        o->min_mhz = 210;
+    if (o->step_mhz == 0)
+        o->step_mhz = 15;
+    if (o->cur_mhz == 0)
+        o->cur_mhz = o->max_mhz;
+    if (o->fail_code == 0)
+        o->fail_code = KR_EBACKEND;
+    if (o->sleep_ops == 0)
+        o->sleep_ops = KR_GPUCTL_FAKE_CLOCK_WRITES;
+    if (o->power_w == 0)
+        o->power_w = 250;
+    if (o->devices < 0 || o->devices > 64)
+        return kr_error_set(err, KR_EINVAL, "fake GPU: devices: expected 1..64, found %d", o->devices);
+    if (o->step_mhz <= 0 || o->min_mhz <= 0 || o->max_mhz < o->min_mhz || (o->max_mhz - o->min_mhz) % o->step_mhz != 0)
+        return kr_error_set(err, KR_EINVAL,
+                            "fake GPU: clocks: expected 0 < min_mhz <= max_mhz with max - min a multiple of step_mhz > 0, "
+                            "found min %d, max %d, step %d",
+                            o->min_mhz, o->max_mhz, o->step_mhz);
+    if ((o->max_mhz - o->min_mhz) / o->step_mhz + 1 > KR_GPU_MAX_CLOCKS)
+        return kr_error_set(err, KR_EINVAL, "fake GPU: clocks: at most %d supported clocks", KR_GPU_MAX_CLOCKS);
+    if (o->fail_code >= 0)
+        return kr_error_set(err, KR_EINVAL, "fake GPU: fail_code: expected a negative KR_E… status, found %d", o->fail_code);
+    if (o->sleep_s < 0 || o->sleep_s > 60 || o->energy_period_s < 0 || o->power_w < 0)
+        return kr_error_set(err, KR_EINVAL,
+                            "fake GPU: expected sleep_s in [0, 60], energy_period_s >= 0 and power_w >= 0, found %g, %g, %g",
+                            o->sleep_s, o->energy_period_s, o->power_w);
+    return KR_OK;
+}
+
 int kr_gpuctl_fake_create(const kr_gpuctl_fake_options *opt, kr_backend **out, kr_error *err)
 {
     *out = NULL;
     kr_gpuctl_fake_options o = opt ? *opt : (kr_gpuctl_fake_options){0};
-    if (o.devices == 0)
-        o.devices = 1;
-    if (o.max_mhz == 0)
-        o.max_mhz = 1410;
-    if (o.min_mhz == 0)
-        o.min_mhz = 210;
-    if (o.step_mhz == 0)
-        o.step_mhz = 15;
-    if (o.cur_mhz == 0)
-        o.cur_mhz = o.max_mhz;
-    if (o.fail_code == 0)
-        o.fail_code = KR_EBACKEND;
-    if (o.sleep_ops == 0)
-        o.sleep_ops = KR_GPUCTL_FAKE_CLOCK_WRITES;
-    if (o.power_w == 0)
-        o.power_w = 250;
-    if (o.devices < 0 || o.devices > 64)
-        return kr_error_set(err, KR_EINVAL, "fake GPU: devices: expected 1..64, found %d", o.devices);
-    if (o.step_mhz <= 0 || o.min_mhz <= 0 || o.max_mhz < o.min_mhz || (o.max_mhz - o.min_mhz) % o.step_mhz != 0)
-        return kr_error_set(err, KR_EINVAL,
-                            "fake GPU: clocks: expected 0 < min_mhz <= max_mhz with max - min a multiple of step_mhz > 0, "
-                            "found min %d, max %d, step %d",
-                            o.min_mhz, o.max_mhz, o.step_mhz);
-    if ((o.max_mhz - o.min_mhz) / o.step_mhz + 1 > KR_GPU_MAX_CLOCKS)
-        return kr_error_set(err, KR_EINVAL, "fake GPU: clocks: at most %d supported clocks", KR_GPU_MAX_CLOCKS);
-    if (o.fail_code >= 0)
-        return kr_error_set(err, KR_EINVAL, "fake GPU: fail_code: expected a negative KR_E… status, found %d", o.fail_code);
-    if (o.sleep_s < 0 || o.sleep_s > 60 || o.energy_period_s < 0 || o.power_w < 0)
-        return kr_error_set(err, KR_EINVAL,
-                            "fake GPU: expected sleep_s in [0, 60], energy_period_s >= 0 and power_w >= 0, found %g, %g, %g",
-                            o.sleep_s, o.energy_period_s, o.power_w);
+    int rc = options_complete(&o, err);
+    if (rc)
+        return rc;
     fake_impl *m = calloc(1, sizeof *m);
     if (m == NULL)
         return kr_error_set(err, KR_ENOMEM, "fake GPU: out of memory");
@@ -493,7 +510,7 @@ int kr_gpuctl_fake_create(const kr_gpuctl_fake_options *opt, kr_backend **out, k
     m->o = o;
     m->t0 = fake_now(m);
     pthread_mutex_init(&m->mu, NULL);
-    int rc = kr_backend_create(&fake_class, m, out);
+    rc = kr_backend_create(&fake_class, m, out);
     if (rc) {
         fake_destroy(m);
         return kr_error_set(err, rc, "fake GPU: out of memory");

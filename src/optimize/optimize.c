@@ -14,7 +14,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "kareus/compose.h"
 #include "kareus/metrics.h"
@@ -23,33 +22,40 @@
 #include "kareus/sim.h"
 #include "util/util.h"
 
-static const char *const method_names[KR_NUM_METHODS] = {"Megatron", "Perseus", "Nanobatching",
-                                                         "Nanobatching+Perseus", "Kareus"};
-static const char *const method_slugs[KR_NUM_METHODS] = {"megatron", "perseus", "nanobatch", "nanobatch+perseus",
-                                                         "kareus"};
+/* The methods' names, X(value, name, slug): the name in tables and the slug in file names. */
+#define METHOD_NAMES(X)                                                                                    \
+    X(KR_METHOD_MEGATRON, "Megatron", "megatron")                                                          \
+    X(KR_METHOD_PERSEUS, "Perseus", "perseus")                                                             \
+    X(KR_METHOD_NANOBATCH, "Nanobatching", "nanobatch")                                                    \
+    X(KR_METHOD_NANOBATCH_PERSEUS, "Nanobatching+Perseus", "nanobatch+perseus")                            \
+    X(KR_METHOD_KAREUS, "Kareus", "kareus")
+#define METHOD_NAME_ROW(value, name, slug) KR__ENAME_ROW(value, name)
+#define METHOD_SLUG_ROW(value, name, slug) KR__ENAME_ROW(value, slug)
+
+static const kr__ename method_names[] = {METHOD_NAMES(METHOD_NAME_ROW)};
+static const kr__ename method_slugs[] = {METHOD_NAMES(METHOD_SLUG_ROW)};
+/* What kr_method_parse accepts, in any case: slugs, names and two aliases. */
+static const kr__ename method_parse_names[] = {
+    METHOD_NAMES(METHOD_SLUG_ROW) METHOD_NAMES(METHOD_NAME_ROW)
+    KR__ENAME_ROW(KR_METHOD_NANOBATCH_PERSEUS, "n+p") KR__ENAME_ROW(KR_METHOD_NANOBATCH_PERSEUS, "nanobatch-perseus")};
 
 const char *kr_method_name(kr_method m)
 {
-    return (unsigned)m < KR_NUM_METHODS ? method_names[m] : "?";
+    return kr__ename_of(method_names, KR_ARRAY_LEN(method_names), (int)m);
 }
 
 const char *kr_method_slug(kr_method m)
 {
-    return (unsigned)m < KR_NUM_METHODS ? method_slugs[m] : "?";
+    return kr__ename_of(method_slugs, KR_ARRAY_LEN(method_slugs), (int)m);
 }
 
 int kr_method_parse(const char *s, kr_method *out)
 {
-    for (int m = 0; m < KR_NUM_METHODS; m++)
-        if (strcasecmp(s, method_slugs[m]) == 0 || strcasecmp(s, method_names[m]) == 0) {
-            *out = (kr_method)m;
-            return KR_OK;
-        }
-    if (strcasecmp(s, "n+p") == 0 || strcasecmp(s, "nanobatching") == 0 || strcasecmp(s, "nanobatch-perseus") == 0) {
-        *out = strcasecmp(s, "nanobatching") == 0 ? KR_METHOD_NANOBATCH : KR_METHOD_NANOBATCH_PERSEUS;
-        return KR_OK;
-    }
-    return KR_EINVAL;
+    int v;
+    if (kr__ename_parse_nocase(method_parse_names, KR_ARRAY_LEN(method_parse_names), s, &v))
+        return KR_EINVAL;
+    *out = (kr_method)v;
+    return KR_OK;
 }
 
 kr_variant kr_method_variant(kr_method m)
@@ -162,18 +168,28 @@ typedef struct run {
     kr_error *err;
 } run;
 
+/* The adapter from kr__progress's callback (ud, line) to the caller's (ud, phase, line). */
+typedef struct phase_sink {
+    const kr_optimize_options *o;
+    const char *phase;
+} phase_sink;
+
+static void phase_line(void *ud, const char *line)
+{
+    const phase_sink *s = ud;
+    s->o->progress(s->o->progress_ud, s->phase, line);
+}
+
 static void progress(const run *r, const char *phase, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A progress line of the flow's phase, through kr__progress (nothing without a callback). */
 static void progress(const run *r, const char *phase, const char *fmt, ...)
 {
-    if (r->o->progress == NULL)
-        return;
-    char buf[256];
+    phase_sink s = {r->o, phase};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    kr__vprogress(r->o->progress ? phase_line : NULL, &s, fmt, ap);
     va_end(ap);
-    r->o->progress(r->o->progress_ud, phase, buf);
 }
 
 static void search_progress(void *ud, const kr_search_progress *p)

@@ -107,20 +107,7 @@ static const kr__jfield comm_fields[] = {
 };
 static const kr__jtable comm_table = KR__JTABLE(comm_fields);
 
-static int kind_parse(const char *name, int *out)
-{
-    kr_instr_kind k = KR_INSTR_FORWARD;
-    int rc = kr_instr_kind_parse(name, &k);
-    *out = (int)k;
-    return rc;
-}
-
-static const char *kind_name(int v)
-{
-    return kr_instr_kind_name((kr_instr_kind)v);
-}
-
-static const kr__jchoice kind_choice = {kind_parse, kind_name, "\"forward\" or \"backward\""};
+static const kr__jchoice kind_choice = {&kr__instr_kind_enames, "\"forward\" or \"backward\""};
 static const kr__jhook comm_hook = {comm_read, comm_write, NULL, "array", NULL, "[]"};
 static const kr__jhook recompute_hook = {comm_read, comm_write, NULL, "array", NULL, "[] (written when not empty)"};
 
@@ -289,21 +276,7 @@ static int bound_write(const kr__jwctx *w, const kr__jfield *f, const void *base
     return KR_OK;
 }
 
-static int variant_parse(const char *name, int *out)
-{
-    kr_variant v = KR_VARIANT_KAREUS;
-    int rc = kr_variant_parse(name, &v);
-    *out = (int)v;
-    return rc;
-}
-
-static const char *variant_name(int v)
-{
-    return kr_variant_name((kr_variant)v);
-}
-
-static const kr__jchoice variant_choice = {variant_parse, variant_name,
-                                           "\"kareus\", \"sequential\" or \"default-overlap\""};
+static const kr__jchoice variant_choice = {&kr__variant_enames, "\"kareus\", \"sequential\" or \"default-overlap\""};
 static const kr__jhook bound_hook = {NULL, bound_write, NULL, NULL, NULL, "0 (none; written when > 0)"};
 static const kr__jhook gap_hook = {NULL, bound_write, NULL, NULL, NULL, "derived: not stored"};
 static const kr__jhook stages_hook = {stages_read, stages_write, NULL, "array", "job.stages entries", NULL};

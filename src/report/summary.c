@@ -67,13 +67,7 @@ static int oobj_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *
     const json_t *v = json_object_get(obj, f->key);
     int *has = (int *)((char *)base + f->off);
     *has = v != NULL;
-    if (v == NULL)
-        return KR_OK;
-    size_t m = kr__jpush_key(c, f->key);
-    int rc = kr__jtable_read(c, v, f->sub, base);
-    if (rc == KR_OK)
-        kr__jpop(c, m);
-    return rc;
+    return v == NULL ? KR_OK : kr__jtable_read_key(c, v, f->key, f->sub, base);
 }
 
 static int oobj_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
@@ -310,7 +304,8 @@ int kr__report_summary_read(const char *path, kr__summary **out, kr_error *err)
 {
     *out = NULL;
     json_t *root;
-    int rc = kr__json_load_file(path, &root, err);
+    kr__jctx c;
+    int rc = kr__json_open(path, &root, &c, err);
     if (rc)
         return rc;
     kr__summary *s = calloc(1, sizeof *s);
@@ -318,8 +313,6 @@ int kr__report_summary_read(const char *path, kr__summary **out, kr_error *err)
         json_decref(root);
         return kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
     }
-    kr__jctx c;
-    kr__jctx_init(&c, path, err);
     s->nmethods = s->nrows = s->nvplans = s->nsearch = s->ntimelines = s->npartitions = -1;
     rc = kr__jtable_read(&c, root, &summary_table, s);
     json_decref(root);

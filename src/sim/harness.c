@@ -214,11 +214,10 @@ int kr_sim_calib_read(const char *path, kr_sim_calib *out, kr_error *err)
 {
     memset(out, 0, sizeof *out);
     json_t *root;
-    int rc = kr__json_load_file(path, &root, err);
+    kr__jctx c;
+    int rc = kr__json_open(path, &root, &c, err);
     if (rc)
         return rc;
-    kr__jctx c;
-    kr__jctx_init(&c, path, err);
     static const char *const top[] = {"schema", "version", "description", "job", "partition", "kernel", "ranks",
                                       "rope_passes", "files", NULL};
     char schema[32], jobfile[512], kernel[16], desc[256];

@@ -19,6 +19,14 @@ int kr__json_load_file(const char *path, json_t **out, kr_error *err)
     return rc;
 }
 
+int kr__json_open(const char *path, json_t **root, kr__jctx *c, kr_error *err)
+{
+    int rc = kr__json_load_file(path, root, err);
+    if (rc == KR_OK)
+        kr__jctx_init(c, path, err);
+    return rc;
+}
+
 int kr__json_load_text(const char *text, const char *name, json_t **out, kr_error *err)
 {
     json_error_t je;

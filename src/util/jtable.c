@@ -55,9 +55,15 @@ static int read_num(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
     return rc;
 }
 
+/* The name of value v in the choice of field f. */
+static const char *choice_name(const kr__jfield *f, int v)
+{
+    return kr__ename_of(f->choice->names->t, f->choice->names->n, v);
+}
+
 static int check_choice(kr__jctx *c, const json_t *obj, const kr__jfield *f, const char *name, int *v)
 {
-    if (f->choice->parse(name, v))
+    if (kr__ename_parse(f->choice->names->t, f->choice->names->n, name, v))
         return kr__jfail(c, KR_EPARSE, f->key, f->choice->expected, json_object_get(obj, f->key));
     return KR_OK;
 }
@@ -71,7 +77,7 @@ static int read_str(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
     size_t cap = store || f->cap < sizeof tmp ? f->cap : sizeof tmp;
     const char *def = f->sdef;
     if (f->type == KR__JT_ENUM)
-        def = f->choice->name((int)f->def);
+        def = choice_name(f, (int)f->def);
     int rc = kr__jstr(c, obj, f->key, f->flags & KR__JREQ, def, buf, cap);
     if (rc)
         return rc;
@@ -118,8 +124,13 @@ static int read_obj(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *b
         apply_defaults(f->sub, base);
         return KR_OK;
     }
-    size_t m = kr__jpush_key(c, f->key);
-    int rc = kr__jtable_read(c, v, f->sub, base);
+    return kr__jtable_read_key(c, v, f->key, f->sub, base);
+}
+
+int kr__jtable_read_key(kr__jctx *c, const json_t *v, const char *key, const kr__jtable *t, void *base)
+{
+    size_t m = kr__jpush_key(c, key);
+    int rc = kr__jtable_read(c, v, t, base);
     if (rc == KR_OK)
         kr__jpop(c, m);
     return rc;
@@ -188,7 +199,7 @@ static int write_field(const kr__jwctx *w, const kr__jfield *f, const void *base
     }
     case KR__JT_BOOL: *out = json_boolean(*(const int *)cmember(base, f)); break;
     case KR__JT_STR: *out = json_string(cmember(base, f)); break;
-    case KR__JT_ENUM: *out = json_string(f->choice->name(*(const int *)cmember(base, f))); break;
+    case KR__JT_ENUM: *out = json_string(choice_name(f, *(const int *)cmember(base, f))); break;
     case KR__JT_SCHEMA: *out = json_string(f->sdef); break;
     case KR__JT_OBJ: return kr__jtable_write(w, f->sub, base, out);
     case KR__JT_HOOK: break;
@@ -265,7 +276,7 @@ static void describe_default(const kr__jfield *f, const void *keep, char *buf, s
     else if (f->type == KR__JT_BOOL)
         snprintf(buf, cap, "%s", f->def != 0 ? "true" : "false");
     else if (f->type == KR__JT_ENUM)
-        snprintf(buf, cap, "\"%s\"", f->choice->name((int)f->def));
+        snprintf(buf, cap, "\"%s\"", choice_name(f, (int)f->def));
     else if (f->type == KR__JT_STR || f->type == KR__JT_SCHEMA)
         snprintf(buf, cap, "\"%s\"", f->sdef ? f->sdef : "");
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 int kr__strlcpy(char *dst, const char *src, size_t cap)
@@ -29,26 +30,43 @@ const char *kr__ename_of(const kr__ename *t, size_t n, int value)
     return "?";
 }
 
-int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value)
+/* kr__ename_parse with the comparison cmp (strcmp or strcasecmp). */
+static int ename_find(const kr__ename *t, size_t n, const char *name, int (*cmp)(const char *, const char *),
+                      int *value)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(t[i].name, name) == 0) {
+        if (cmp(t[i].name, name) == 0) {
             *value = t[i].value;
             return KR_OK;
         }
     return KR_EINVAL;
 }
 
-void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...)
+int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value)
+{
+    return ename_find(t, n, name, strcmp, value);
+}
+
+int kr__ename_parse_nocase(const kr__ename *t, size_t n, const char *name, int *value)
+{
+    return ename_find(t, n, name, strcasecmp, value);
+}
+
+void kr__vprogress(kr__progress_fn fn, void *ud, const char *fmt, va_list ap)
 {
     if (fn == NULL)
         return;
     char line[KR__PROGRESS_MAX];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fn(ud, line);
+}
+
+void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    kr__vprogress(fn, ud, fmt, ap);
     va_end(ap);
-    fn(ud, line);
 }
 
 double kr__now_s(void)

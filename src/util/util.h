@@ -82,6 +82,15 @@ typedef struct kr__ename {
 const char *kr__ename_of(const kr__ename *t, size_t n, int value);
 /* The value named name in table t (n rows): KR_OK and *value, or KR_EINVAL (*value untouched). */
 int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value);
+/* As kr__ename_parse, ignoring ASCII case (method names: "Kareus", "kareus", "KAREUS"). */
+int kr__ename_parse_nocase(const kr__ename *t, size_t n, const char *name, int *value);
+
+/* A name table with its length, for what refers to one from elsewhere (kr__jchoice). */
+typedef struct kr__enames {
+    const kr__ename *t;
+    size_t n;
+} kr__enames;
+#define KR__ENAMES(table) {(table), KR_ARRAY_LEN(table)}
 
 /* ---- progress ---------------------------------------------------------------------- */
 
@@ -94,6 +103,8 @@ int kr__ename_parse(const kr__ename *t, size_t n, const char *name, int *value);
 #define KR__PROGRESS_MAX 256
 typedef void (*kr__progress_fn)(void *ud, const char *line);
 void kr__progress(kr__progress_fn fn, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* kr__progress for a caller that is itself variadic (one that adds its own fields to the line). */
+void kr__vprogress(kr__progress_fn fn, void *ud, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* ---- strings ----------------------------------------------------------------------- */
 
@@ -217,6 +228,9 @@ typedef struct kr__jctx {
 } kr__jctx;
 
 void kr__jctx_init(kr__jctx *c, const char *file, kr_error *err);
+/* The opening of every JSON file reader: kr__json_load_file, then on success *c initialised for
+ * path. Returns its status; the caller owns *root (json_decref) when it is KR_OK. */
+int kr__json_open(const char *path, json_t **root, kr__jctx *c, kr_error *err);
 size_t kr__jpush_key(kr__jctx *c, const char *key); /* returns a mark for kr__jpop */
 size_t kr__jpush_idx(kr__jctx *c, size_t idx);
 void kr__jpop(kr__jctx *c, size_t mark);
@@ -291,10 +305,10 @@ typedef struct kr__jwctx {
     kr_error *err;
 } kr__jwctx;
 
-/* Names of an enumeration: parse (0 or nonzero), name, and the text an error expects. */
+/* Names of an enumeration: its name table (the enum's own, as its name and parse functions
+ * read it) and the text an error expects. */
 typedef struct kr__jchoice {
-    int (*parse)(const char *name, int *out);
-    const char *(*name)(int v);
+    const kr__enames *names;
     const char *expected;
 } kr__jchoice;
 
@@ -367,6 +381,8 @@ typedef struct kr__jtable {
 
 /* Reads obj (an object with no keys outside t) into base, field by field. */
 int kr__jtable_read(kr__jctx *c, const json_t *obj, const kr__jtable *t, void *base);
+/* kr__jtable_read of v, the value of key, with key on the context's path while it reads. */
+int kr__jtable_read_key(kr__jctx *c, const json_t *v, const char *key, const kr__jtable *t, void *base);
 /* Reads one field of t (the typed reader or its hook). */
 int kr__jfield_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base);
 /* The field of t named key (NULL if none). */

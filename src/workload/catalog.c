@@ -492,11 +492,10 @@ static int read_param(kr__jctx *c, const char *key, const json_t *val, kr_gpu *o
 int kr_gpu_read_json(const char *path, kr_gpu *out, kr_error *err)
 {
     json_t *root;
-    int rc = kr__json_load_file(path, &root, err);
+    kr__jctx c;
+    int rc = kr__json_open(path, &root, &c, err);
     if (rc)
         return rc;
-    kr__jctx c;
-    kr__jctx_init(&c, path, err);
     static const char *const top[] = {"schema", "version", "name", "display", "base", "params", NULL};
     char schema[32], base[KR_NAME_MAX];
     long long version;

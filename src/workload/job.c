@@ -423,19 +423,6 @@ static void planning_init(void *base)
     planning_defaults(base);
 }
 
-static int schedule_parse(const char *name, int *out)
-{
-    kr_schedule s = KR_SCHEDULE_1F1B;
-    int rc = kr_schedule_parse(name, &s);
-    *out = (int)s;
-    return rc;
-}
-
-static const char *schedule_name(int v)
-{
-    return kr_schedule_name((kr_schedule)v);
-}
-
 static double bps_to_gbps(double x) { return x / 1e9; }
 static double gbps_to_bps(double x) { return x * 1e9; }
 static double s_to_us(double x) { return x * 1e6; }
@@ -443,8 +430,8 @@ static double us_to_s(double x) { return x * 1e-6; }
 
 static const kr__jconv conv_gbps = {bps_to_gbps, gbps_to_bps};
 static const kr__jconv conv_us = {s_to_us, us_to_s};
-const kr__jchoice kr__schedule_choice = {schedule_parse, schedule_name,
-                                         "\"1f1b\", \"gpipe\" or \"interleaved-1f1b\""};
+static const kr__enames schedule_enames = KR__ENAMES(schedule_names);
+const kr__jchoice kr__schedule_choice = {&schedule_enames, "\"1f1b\", \"gpipe\" or \"interleaved-1f1b\""};
 static const kr__jhook gpu_hook = {gpu_read, gpu_write, NULL, "string or object", "a catalog GPU or {\"file\": PATH}",
                                    "a100-sxm4-40gb"};
 static const kr__jhook model_hook = {model_read, model_write, NULL, "string or object",

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "util/util.h"
+#include "workload/workload_internal.h"
 
 const char *kr_op_kind_name(kr_op_kind k)
 {
@@ -50,6 +51,7 @@ const char *kr_op_kind_name(kr_op_kind k)
 
 static const kr__ename coll_kind_names[] = {COLL_KIND_NAMES(KR__ENAME_ROW)};
 static const kr__ename variant_names[] = {VARIANT_NAMES(KR__ENAME_ROW)};
+const kr__enames kr__variant_enames = KR__ENAMES(variant_names);
 
 const char *kr_coll_kind_name(kr_coll_kind k)
 {
@@ -465,6 +467,20 @@ int kr_partition_catalog(const kr_job *job, kr_variant variant, kr_partition_set
     return KR_OK;
 }
 
+/* Appends to out a unit of non-partition work named key: once per stage, no searched slot,
+ * run as the sequential variant. */
+static kr_partition *add_nonpartition(kr_partition_set *out, int backward, const char *key)
+{
+    kr_partition *p = &out->p[out->n++];
+    memset(p, 0, sizeof *p);
+    p->backward = backward;
+    p->per_stage = 1;
+    p->fixed_slot = KR_SLOT_NONE;
+    p->variant = KR_VARIANT_SEQUENTIAL;
+    kr__strlcpy(p->key, key, sizeof p->key);
+    return p;
+}
+
 int kr_partition_nonpartition(const kr_job *job, int stage, int backward, kr_partition_set *out, kr_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -474,16 +490,10 @@ int kr_partition_nonpartition(const kr_job *job, int stage, int backward, kr_par
     shape sh = make_shape(job, job->microbatch_size); /* non-partition work runs on the whole microbatch */
     double e = sh.T * sh.h;
     if (stage == 0) {
-        kr_partition *p = &out->p[out->n++];
-        memset(p, 0, sizeof *p);
-        p->backward = backward;
-        p->per_stage = 1;
-        p->fixed_slot = KR_SLOT_NONE;
-        p->variant = KR_VARIANT_SEQUENTIAL;
+        kr_partition *p = add_nonpartition(out, backward, backward ? "embed_bwd" : "embed_fwd");
         if (!backward) {
             /* Vocab-parallel lookup (rows of the local vocab shard; others write zeros), then a TP
              * all-reduce of the [T, h] output (Megatron VocabParallelEmbedding). */
-            kr__strlcpy(p->key, "embed_fwd", sizeof p->key);
             kr_op *op = new_op(p, "embedding", KR_OP_EMBED, 0);
             op->m = (long)sh.T;
             op->n = (long)sh.h;
@@ -493,7 +503,6 @@ int kr_partition_nonpartition(const kr_job *job, int stage, int backward, kr_par
             p->fixed_sms = (int)job->gpu.nccl_ctas;
         } else {
             /* Gradient scatter-add into the fp32 main grad of the local shard. */
-            kr__strlcpy(p->key, "embed_bwd", sizeof p->key);
             kr_op *op = new_op(p, "embedding", KR_OP_EMBED, 1);
             op->m = (long)sh.T;
             op->n = (long)sh.h;
@@ -504,13 +513,7 @@ int kr_partition_nonpartition(const kr_job *job, int stage, int backward, kr_par
     if (stage == job->pp - 1) {
         /* Final RMSNorm + LM head (column-parallel over vocab/tp): forward has no comm; the
          * backward all-reduces the input gradient. */
-        kr_partition *p = &out->p[out->n++];
-        memset(p, 0, sizeof *p);
-        p->backward = backward;
-        p->per_stage = 1;
-        p->fixed_slot = KR_SLOT_NONE;
-        p->variant = KR_VARIANT_SEQUENTIAL;
-        kr__strlcpy(p->key, backward ? "lmhead_bwd" : "lmhead_fwd", sizeof p->key);
+        kr_partition *p = add_nonpartition(out, backward, backward ? "lmhead_bwd" : "lmhead_fwd");
         if (!backward) {
             rmsnorm(p, "rmsnorm_final", 0, &sh);
             gemm(p, "output_layer", 0, sh.T, sh.vocab_local, sh.h);
@@ -523,13 +526,7 @@ int kr_partition_nonpartition(const kr_job *job, int stage, int backward, kr_par
         /* Vocab-parallel cross-entropy: reads the bf16 logits twice (max, then sum of exp)
          * forward; backward writes the logit gradient. Its all-reduces move T floats and are
          * folded into the op's time. */
-        kr_partition *l = &out->p[out->n++];
-        memset(l, 0, sizeof *l);
-        l->backward = backward;
-        l->per_stage = 1;
-        l->fixed_slot = KR_SLOT_NONE;
-        l->variant = KR_VARIANT_SEQUENTIAL;
-        kr__strlcpy(l->key, backward ? "loss_bwd" : "loss_fwd", sizeof l->key);
+        kr_partition *l = add_nonpartition(out, backward, backward ? "loss_bwd" : "loss_fwd");
         double logits = sh.T * sh.vocab_local;
         kr_op *op = new_op(l, "cross_entropy", KR_OP_LOSS, backward);
         op->m = (long)sh.T;

@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "util/util.h"
+#include "workload/workload_internal.h"
 
 /* The instruction kinds' names, X(value, name). */
 #define INSTR_KIND_NAMES(X) X(KR_INSTR_FORWARD, "forward") X(KR_INSTR_BACKWARD, "backward")
 
 static const kr__ename instr_kind_names[] = {INSTR_KIND_NAMES(KR__ENAME_ROW)};
+const kr__enames kr__instr_kind_enames = KR__ENAMES(instr_kind_names);
 
 const char *kr_instr_kind_name(kr_instr_kind k)
 {
