@@ -107,20 +107,25 @@ int kr_search_space_index(const kr_search_space *s, const kr_config *c, long *id
     return KR_OK;
 }
 
+/* The strategies' names, X(value, name). */
+#define STRATEGY_NAMES(X)                   \
+    X(KR_STRATEGY_EXHAUSTIVE, "exhaustive") \
+    X(KR_STRATEGY_BO, "bo")                 \
+    X(KR_STRATEGY_ARTIFACT, "artifact")
+static const kr__ename strategy_names[] = {STRATEGY_NAMES(KR__ENAME_ROW)};
+
 const char *kr_strategy_name(kr_strategy s)
 {
-    static const char *const names[] = {"exhaustive", "bo", "artifact"};
-    return (unsigned)s < KR_ARRAY_LEN(names) ? names[s] : "?";
+    return kr__ename_of(strategy_names, KR_ARRAY_LEN(strategy_names), (int)s);
 }
 
 int kr_strategy_parse(const char *name, kr_strategy *out)
 {
-    for (int s = 0; s < 3; s++)
-        if (strcmp(name, kr_strategy_name((kr_strategy)s)) == 0) {
-            *out = (kr_strategy)s;
-            return KR_OK;
-        }
-    return KR_EINVAL;
+    int v;
+    int rc = kr__ename_parse(strategy_names, KR_ARRAY_LEN(strategy_names), name, &v);
+    if (rc == KR_OK)
+        *out = (kr_strategy)v;
+    return rc;
 }
 
 void kr_search_options_default(kr_search_options *o)

@@ -24,20 +24,24 @@
 #include "solver/solver_internal.h"
 #include "util/util.h"
 
+/* The cost models' names, X(value, name). */
+#define COST_MODEL_NAMES(X)      \
+    X(KR_COST_EXACT, "exact")    \
+    X(KR_COST_LOWTIME, "lowtime")
+static const kr__ename cost_model_names[] = {COST_MODEL_NAMES(KR__ENAME_ROW)};
+
 const char *kr_cost_model_name(kr_cost_model m)
 {
-    return m == KR_COST_LOWTIME ? "lowtime" : "exact";
+    return kr__ename_of(cost_model_names, KR_ARRAY_LEN(cost_model_names), (int)m);
 }
 
 int kr_cost_model_parse(const char *s, kr_cost_model *out)
 {
-    if (strcmp(s, "exact") == 0)
-        *out = KR_COST_EXACT;
-    else if (strcmp(s, "lowtime") == 0)
-        *out = KR_COST_LOWTIME;
-    else
-        return KR_EINVAL;
-    return KR_OK;
+    int v;
+    int rc = kr__ename_parse(cost_model_names, KR_ARRAY_LEN(cost_model_names), s, &v);
+    if (rc == KR_OK)
+        *out = (kr_cost_model)v;
+    return rc;
 }
 
 void kr_solver_config_default(kr_solver_config *cfg)
