@@ -51,8 +51,8 @@ int main(void)
 
     kr_job job;
     kr_job_default(&job);
-    kr_optimize_options o;
-    kr_optimize_options_default(&o);
+    kr_optimize_config o;
+    kr_optimize_config_default(&o);
     kr_optimize_result r;
     kr_error e = {0};
     if (kr_optimize(&job, &o, &r, &e) == KR_OK) {

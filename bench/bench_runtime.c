@@ -73,7 +73,7 @@ static int cmp_double(const void *a, const void *b)
 
 static kr_runtime *open_rt(const kr_plan *plan, kr_backend *b)
 {
-    kr_runtime_options o = {.backend_ptr = b, .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT | KR_RUNTIME_NO_LOCK};
+    kr_runtime_config o = {.backend_ptr = b, .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT | KR_RUNTIME_NO_LOCK};
     kr_runtime *rt;
     kr_error e = {0};
     if (kr_runtime_open_plan(plan, 0, 0, &o, &rt, &e)) {
@@ -138,7 +138,7 @@ static double loop_time(const kr_plan *plan, kr_backend *b, int steps, double wo
 
 static kr_backend *fake(double sleep_s)
 {
-    kr_gpuctl_fake_options o = {.sleep_s = sleep_s};
+    kr_gpuctl_fake_config o = {.sleep_s = sleep_s};
     kr_backend *b;
     kr_error e = {0};
     if (kr_gpuctl_fake_create(&o, &b, &e)) {

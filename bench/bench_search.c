@@ -94,7 +94,7 @@ typedef struct run {
     double pct, qe, qt, wall;
 } run;
 
-static run search(const kr_job *job, const kr_partition *p, kr_backend *b, const kr_search_options *o,
+static run search(const kr_job *job, const kr_partition *p, kr_backend *b, const kr_search_config *o,
                   const kr_partition_frontier *ref)
 {
     kr_partition_frontier f;
@@ -137,8 +137,8 @@ static void bench_job(const char *name, int seeds, pool *pl)
            "artifact: evals %space Q_eff Q_tot", "art@bo-count", "bo@art-count");
     for (int i = 0; i < set.n; i++) {
         const kr_partition *p = &set.p[i];
-        kr_search_options o;
-        kr_search_options_default(&o);
+        kr_search_config o;
+        kr_search_config_default(&o);
         o.strategy = KR_STRATEGY_EXHAUSTIVE;
         kr_partition_frontier ref;
         kr_search_stats st;
@@ -146,14 +146,14 @@ static void bench_job(const char *name, int seeds, pool *pl)
             die(p->key, &e);
         double v[10][64];
         for (int s = 0; s < seeds; s++) {
-            kr_search_options_default(&o);
+            kr_search_config_default(&o);
             o.seed = (unsigned long long)s + 1;
             run rb = search(&job, p, b, &o, &ref);
             o.strategy = KR_STRATEGY_ARTIFACT;
             run ra = search(&job, p, b, &o, &ref);
             o.artifact_budget = rb.n;
             run rab = search(&job, p, b, &o, &ref);
-            kr_search_options_default(&o);
+            kr_search_config_default(&o);
             o.seed = (unsigned long long)s + 1;
             o.bo_stop = -1;
             o.max_evals = ra.n;
@@ -213,14 +213,14 @@ static void sweep(void)
                 kr_sim_backend_create(&job, NULL, &b, &e))
                 die(jobs[ji], &e);
             for (int i = 0; i < set.n; i++) {
-                kr_search_options o;
-                kr_search_options_default(&o);
+                kr_search_config o;
+                kr_search_config_default(&o);
                 o.strategy = KR_STRATEGY_EXHAUSTIVE;
                 kr_partition_frontier ref;
                 if (kr_search_partition(&job, &set.p[i], b, NULL, &o, &ref, NULL, &e))
                     die(set.p[i].key, &e);
                 for (int s = 1; s <= 2; s++) {
-                    kr_search_options_default(&o);
+                    kr_search_config_default(&o);
                     o.seed = (unsigned long long)s;
                     o.bo_stop = stops[si];
                     run r = search(&job, &set.p[i], b, &o, &ref);
@@ -516,8 +516,8 @@ static void bench_prior(int ngpus, int seeds)
                 rb->job = &gjob;
                 if (kr_backend_create(&rec_class, rb, &b))
                     die("perturbed gpu", &e);
-                kr_search_options o;
-                kr_search_options_default(&o);
+                kr_search_config o;
+                kr_search_config_default(&o);
                 o.strategy = KR_STRATEGY_EXHAUSTIVE;
                 kr_partition_frontier ref;
                 kr_search_stats st;
@@ -535,7 +535,7 @@ static void bench_prior(int ngpus, int seeds)
                 for (int sd = seed0; sd < seed0 + seeds && pp.n < PMAX; sd++) {
                     int j = pp.n++;
                     for (int wp = wp0; wp <= wp1; wp++) {
-                        kr_search_options_default(&o);
+                        kr_search_config_default(&o);
                         o.seed = (unsigned long long)sd;
                         o.prior = wp ? &nominal : NULL;
                         if (wp && getenv("KR_BENCH_PRIOR_STOP")) /* threshold experiments */
@@ -779,8 +779,8 @@ static void bench_a100(void)
     kr_backend *b;
     if (kr_backend_create(&a100_class, a, &b))
         die("a100 backend", &e);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     kr_partition_frontier ref;
     kr_search_stats st;
@@ -800,7 +800,7 @@ static void bench_a100(void)
         double vn[S], vq1[S], vq2[S], vto[S];
         int ok = 0;
         for (int sd = 0; sd < S; sd++) {
-            kr_search_options_default(&o);
+            kr_search_config_default(&o);
             o.seed = (unsigned long long)sd + 1;
             a->prior_gpu = gpus[k];
             if (k) {

@@ -122,7 +122,7 @@ int cli_parse_exchange(const char *cmd, const char *s, int *out)
     return 0;
 }
 
-int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_options *o)
+int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_config *o)
 {
     long v = 0;
     int rc;

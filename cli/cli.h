@@ -39,7 +39,7 @@ int cli_parse_exchange(const char *cmd, const char *s, int *out);
 /* getopt codes of the options optimize and compare share, and their handler: sets the field
  * of o that option `code` names from arg; returns 0, or 2 after printing the usage error. */
 enum { CLI_OPT_STRATEGY = 1000, CLI_OPT_SEED, CLI_OPT_COST, CLI_OPT_UNIT, CLI_OPT_EXCHANGE };
-int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_options *o);
+int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_config *o);
 
 /* Loads --job FILE (a path or a built-in name) or the default job when path is NULL. */
 int cli_load_job(const char *path, kr_job *job);

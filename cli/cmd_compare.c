@@ -19,7 +19,7 @@ static const char usage_head[] =
 
 /* What the options set. */
 typedef struct compare_args {
-    kr_optimize_options o;
+    kr_optimize_config o;
     const char *job, *suite, *out;
     int json, quiet;
 } compare_args;
@@ -151,13 +151,13 @@ int cmd_compare(int argc, char **argv)
     if (cli_wants_help(argc, argv))
         return cli_opt_usage(stdout, &compare_set);
     compare_args a = {.out = "kareus-compare"};
-    kr_optimize_options_default(&a.o);
+    kr_optimize_config_default(&a.o);
     int next, rc;
     if ((rc = cli_opt_parse(&compare_set, argc, argv, 1, &a, &next)))
         return rc;
     if (next < argc)
         return cli_usage_error("compare", "unexpected argument '%s'", argv[next]);
-    kr_optimize_options o = a.o;
+    kr_optimize_config o = a.o;
     const char *jobpath = a.job, *suite = a.suite, *out = a.out;
     int json = a.json, quiet = a.quiet;
     if (suite && strcmp(suite, "paper") != 0)

@@ -20,7 +20,7 @@ static const char usage_head[] =
 
 /* What the options set. */
 typedef struct optimize_args {
-    kr_optimize_options o;
+    kr_optimize_config o;
     const char *job, *out, *backend;
     const char *replay[64];
     int nreplay, json, quiet;
@@ -158,13 +158,13 @@ int cmd_optimize(int argc, char **argv)
     if (cli_wants_help(argc, argv))
         return cli_opt_usage(stdout, &optimize_set);
     optimize_args a = {.out = "kareus-out"};
-    kr_optimize_options_default(&a.o);
+    kr_optimize_config_default(&a.o);
     int next, rc;
     if ((rc = cli_opt_parse(&optimize_set, argc, argv, 1, &a, &next)))
         return rc;
     if (next < argc)
         return cli_usage_error("optimize", "unexpected argument '%s'", argv[next]);
-    kr_optimize_options o = a.o;
+    kr_optimize_config o = a.o;
     const char *jobpath = a.job, *out = a.out, *backend = a.backend, **replay = a.replay;
     int nreplay = a.nreplay, json = a.json, quiet = a.quiet;
     if (backend == NULL)
@@ -180,7 +180,7 @@ int cmd_optimize(int argc, char **argv)
         return rc;
     kr_error err = {0};
     kr_backend *b = NULL;
-    rc = kr_backend_open(backend, &(kr_backend_open_options){.job = &job, .replay = replay, .nreplay = nreplay}, &b,
+    rc = kr_backend_open(backend, &(kr_backend_open_config){.job = &job, .replay = replay, .nreplay = nreplay}, &b,
                          &err);
     if (rc)
         return cli_report(rc, &err);

@@ -44,7 +44,7 @@ typedef struct args {
     int device, devices;
     unsigned long long seed;
     kr_profiler_comm comm;
-    kr_profiler_options o;
+    kr_profiler_config o;
 } args;
 
 static int set_seed(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
@@ -419,7 +419,7 @@ static void warn_gpu(const kr_job *job, const char *device)
 static int make_backend(const args *a, const kr_job *job, kr_backend **gpu)
 {
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
-    kr_profiler_open_options oo;
+    kr_profiler_open_config oo;
     memset(&oo, 0, sizeof oo);
     oo.device = a->device;
     oo.devices = a->devices;
@@ -586,8 +586,8 @@ static int mode_calibrate(const args *a)
         kr_backend_destroy(ctl);
         return CLI_EXIT_INPUT;
     }
-    kr_profiler_calib_options co;
-    kr_profiler_calib_options_default(&co);
+    kr_profiler_calib_config co;
+    kr_profiler_calib_config_default(&co);
     if (a->quick) {
         co.gemm_clocks = 3;
         co.stream_clocks = 2;
@@ -650,8 +650,8 @@ static void search_progress(void *ud, const kr_search_progress *p)
  * search's log as it is taken; frontier files per partition in --out (default "frontiers"). */
 static int mode_search(const args *a, const kr_job *job, kr_variant var)
 {
-    kr_search_options opt;
-    kr_search_options_default(&opt);
+    kr_search_config opt;
+    kr_search_config_default(&opt);
     if (a->strategy && kr_strategy_parse(a->strategy, &opt.strategy))
         return cli_usage_error("profile", "--strategy: expected bo, exhaustive or artifact, found '%s'", a->strategy);
     opt.seed = a->seed;
@@ -715,7 +715,7 @@ static int parse_args(int argc, char **argv, args *a)
     a->control = "nvml";
     a->seed = 1;
     a->comm = KR_PROFILER_COMM_AUTO;
-    kr_profiler_options_default(&a->o);
+    kr_profiler_config_default(&a->o);
     int next;
     int rc = cli_opt_parse(&profile_set, argc, argv, 1, a, &next);
     if (rc)

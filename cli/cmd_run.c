@@ -239,7 +239,7 @@ static int launch_rank(const char *plan_path, const char *job_spec, const char *
 {
     devbuf[0] = stagebuf[0] = '\0';
     kr_launch l;
-    kr_launch_options o = {.tp = tp, .cp = cp};
+    kr_launch_config o = {.tp = tp, .cp = cp};
     int rc = kr_launch_resolve(&o, &l, err);
     if (rc || l.launcher == KR_LAUNCHER_NONE)
         return rc;

@@ -201,8 +201,8 @@ int cmd_search(int argc, char **argv)
     int nreplay = a.nreplay, json = a.json, quiet = a.quiet, step = a.step;
     long seed = a.seed, max_evals = a.max_evals, budget = a.budget;
     double stop = a.stop;
-    kr_search_options opt;
-    kr_search_options_default(&opt);
+    kr_search_config opt;
+    kr_search_config_default(&opt);
     kr_variant variant;
     if (kr_variant_parse(var, &variant))
         return cli_usage_error("search", "--variant: expected kareus, sequential or default-overlap, found '%s'", var);
@@ -301,7 +301,7 @@ int cmd_search(int argc, char **argv)
         replay[nreplay++] = logpath;
     }
     /* sim, replay (of the --replay files) or gpu (measured: see docs/profiler.md). */
-    rc = kr_backend_open(backend, &(kr_backend_open_options){.job = &job, .replay = replay, .nreplay = nreplay}, &b,
+    rc = kr_backend_open(backend, &(kr_backend_open_config){.job = &job, .replay = replay, .nreplay = nreplay}, &b,
                          &err);
     if (rc == KR_OK && use_log)
         rc = kr_search_log_open(logpath, &job, &log, &err);

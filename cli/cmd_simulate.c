@@ -55,7 +55,7 @@ int cmd_simulate(int argc, char **argv)
     if (a.planpath == NULL)
         return cli_usage_error("simulate", "--plan FILE is required");
     const char *planpath = a.planpath, *jobpath = a.jobpath, *svg = a.svg;
-    kr_pipesim_options po = {0};
+    kr_pipesim_config po = {0};
     po.no_settle = a.no_settle;
     po.no_p2p = a.no_p2p;
     int json = a.json;

@@ -35,7 +35,7 @@ int cli_set_long(const char *cmd, const cli_opt *o, const char *arg, void *ctx);
 int cli_set_double(const char *cmd, const cli_opt *o, const char *arg, void *ctx);
 
 /* The options optimize and compare share (--strategy, --seed, --cost-model, --unit-time,
- * --exchange, by the row's name): the field is a kr_optimize_options (cli_optimize_option). */
+ * --exchange, by the row's name): the field is a kr_optimize_config (cli_optimize_option). */
 int cli_set_optimize(const char *cmd, const cli_opt *o, const char *arg, void *ctx);
 
 /* Rows: CLI_OPT(name, has_arg, help, setter, struct type, field), CLI_OPT_RANGE adds lo, hi. */

@@ -25,7 +25,7 @@ static void nvml_missing_library_is_enolib(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b = (kr_backend *)1;
-    kr_gpuctl_nvml_options o = {.library = "libkareus-no-such-nvml.so.1"};
+    kr_gpuctl_nvml_config o = {.library = "libkareus-no-such-nvml.so.1"};
     KR_ASSERT_ERR(kr_gpuctl_nvml_create(&o, &b, &e), KR_ENOLIB, e, "libkareus-no-such-nvml.so.1");
     assert_null(b);
     assert_non_null(strstr(e.msg, "no NVIDIA driver"));
@@ -43,11 +43,11 @@ static void nvml_library_without_symbols(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_nvml_options o = {.library = "libm.so.6"};
+    kr_gpuctl_nvml_config o = {.library = "libm.so.6"};
     KR_ASSERT_ERR(kr_gpuctl_nvml_create(&o, &b, &e), KR_ENOLIB, e, "libm.so.6 has no symbol nvmlInit_v2");
     /* After a failed load the table is clean: a later good load works. */
     mock_env("0", "1", "0");
-    kr_gpuctl_nvml_options m = {.library = KR_MOCK_NVML};
+    kr_gpuctl_nvml_config m = {.library = KR_MOCK_NVML};
     assert_int_equal(kr_gpuctl_nvml_create(&m, &b, &e), KR_OK);
     kr_backend_destroy(b);
 }
@@ -58,7 +58,7 @@ static void nvml_mock_clocks_energy_power(void **state)
     mock_env("0", "2", "0");
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_nvml_options o = {.library = KR_MOCK_NVML};
+    kr_gpuctl_nvml_config o = {.library = KR_MOCK_NVML};
     assert_int_equal(kr_gpuctl_nvml_create(&o, &b, &e), KR_OK);
     assert_string_equal(kr_backend_name(b), "nvml");
     assert_string_equal(kr_backend_name(b), "nvml");
@@ -108,7 +108,7 @@ static void nvml_mock_no_permission(void **state)
     mock_env("0", "1", "1");
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_nvml_options o = {.library = KR_MOCK_NVML};
+    kr_gpuctl_nvml_config o = {.library = KR_MOCK_NVML};
     assert_int_equal(kr_gpuctl_nvml_create(&o, &b, &e), KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_EPERM);
     assert_non_null(strstr(kr_backend_errmsg(b), "Insufficient Permissions"));
@@ -122,7 +122,7 @@ static void nvml_mock_no_driver_or_device(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_nvml_options o = {.library = KR_MOCK_NVML};
+    kr_gpuctl_nvml_config o = {.library = KR_MOCK_NVML};
     mock_env("9", "1", "0");
     KR_ASSERT_ERR(kr_gpuctl_nvml_create(&o, &b, &e), KR_ENODEV, e, "Driver Not Loaded");
     mock_env("0", "0", "0");
@@ -135,10 +135,10 @@ static void nvml_symbol_table_is_shared(void **state)
     mock_env("0", "1", "0");
     kr_error e = {0};
     kr_backend *a, *b, *c;
-    kr_gpuctl_nvml_options o = {.library = KR_MOCK_NVML};
+    kr_gpuctl_nvml_config o = {.library = KR_MOCK_NVML};
     assert_int_equal(kr_gpuctl_nvml_create(&o, &a, &e), KR_OK);
     assert_int_equal(kr_gpuctl_nvml_create(&o, &b, &e), KR_OK);
-    kr_gpuctl_nvml_options other = {.library = "libm.so.6"};
+    kr_gpuctl_nvml_config other = {.library = "libm.so.6"};
     KR_ASSERT_ERR(kr_gpuctl_nvml_create(&other, &c, &e), KR_EBUSY, e, "already loaded");
     kr_backend_destroy(a);
     int n;
@@ -164,7 +164,7 @@ static void fake_records_calls(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_fake_options o = {.devices = 2, .locked_min_mhz = 1005, .locked_max_mhz = 1200};
+    kr_gpuctl_fake_config o = {.devices = 2, .locked_min_mhz = 1005, .locked_max_mhz = 1200};
     assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     assert_string_equal(kr_backend_name(b), "fake");
     int cur, lo, hi, n;
@@ -219,7 +219,7 @@ static void fake_fails_nth_call(void **state)
     kr_error e = {0};
     for (long nth = 1; nth <= 6; nth++) {
         kr_backend *b;
-        kr_gpuctl_fake_options o = {.fail_call = nth};
+        kr_gpuctl_fake_config o = {.fail_call = nth};
         assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
         unsigned failed = five_calls(b);
         assert_int_equal(failed, nth <= 5 ? 1u << nth : 0u);
@@ -229,7 +229,7 @@ static void fake_fails_nth_call(void **state)
     }
     /* Repeat from call 3 on; then restrict counting to set_clock and make it NO_PERMISSION. */
     kr_backend *b;
-    kr_gpuctl_fake_options o = {.fail_call = 3, .fail_repeat = 1};
+    kr_gpuctl_fake_config o = {.fail_call = 3, .fail_repeat = 1};
     assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     assert_int_equal(five_calls(b), (1u << 3) | (1u << 4) | (1u << 5));
     assert_int_equal(kr_gpuctl_fake_set_failure(b, 1, 0, KR_EPERM, KR_GPUCTL_FAKE_MASK(KR_GPUCTL_FAKE_SET_CLOCK)), KR_OK);
@@ -246,7 +246,7 @@ static void fake_permission_ops(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_fake_options o = {.perm_ops = KR_GPUCTL_FAKE_CLOCK_WRITES};
+    kr_gpuctl_fake_config o = {.perm_ops = KR_GPUCTL_FAKE_CLOCK_WRITES};
     assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_EPERM);
     assert_int_equal(kr_backend_reset_clock(b, 0), KR_EPERM);
@@ -270,7 +270,7 @@ static void fake_energy_counter(void **state)
     kr_error e = {0};
     kr_backend *b;
     manual_clock mc = {100.0};
-    kr_gpuctl_fake_options o = {.power_w = 300, .energy_period_s = 0.1, .now_s = manual_now, .now_ud = &mc};
+    kr_gpuctl_fake_config o = {.power_w = 300, .energy_period_s = 0.1, .now_s = manual_now, .now_ud = &mc};
     assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     double ej;
     assert_int_equal(kr_backend_read_energy(b, 0, &ej), KR_OK);
@@ -285,7 +285,7 @@ static void fake_energy_counter(void **state)
     assert_int_equal(kr_backend_read_power(b, 0, &pw), KR_OK);
     KR_ASSERT_CLOSE(pw, 300.0, 1e-12);
     kr_backend_destroy(b);
-    kr_gpuctl_fake_options none = {.no_energy = 1};
+    kr_gpuctl_fake_config none = {.no_energy = 1};
     assert_int_equal(kr_gpuctl_fake_create(&none, &b, &e), KR_OK);
     assert_int_equal(kr_backend_read_energy(b, 0, &ej), KR_EUNSUPPORTED);
     kr_backend_destroy(b);
@@ -300,7 +300,7 @@ static void fake_log_file(void **state)
     snprintf(path, sizeof path, "%s/calls.log", dir);
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_fake_options o = {.log_path = path, .fail_call = 2};
+    kr_gpuctl_fake_config o = {.log_path = path, .fail_call = 2};
     assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     kr_backend_set_clock(b, 0, 1200, 1005);
     kr_backend_set_clock(b, 0, 990, 1200);
@@ -317,7 +317,7 @@ static void fake_sleeps_inside_calls(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_fake_options o = {.sleep_s = 0.02};
+    kr_gpuctl_fake_config o = {.sleep_s = 0.02};
     assert_int_equal(kr_gpuctl_fake_create(&o, &b, &e), KR_OK);
     double t0 = kr__now_s();
     assert_int_equal(kr_backend_set_clock(b, 0, 1200, 1200), KR_OK);
@@ -331,11 +331,11 @@ static void fake_rejects_bad_options(void **state)
     (void)state;
     kr_error e = {0};
     kr_backend *b;
-    kr_gpuctl_fake_options o = {.max_mhz = 1400, .min_mhz = 210, .step_mhz = 15};
+    kr_gpuctl_fake_config o = {.max_mhz = 1400, .min_mhz = 210, .step_mhz = 15};
     KR_ASSERT_ERR(kr_gpuctl_fake_create(&o, &b, &e), KR_EINVAL, e, "multiple of step_mhz");
-    kr_gpuctl_fake_options f = {.fail_code = 3};
+    kr_gpuctl_fake_config f = {.fail_code = 3};
     KR_ASSERT_ERR(kr_gpuctl_fake_create(&f, &b, &e), KR_EINVAL, e, "fail_code");
-    kr_gpuctl_fake_options l = {.log_path = "/nonexistent-dir/x.log"};
+    kr_gpuctl_fake_config l = {.log_path = "/nonexistent-dir/x.log"};
     KR_ASSERT_ERR(kr_gpuctl_fake_create(&l, &b, &e), KR_EIO, e, "/nonexistent-dir/x.log");
 }
 
@@ -379,7 +379,7 @@ static void spec_strings(void **state)
     assert_int_equal(kr_backend_device_info(b, 1, &info, &e), KR_OK);
     assert_string_equal(info.uuid, ""); /* simulated devices are never locked across processes */
     kr_backend_destroy(b);
-    KR_ASSERT_ERR(kr_backend_open("sim", &(kr_backend_open_options){.default_job = "no-such-job"}, &b, &e), KR_ENOTFOUND, e, "the plan's job; name another with sim:job=PATH");
+    KR_ASSERT_ERR(kr_backend_open("sim", &(kr_backend_open_config){.default_job = "no-such-job"}, &b, &e), KR_ENOTFOUND, e, "the plan's job; name another with sim:job=PATH");
     KR_ASSERT_ERR(kr_backend_open("sim:activity=2", NULL, &b, &e), KR_EINVAL, e, "activity: expected a number in [0, 1]");
     KR_ASSERT_ERR(kr_backend_open("nvml:lib=/no/such/libnvidia-ml.so", NULL, &b, &e), KR_ENOLIB, e,
                   "/no/such/libnvidia-ml.so");
@@ -416,7 +416,7 @@ static void factory_measuring_kinds_and_caps(void **state)
     kr_backend *b;
     kr_job job;
     kr_job_default(&job);
-    kr_backend_open_options oo = {.job = &job};
+    kr_backend_open_config oo = {.job = &job};
     KR_ASSERT_ERR(kr_backend_open("replay", &oo, &b, &e), KR_EINVAL, e, "expected replay:FILE or recordings");
     /* An empty recording: the factory routes to the replay backend, which holds nothing. */
     char path[1200], spec[1300];

@@ -179,7 +179,7 @@ static void plan_client(const daemon_ctx *c, int dev, int ready_fd)
     snprintf(locks, sizeof locks, "%s/client-locks", c->dir);
     char spec[200];
     snprintf(spec, sizeof spec, "kareusd:%s", c->sock);
-    kr_runtime_options o = {.backend = spec, .lock_dir = locks, .energy_poll_s = -1};
+    kr_runtime_config o = {.backend = spec, .lock_dir = locks, .energy_poll_s = -1};
     kr_runtime *rt;
     kr_error e = {0};
     if (kr_runtime_open(plan, 0, dev, &o, &rt, &e) != KR_OK) {

@@ -8,7 +8,7 @@
 
 static int resolve(const char *const *env, int tp, int cp, int plan_stages, kr_launch *l, kr_error *e)
 {
-    kr_launch_options o = {.tp = tp, .cp = cp, .plan_stages = plan_stages, .env = env};
+    kr_launch_config o = {.tp = tp, .cp = cp, .plan_stages = plan_stages, .env = env};
     memset(e, 0, sizeof *e);
     return kr_launch_resolve(&o, l, e);
 }
@@ -55,7 +55,7 @@ static void torchrun_tp_fastest(void **state)
     assert_int_equal(l.dp_rank, 1);
     assert_int_equal(l.pp_rank, 1);
     /* Another order: pp fastest. */
-    kr_launch_options o = {.tp = 2, .cp = 2, .pp = 2, .order = "pp,tp,cp,dp", .env = env};
+    kr_launch_config o = {.tp = 2, .cp = 2, .pp = 2, .order = "pp,tp,cp,dp", .env = env};
     assert_int_equal(kr_launch_resolve(&o, &l, &e), KR_OK);
     assert_int_equal(l.pp_rank, 1); /* 13 % 2 */
     assert_int_equal(l.tp_rank, 0); /* 6 % 2 */
@@ -117,7 +117,7 @@ static void bad_geometry(void **state)
     expect_error(env3, 1, 1, 0, KR_ERANGE, "LOCAL_RANK: expected 0..3 (4 ranks on this node), found 4");
     /* A stage outside the plan: 8 ranks with pp 4 given, but the plan has 2 stages. */
     const char *env4[] = {"RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=5", "LOCAL_WORLD_SIZE=8", NULL};
-    kr_launch_options o = {.tp = 2, .pp = 4, .plan_stages = 2, .env = env4};
+    kr_launch_config o = {.tp = 2, .pp = 4, .plan_stages = 2, .env = env4};
     kr_launch l;
     kr_error e = {0};
     assert_int_equal(kr_launch_resolve(&o, &l, &e), KR_ERANGE);
@@ -132,7 +132,7 @@ static void bad_geometry(void **state)
 
 static kr_backend *fake4(void)
 {
-    kr_gpuctl_fake_options fo = {.devices = 4, .uuid = "GPU-5a1e"};
+    kr_gpuctl_fake_config fo = {.devices = 4, .uuid = "GPU-5a1e"};
     kr_backend *b = NULL;
     kr_error e = {0};
     assert_int_equal(kr_gpuctl_fake_create(&fo, &b, &e), KR_OK);

@@ -21,8 +21,8 @@ static const kr_optimize_result *run_default(void)
         return &res;
     kr_job job;
     kr_job_default(&job);
-    kr_optimize_options o;
-    kr_optimize_options_default(&o);
+    kr_optimize_config o;
+    kr_optimize_config_default(&o);
     kr_error e = {0};
     int rc = kr_optimize(&job, &o, &res, &e);
     if (rc != KR_OK) {
@@ -112,8 +112,8 @@ static void outputs_are_complete(void **state)
     const char *dir = kr_test_tmpdir("optimize_out");
     kr_job job;
     kr_job_builtin("qwen3-1.7b-tp8-mbs8-s4096", &job, NULL);
-    kr_optimize_options o;
-    kr_optimize_options_default(&o);
+    kr_optimize_config o;
+    kr_optimize_config_default(&o);
     o.out_dir = dir;
     o.methods = 1u << KR_METHOD_KAREUS;
     kr_optimize_result r;
@@ -161,16 +161,16 @@ static void bad_options_and_unwritable_output(void **state)
     (void)state;
     kr_job job;
     kr_job_default(&job);
-    kr_optimize_options o;
-    kr_optimize_options_default(&o);
+    kr_optimize_config o;
+    kr_optimize_config_default(&o);
     kr_optimize_result r;
     kr_error e = {0};
     o.unit_time_s = 0;
     KR_ASSERT_ERR(kr_optimize(&job, &o, &r, &e), KR_ERANGE, e, "unit time: expected a positive number");
-    kr_optimize_options_default(&o);
+    kr_optimize_config_default(&o);
     o.out_dir = "/proc/kareus-cannot-write-here";
     KR_ASSERT_ERR(kr_optimize(&job, &o, &r, &e), KR_EIO, e, "cannot create directory");
-    kr_optimize_options_default(&o);
+    kr_optimize_config_default(&o);
     job.microbatch_size = 7; /* cannot split into two nanobatches */
     o.methods = 1u << KR_METHOD_KAREUS;
     KR_ASSERT_ERR(kr_optimize(&job, &o, &r, &e), KR_EINVAL, e, "expected an even number");
@@ -197,8 +197,8 @@ static void solver_config_comes_from_the_job(void **state)
     kr_error e = {0};
     assert_int_equal(kr_job_builtin("llama3.2-3b-cp2tp4-mbs8-s4096", &job, &e), KR_OK);
     job.static_power_w = 97.5;
-    kr_optimize_options o;
-    kr_optimize_options_default(&o);
+    kr_optimize_config o;
+    kr_optimize_config_default(&o);
     o.cost_model = KR_COST_LOWTIME;
     o.unit_time_s = 0.002;
     o.exchange = 1;

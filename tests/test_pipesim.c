@@ -239,7 +239,7 @@ static void plan_costs_sum_partitions_and_layers(void **state)
     kr_plan plan;
     make_plan(&job, "kareus", 1410, 1200, &plan);
     kr_pipe_result r;
-    kr_pipesim_options nosettle = {.no_settle = 1};
+    kr_pipesim_config nosettle = {.no_settle = 1};
     assert_int_equal(kr_pipesim_plan(&job, &plan, b, &nosettle, &r, &e), KR_OK);
     assert_int_equal(r.nevents, 32);
     assert_true(r.time_s > 0 && r.energy_j > r.compute_energy_j);

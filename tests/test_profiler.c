@@ -704,13 +704,13 @@ static void plan_format_and_calibration_plans(void **state)
 static void protocol_options_and_window_sizing(void **state)
 {
     (void)state;
-    kr_profiler_options o;
+    kr_profiler_config o;
     kr_error e = {0};
-    kr_profiler_options_default(&o);
+    kr_profiler_config_default(&o);
     assert_int_equal(kr_profiler_options_validate(&o, &e), KR_OK);
     o.window_s = 0.5;
     KR_ASSERT_ERR(kr_profiler_options_validate(&o, &e), KR_EINVAL, e, "window_s: expected a value in [1, 600], found 0.5");
-    kr_profiler_options_default(&o);
+    kr_profiler_config_default(&o);
     o.repeats = 2;
     KR_ASSERT_ERR(kr_profiler_options_validate(&o, &e), KR_EINVAL, e, "repeats");
     long long n;
@@ -738,8 +738,8 @@ static void protocol_stats_and_cooldown(void **state)
     double big[3] = {1e9 + 1, 1e9 + 2, 1e9 + 3};
     kr_profiler_stats(big, 3, &m, &sd);
     KR_ASSERT_CLOSE(sd, 1.0, 1e-9); /* no cancellation */
-    kr_profiler_options o;
-    kr_profiler_options_default(&o);
+    kr_profiler_config o;
+    kr_profiler_config_default(&o);
     KR_ASSERT_CLOSE(kr_profiler_cooldown_s(&o, 4.0), 2.0, 1e-15);
     KR_ASSERT_CLOSE(kr_profiler_cooldown_s(&o, 0.1), 0.5, 1e-15);
     KR_ASSERT_CLOSE(kr_profiler_cooldown_s(&o, 100.0), 5.0, 1e-15);
@@ -976,8 +976,8 @@ static void protocol_measures_exact_energy_on_a_virtual_gpu(void **state)
     vrunner_init(&r, &g);
     __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
-    kr_profiler_options o;
-    kr_profiler_options_default(&o);
+    kr_profiler_config o;
+    kr_profiler_config_default(&o);
     kr_profiler_program plan;
     two_rank_plan(&plan, 1200);
     kr_profiler_result res;
@@ -1031,8 +1031,8 @@ static void protocol_retries_when_the_run_ends_early(void **state)
     vrunner_init(&r, &g);
     __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
-    kr_profiler_options o;
-    kr_profiler_options_default(&o);
+    kr_profiler_config o;
+    kr_profiler_config_default(&o);
     o.warmup_s = 0;
     o.calib_min_s = 0.001;
     kr_profiler_program plan;
@@ -1055,8 +1055,8 @@ static void protocol_reports_missing_permission_and_counter(void **state)
     vrunner_init(&r, &g);
     __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
-    kr_profiler_options o;
-    kr_profiler_options_default(&o);
+    kr_profiler_config o;
+    kr_profiler_config_default(&o);
     kr_profiler_program plan;
     two_rank_plan(&plan, 1200);
     kr_profiler_result res;
@@ -1114,8 +1114,8 @@ static void backend_measures_through_the_vtable(void **state)
     r->ndevices = 1;
     __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
-    kr_profiler_options o;
-    kr_profiler_options_default(&o);
+    kr_profiler_config o;
+    kr_profiler_config_default(&o);
     kr_job job;
     kr_job_default(&job);
     kr_partition_set *set = malloc(sizeof *set);
@@ -1332,10 +1332,10 @@ static void calib_runs_the_protocol_on_a_virtual_gpu(void **state)
     kr__strlcpy(r.device_name, "NVIDIA H200", sizeof r.device_name);
     __attribute__((cleanup(vctl_close))) kr_backend *ctl = vctl_open(&g);
     kr_profiler_clock clk = {v_now, v_sleep, &g};
-    kr_profiler_options o;
-    kr_profiler_options_default(&o);
-    kr_profiler_calib_options co;
-    kr_profiler_calib_options_default(&co);
+    kr_profiler_config o;
+    kr_profiler_config_default(&o);
+    kr_profiler_calib_config co;
+    kr_profiler_calib_config_default(&co);
     int steps = 0;
     co.progress = calib_progress;
     co.progress_ud = &steps;
@@ -1490,7 +1490,7 @@ static void loader_runs_a_library_through_the_abi(void **state)
     unsetenv("KAREUS_MOCK_CUDA_DEVICES");
     kr_job job;
     kr_job_default(&job);
-    kr_profiler_open_options oo;
+    kr_profiler_open_config oo;
     memset(&oo, 0, sizeof oo);
     oo.control = "fake";
     kr_backend *b;

@@ -87,9 +87,9 @@ static void on_warn(void *ud, int kind, int code, const char *msg)
 }
 
 /* Options for in-process tests: no signal or exit handlers, no polling, a private lock dir. */
-static kr_runtime_options test_options(kr_backend *b, warnings *w, const char *lockdir)
+static kr_runtime_config test_options(kr_backend *b, warnings *w, const char *lockdir)
 {
-    kr_runtime_options o = {0};
+    kr_runtime_config o = {0};
     o.backend_ptr = b;
     o.flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT;
     o.lock_dir = lockdir;
@@ -131,7 +131,7 @@ static void assert_fake_lock(kr_backend *fake, int lo_want, int hi_want)
     assert_int_equal(hi, hi_want);
 }
 
-static kr_backend *new_fake(const kr_gpuctl_fake_options *o)
+static kr_backend *new_fake(const kr_gpuctl_fake_config *o)
 {
     kr_backend *b;
     kr_error e = {0};
@@ -144,11 +144,11 @@ typedef struct fixture {
     kr_plan plan;
     kr_backend *fake;
     warnings w;
-    kr_runtime_options o;
+    kr_runtime_config o;
     kr_error e;
 } fixture;
 
-static void fixture_init(fixture *f, const char *name, int stages, int mb, freq_fn fn, const kr_gpuctl_fake_options *fo)
+static void fixture_init(fixture *f, const char *name, int stages, int mb, freq_fn fn, const kr_gpuctl_fake_config *fo)
 {
     memset(f, 0, sizeof *f);
     const char *dir = kr_test_tmpdir(name);
@@ -169,7 +169,7 @@ static void fixture_free(fixture *f)
 static void applies_plan_in_order(void **state)
 {
     (void)state;
-    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
+    kr_gpuctl_fake_config fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
     fixture f;
     fixture_init(&f, "rt_apply", 2, 4, freq_varied, &fo);
     kr_runtime *rt;
@@ -261,7 +261,7 @@ static void runs_on_the_simulator(void **state)
     const char *dir = kr_test_tmpdir("rt_sim");
     kr_plan plan;
     make_plan(&plan, 2, 8, freq_varied); /* fits the default job, which the plan names */
-    kr_runtime_options o = {.backend = "sim:activity=0.8", .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT,
+    kr_runtime_config o = {.backend = "sim:activity=0.8", .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT,
                             .lock_dir = dir, .energy_poll_s = 0.005};
     kr_runtime *rt;
     kr_error e = {0};
@@ -286,7 +286,7 @@ static void runs_on_the_simulator(void **state)
     make_plan(&plan, 2, 8, freq_varied);
     kr_backend *b;
     assert_int_equal(kr_backend_open("sim", NULL, &b, &e), KR_OK);
-    kr_runtime_options ob = {.backend_ptr = b, .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT, .energy_poll_s = -1};
+    kr_runtime_config ob = {.backend_ptr = b, .flags = KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT, .energy_poll_s = -1};
     assert_int_equal(kr_runtime_open_plan(&plan, 1, 0, &ob, &rt, &e), KR_OK);
     for (int i = 0; i < plan.stages[1].ninstr; i++) {
         const kr_plan_instr *in = &plan.stages[1].instr[i];
@@ -320,7 +320,7 @@ static void coalesces_and_latest_request_wins(void **state)
     kr_plan same;
     make_plan(&same, 2, 4, freq_same);
     kr_backend *fake = new_fake(NULL);
-    kr_runtime_options o = test_options(fake, &w, dir);
+    kr_runtime_config o = test_options(fake, &w, dir);
     assert_int_equal(kr_runtime_open_plan(&same, 0, 0, &o, &rt, &e), KR_OK);
     assert_int_equal(run_step(rt, &same, 0, fake, 0), 0);
     assert_int_equal(kr_runtime_sync(rt, 0, &e), KR_OK);
@@ -335,7 +335,7 @@ static void coalesces_and_latest_request_wins(void **state)
      * request, and ends on the last instruction's clock. */
     kr_plan varied;
     make_plan(&varied, 2, 4, freq_varied);
-    kr_gpuctl_fake_options slow = {.sleep_s = 0.05};
+    kr_gpuctl_fake_config slow = {.sleep_s = 0.05};
     fake = new_fake(&slow);
     o = test_options(fake, &w, dir);
     assert_int_equal(kr_runtime_open_plan(&varied, 0, 0, &o, &rt, &e), KR_OK);
@@ -360,10 +360,10 @@ static void coalesces_and_latest_request_wins(void **state)
  * number of calls the fake saw. */
 static int run_with_failure(const kr_plan *plan, const char *dir, long nth, int code)
 {
-    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .fail_call = nth, .fail_code = code};
+    kr_gpuctl_fake_config fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .fail_call = nth, .fail_code = code};
     kr_backend *fake = new_fake(&fo);
     warnings w = {0};
-    kr_runtime_options o = test_options(fake, &w, dir);
+    kr_runtime_config o = test_options(fake, &w, dir);
     kr_runtime *rt;
     kr_error e = {0};
     int rc = kr_runtime_open_plan(plan, 0, 0, &o, &rt, &e);
@@ -418,7 +418,7 @@ static void unprivileged_user_measures_only(void **state)
     kr_error e = {0};
     assert_int_equal(kr_backend_open("fake:perm_ops=writes", NULL, &fake, &e), KR_OK);
     warnings w = {0};
-    kr_runtime_options o = test_options(fake, &w, dir);
+    kr_runtime_config o = test_options(fake, &w, dir);
     kr_runtime *rt;
     assert_int_equal(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_OK);
     for (int step = 0; step < 3; step++)
@@ -482,10 +482,10 @@ static void allocation_failures_on_open(void **state)
     for (long nth = 1; !opened && nth < 1000; nth++) {
         fail_alloc fa = {0, nth, 0};
         kr_allocator a = {fa_alloc, fa_realloc, fa_free, &fa};
-        kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
+        kr_gpuctl_fake_config fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
         kr_backend *fake = new_fake(&fo);
         warnings w = {0};
-        kr_runtime_options o = test_options(fake, &w, dir);
+        kr_runtime_config o = test_options(fake, &w, dir);
         o.allocator = &a;
         kr_runtime *rt;
         kr_error e = {0};
@@ -510,7 +510,7 @@ static void allocation_failures_on_open(void **state)
 static void refuses_plans_that_do_not_fit(void **state)
 {
     (void)state;
-    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
+    kr_gpuctl_fake_config fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
     fixture f;
     fixture_init(&f, "rt_refuse", 2, 4, freq_varied, &fo);
     kr_runtime *rt;
@@ -534,7 +534,7 @@ static void refuses_plans_that_do_not_fit(void **state)
     kr_plan_copy(&bad, &f.plan, &f.e);
     kr_backend *coarse;
     assert_int_equal(kr_backend_open("fake:step_mhz=30,uuid=GPU-coarse", NULL, &coarse, &f.e), KR_OK);
-    kr_runtime_options oc = test_options(coarse, &f.w, f.o.lock_dir);
+    kr_runtime_config oc = test_options(coarse, &f.w, f.o.lock_dir);
     KR_ASSERT_ERR(kr_runtime_open_plan(&bad, 0, 0, &oc, &rt, &f.e), KR_ERANGE, f.e,
                   "plan: stages[0].instructions[1].freq_mhz: 1395 MHz is not a supported SM clock of device 0 "
                   "(Kareus fake GPU: 41 clocks from 210 to 1410 MHz; nearest 1410 MHz)");
@@ -554,7 +554,7 @@ static void refuses_plans_that_do_not_fit(void **state)
     f.o.job = NULL;
     KR_ASSERT_ERR(kr_runtime_open("/no/such/plan.json", 0, 0, &f.o, &rt, &f.e), KR_EIO, f.e, "/no/such/plan.json");
     /* A backend that cannot load. */
-    kr_runtime_options on = {.backend = "nvml:lib=libkareus-missing-nvml.so.1", .flags = KR_RUNTIME_NO_SIGNALS};
+    kr_runtime_config on = {.backend = "nvml:lib=libkareus-missing-nvml.so.1", .flags = KR_RUNTIME_NO_SIGNALS};
     KR_ASSERT_ERR(kr_runtime_open_plan(&f.plan, 0, 0, &on, &rt, &f.e), KR_ENOLIB, f.e, "libkareus-missing-nvml.so.1");
     /* None of this touched the clocks. */
     assert_fake_lock(f.fake, 1005, 1200);
@@ -569,7 +569,7 @@ static void refuses_plans_that_do_not_fit(void **state)
 static void schedule_mismatches_at_run_time(void **state)
 {
     (void)state;
-    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
+    kr_gpuctl_fake_config fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200};
     fixture f;
     fixture_init(&f, "rt_mismatch", 2, 4, freq_varied, &fo);
     kr_runtime *rt;
@@ -662,12 +662,12 @@ static kr_runtime *child_open(const char *log, const char *lockdir, unsigned fla
 {
     kr_plan plan;
     make_plan(&plan, 2, 4, freq_varied);
-    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .log_path = log};
+    kr_gpuctl_fake_config fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .log_path = log};
     kr_backend *fake;
     kr_error e = {0};
     if (kr_gpuctl_fake_create(&fo, &fake, &e))
         _exit(90);
-    kr_runtime_options o = {.backend_ptr = fake, .flags = flags | KR_RUNTIME_OWN_BACKEND, .energy_poll_s = 0.01,
+    kr_runtime_config o = {.backend_ptr = fake, .flags = flags | KR_RUNTIME_OWN_BACKEND, .energy_poll_s = 0.01,
                             .lock_dir = lockdir};
     kr_runtime *rt;
     if (kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e))
@@ -872,10 +872,10 @@ static void energy_windows_on_a_manual_clock(void **state)
     kr_plan plan;
     make_plan(&plan, 1, 2, freq_varied); /* one stage: F0 B0 F1 B1 */
     manual_clock mc = {0};
-    kr_gpuctl_fake_options fo = {.power_w = 100, .energy_period_s = 0.25, .now_s = manual_now, .now_ud = &mc};
+    kr_gpuctl_fake_config fo = {.power_w = 100, .energy_period_s = 0.25, .now_s = manual_now, .now_ud = &mc};
     kr_backend *fake = new_fake(&fo);
     warnings w = {0};
-    kr_runtime_options o = test_options(fake, &w, dir);
+    kr_runtime_config o = test_options(fake, &w, dir);
     o.now_s = manual_now;
     o.now_ud = &mc;
     kr_runtime *rt;
@@ -929,7 +929,7 @@ static void energy_windows_on_a_manual_clock(void **state)
     kr_backend_destroy(fake);
     /* Without an energy counter, steps still count with their times. */
     mc.t = 0;
-    kr_gpuctl_fake_options none = {.no_energy = 1, .now_s = manual_now, .now_ud = &mc};
+    kr_gpuctl_fake_config none = {.no_energy = 1, .now_s = manual_now, .now_ud = &mc};
     fake = new_fake(&none);
     o.backend_ptr = fake;
     assert_int_equal(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_OK);
@@ -1020,7 +1020,7 @@ static void more_signals_restore_clocks(void **state)
 /* A child that opens the runtime with options o — on a fake whose state lives in statef when
  * statef is given — runs the plan's first clock and says so; then waits for a signal, or
  * _exits at once with exit_when_ready. Returns once the child holds the clock. */
-static pid_t fork_clock_child(const char *statef, const kr_runtime_options *o, int exit_when_ready)
+static pid_t fork_clock_child(const char *statef, const kr_runtime_config *o, int exit_when_ready)
 {
     int p[2];
     assert_int_equal(pipe(p), 0);
@@ -1031,10 +1031,10 @@ static pid_t fork_clock_child(const char *statef, const kr_runtime_options *o, i
         close(p[0]);
         kr_plan plan;
         make_plan(&plan, 2, 4, freq_varied);
-        kr_runtime_options oc = *o;
+        kr_runtime_config oc = *o;
         kr_error e = {0};
         if (statef) {
-            kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
+            kr_gpuctl_fake_config fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
             if (kr_gpuctl_fake_create(&fo, &oc.backend_ptr, &e))
                 _exit(90);
             oc.flags |= KR_RUNTIME_OWN_BACKEND;
@@ -1057,7 +1057,7 @@ static pid_t fork_clock_child(const char *statef, const kr_runtime_options *o, i
 
 static pid_t fork_state_child(const char *statef, const char *dir)
 {
-    kr_runtime_options o = {.energy_poll_s = -1, .lock_dir = dir};
+    kr_runtime_config o = {.energy_poll_s = -1, .lock_dir = dir};
     return fork_clock_child(statef, &o, 0);
 }
 
@@ -1069,7 +1069,7 @@ static void sigkill_leaves_a_record_that_restores(void **state)
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(statef, sizeof statef, "%s/gpu.state", dir);
     snprintf(lockf, sizeof lockf, "%s/kareus-gpu-GPU-fake-0.lock", dir);
-    kr_gpuctl_fake_options fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
+    kr_gpuctl_fake_config fo = {.locked_min_mhz = 1005, .locked_max_mhz = 1200, .state_path = statef};
     for (int how = 0; how < 2; how++) {
         pid_t pid = fork_state_child(statef, dir);
         char *text;
@@ -1100,7 +1100,7 @@ static void sigkill_leaves_a_record_that_restores(void **state)
         } else {
             /* The next runtime on that GPU inherits the record: it restores the found clocks. */
             warnings w = {0};
-            kr_runtime_options o = test_options(fake, &w, dir);
+            kr_runtime_config o = test_options(fake, &w, dir);
             kr_plan plan;
             make_plan(&plan, 2, 4, freq_varied);
             kr_runtime *rt;
@@ -1151,7 +1151,7 @@ static void hostile_lock_files_are_left_alone(void **state)
     assert_int_equal(stat(target, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
     /* …also through the runtime and `kareus gpu reset` / `restore`. */
-    kr_gpuctl_fake_options fo = {.uuid = "GPU-x"};
+    kr_gpuctl_fake_config fo = {.uuid = "GPU-x"};
     kr_backend *fake = new_fake(&fo);
     kr_gpu_device_info info;
     assert_int_equal(kr_backend_device_info(fake, 0, &info, &e), KR_OK);
@@ -1160,7 +1160,7 @@ static void hostile_lock_files_are_left_alone(void **state)
     kr_plan plan;
     make_plan(&plan, 2, 4, freq_varied);
     warnings w = {0};
-    kr_runtime_options o = test_options(fake, &w, dir);
+    kr_runtime_config o = test_options(fake, &w, dir);
     kr_runtime *rt;
     KR_ASSERT_ERR(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_EPERM, e, "symbolic link");
     char cmd[4000];
@@ -1269,9 +1269,9 @@ static double helper_wait_lock(const helper_env *h, int lmin, int lmax)
     return -1;
 }
 
-static kr_runtime_options helper_options(const helper_env *h, warnings *w, const char *lockdir, unsigned flags)
+static kr_runtime_config helper_options(const helper_env *h, warnings *w, const char *lockdir, unsigned flags)
 {
-    kr_runtime_options o = {0};
+    kr_runtime_config o = {0};
     o.backend = h->spec;
     o.flags = flags;
     o.lock_dir = lockdir;
@@ -1292,7 +1292,7 @@ static void helper_applies_plan_and_restores(void **state)
     kr_plan plan;
     make_plan(&plan, 2, 4, freq_varied);
     warnings w = {0};
-    kr_runtime_options o = helper_options(&h, &w, kr_test_tmpdir("rt_helper_apply"), KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT);
+    kr_runtime_config o = helper_options(&h, &w, kr_test_tmpdir("rt_helper_apply"), KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT);
     kr_runtime *rt;
     kr_error e = {0};
     assert_int_equal(kr_runtime_open_plan(&plan, 1, 0, &o, &rt, &e), KR_OK);
@@ -1341,7 +1341,7 @@ static void helper_restores_after_any_death(void **state)
     static const int deaths[] = {SIGTERM, SIGHUP, SIGKILL, 0 /* _exit */};
     for (size_t k = 0; k < sizeof deaths / sizeof deaths[0]; k++) {
         warnings w = {0};
-        kr_runtime_options o = helper_options(&h, &w, dir, 0);
+        kr_runtime_config o = helper_options(&h, &w, dir, 0);
         pid_t pid = fork_clock_child(NULL, &o, deaths[k] == 0);
         if (deaths[k] != 0) {
             int a, b, cu;
@@ -1371,7 +1371,7 @@ static void helper_refuses_clocks_outside_its_range(void **state)
     make_plan(&plan, 2, 4, freq_same);
     plan.stages[0].instr[0].freq_mhz = 510;
     warnings w = {0};
-    kr_runtime_options o = helper_options(&h, &w, kr_test_tmpdir("rt_helper_range"), KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT);
+    kr_runtime_config o = helper_options(&h, &w, kr_test_tmpdir("rt_helper_range"), KR_RUNTIME_NO_SIGNALS | KR_RUNTIME_NO_ATEXIT);
     kr_runtime *rt;
     kr_error e = {0};
     assert_int_equal(kr_runtime_open_plan(&plan, 0, 0, &o, &rt, &e), KR_OK);

@@ -144,8 +144,8 @@ static void exhaustive_measures_every_config_once(void **state)
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
     fake_impl *fi = NULL;
     kr_backend *b = fake_backend(&job, 0, &fi);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     kr_partition_frontier f;
     kr_search_stats st;
@@ -195,7 +195,7 @@ static long count_lines(const char *path)
 
 /* Runs a search of key with a fresh log handle on path; returns its status. */
 static int search_with_log(const kr_job *job, const kr_partition *p, kr_backend *b, const char *path,
-                           const kr_search_options *o, kr_partition_frontier *f, kr_search_stats *st, kr_error *e)
+                           const kr_search_config *o, kr_partition_frontier *f, kr_search_stats *st, kr_error *e)
 {
     kr_search_log *log;
     int rc = kr_search_log_open(path, job, &log, e);
@@ -218,8 +218,8 @@ static void resume_after_crash_loses_and_duplicates_nothing(void **state)
     const char *dir = kr_test_tmpdir("search_resume");
     char path[1200];
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     /* Reference: an uninterrupted run without a log. */
     kr_backend *b = fake_backend(&job, 0, NULL);
@@ -279,8 +279,8 @@ static void torn_last_line_is_dropped(void **state)
     const char *dir = kr_test_tmpdir("search_torn");
     char path[1200];
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     o.max_evals = 10;
     kr_backend *b = fake_backend(&job, 0, NULL);
@@ -403,8 +403,8 @@ static void replay_reproduces_the_live_search(void **state)
     const char *dir = kr_test_tmpdir("search_replay");
     char path[1200];
     snprintf(path, sizeof path, "%s/live.jsonl", dir);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     kr_backend *b = fake_backend(&job, 0, NULL);
     kr_search_log *log;
@@ -512,8 +512,8 @@ static void job_search_writes_readable_frontiers(void **state)
     kr_error e = {0};
     kr_job_default(&job);
     kr_backend *b = fake_backend(&job, 0, NULL);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     int calls[2] = {0, 0};
     o.progress = progress_cb;

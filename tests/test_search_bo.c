@@ -181,8 +181,8 @@ static void bo_is_deterministic_and_converges(void **state)
     const kr_partition *p = kr_partition_find(&fx.set, "fwd_attn");
     kr_error e = {0};
     kr_backend *b = fake_backend(&fx.job, 0, NULL);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     kr_partition_frontier ref, f1, f2x, f3;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
@@ -251,8 +251,8 @@ static void artifact_follows_the_published_rule(void **state)
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
     kr_search_log *log;
     assert_int_equal(kr_search_log_open(path, &fx.job, &log, &e), KR_OK);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_ARTIFACT;
     kr_partition_frontier f, g;
     kr_search_stats st;
@@ -302,8 +302,8 @@ static void crash_and_resume_prior(kr_strategy strategy, long fail_on, const kr_
     setup_fixture(&fx);
     const kr_partition *p = kr_partition_find(&fx.set, "fwd_mlp");
     kr_error e = {0};
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = strategy;
     o.seed = 11;
     o.prior = prior;
@@ -382,8 +382,8 @@ static void clock_only_spaces_are_measured_at_every_clock(void **state)
     kr_partition_set set;
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_DEFAULT_OVERLAP, &set, &e), KR_OK);
     kr_backend *b = fake_backend(&job, 0, NULL);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     for (int s = KR_STRATEGY_BO; s <= KR_STRATEGY_ARTIFACT; s++) {
         o.strategy = (kr_strategy)s;
         kr_partition_frontier f;
@@ -480,12 +480,12 @@ static void bo_with_a_prior(void **state)
     kr_error e = {0};
     fake_impl *fi = NULL;
     kr_backend *b = fake_backend(&fx.job, 0, &fi);
-    kr_search_options o;
-    kr_search_options_default(&o);
+    kr_search_config o;
+    kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     kr_partition_frontier ref, f1, f2x, f0;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &ref, NULL, &e), KR_OK);
-    kr_search_options_default(&o);
+    kr_search_config_default(&o);
     kr_search_stats s0, st, st2;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f0, &s0, &e), KR_OK);
     assert_int_equal(s0.prior, 0);

@@ -615,7 +615,7 @@ static void backend_measure_matches(void **state)
     assert_int_equal(kr_backend_device_count(b, &count), KR_OK);
     assert_int_equal(count, 1);
     kr_backend_destroy(b);
-    kr_sim_options bad = {0};
+    kr_sim_config bad = {0};
     bad.activity = 2;
     KR_ASSERT_ERR(kr_sim_backend_create(&job, &bad, &b, &e), KR_EINVAL, e, "activity");
     job.tp = 5;
@@ -629,7 +629,7 @@ static void device_energy_counter_and_clock_log(void **state)
     kr_job job;
     kr_job_default(&job);
     fake_clock clk = {100.0};
-    kr_sim_options o = {0};
+    kr_sim_config o = {0};
     o.device_count = 2;
     o.now_s = fake_now;
     o.now_ud = &clk;

@@ -155,7 +155,7 @@ int kr_backend_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_e
 /* ---- the factory ------------------------------------------------------------------------- */
 
 /* What kr_backend_open may need besides the spec; zeroed fields take the defaults. */
-typedef struct kr_backend_open_options {
+typedef struct kr_backend_open_config {
     const kr_job *job;            /* The job a measuring backend works on (sim without job=,
                                      replay, gpu); copied. NULL: default_job. */
     const char *default_job;      /* Job spec or built-in name when job is NULL and the spec names
@@ -163,7 +163,7 @@ typedef struct kr_backend_open_options {
     const char *const *replay;    /* Recordings for replay besides the spec's own ([KEY=]FILE;
                                      the CLI's repeated --replay). */
     int nreplay;
-} kr_backend_open_options;
+} kr_backend_open_config;
 
 /*
  * Opens a backend from a spec "KIND[:…]", the one syntax of every command's --backend,
@@ -190,7 +190,7 @@ typedef struct kr_backend_open_options {
  * opt may be NULL. Unknown kinds or keys and malformed values are KR_EINVAL with a message naming
  * the key, what was expected and what was found; otherwise the implementation's errors.
  */
-int kr_backend_open(const char *spec, const kr_backend_open_options *opt, kr_backend **out, kr_error *err);
+int kr_backend_open(const char *spec, const kr_backend_open_config *opt, kr_backend **out, kr_error *err);
 
 /*
  * Checks a config against a partition and a job before measuring: the clock is supported

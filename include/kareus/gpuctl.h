@@ -38,11 +38,11 @@ KR_BEGIN_DECLS
 
 /* ---- NVML ------------------------------------------------------------------------------- */
 
-typedef struct kr_gpuctl_nvml_options {
+typedef struct kr_gpuctl_nvml_config {
     /* Library to dlopen. NULL: "libnvidia-ml.so.1", then "libnvidia-ml.so". Tests point it at
      * a missing name (KR_ENOLIB) or at a mock. */
     const char *library;
-} kr_gpuctl_nvml_options;
+} kr_gpuctl_nvml_config;
 
 /*
  * Loads NVML (once per process; later backends share the symbol table, reference-counted),
@@ -52,7 +52,7 @@ typedef struct kr_gpuctl_nvml_options {
  * GPU), KR_EBUSY (NVML already loaded from another library file in this process), KR_EBACKEND
  * (other NVML failure) or KR_ENOMEM. Never crashes when the library is absent.
  */
-int kr_gpuctl_nvml_create(const kr_gpuctl_nvml_options *opt, kr_backend **out, kr_error *err);
+int kr_gpuctl_nvml_create(const kr_gpuctl_nvml_config *opt, kr_backend **out, kr_error *err);
 
 /* Maps an NVML return code to a KR_ status (exposed for tests and the CUDA profiler):
  * 0 → KR_OK, NO_PERMISSION → KR_EPERM, NOT_SUPPORTED → KR_EUNSUPPORTED, driver/GPU missing
@@ -83,7 +83,7 @@ const char *kr_gpuctl_fake_op_name(kr_gpuctl_fake_op op);
 /* Inverse of kr_gpuctl_fake_op_name; KR_ENOTFOUND for an unknown name. */
 int kr_gpuctl_fake_op_parse(const char *name, kr_gpuctl_fake_op *out);
 
-typedef struct kr_gpuctl_fake_options {
+typedef struct kr_gpuctl_fake_config {
     int devices;            /* Devices (0: 1). */
     int max_mhz;            /* Supported SM clocks: max_mhz down to min_mhz in steps of step_mhz */
     int min_mhz;            /*   (0: 1410, 210, 15 — an A100's list). */
@@ -116,7 +116,7 @@ typedef struct kr_gpuctl_fake_options {
                                rewritten by set/reset, created from the options when missing.
                                One line per device: "DEV LOCKED_MIN LOCKED_MAX CUR". Lets tests
                                check clocks across processes (kareusd, `kareus run`). */
-} kr_gpuctl_fake_options;
+} kr_gpuctl_fake_config;
 
 /* One recorded call. */
 typedef struct kr_gpuctl_fake_call {
@@ -129,7 +129,7 @@ typedef struct kr_gpuctl_fake_call {
 
 /* Creates a fake backend named "fake". opt may be NULL (defaults above). Returns KR_EINVAL for
  * inconsistent options (message names the field), KR_EIO if log_path cannot be opened. */
-int kr_gpuctl_fake_create(const kr_gpuctl_fake_options *opt, kr_backend **out, kr_error *err);
+int kr_gpuctl_fake_create(const kr_gpuctl_fake_config *opt, kr_backend **out, kr_error *err);
 
 /* Copies up to cap recorded calls (oldest first) into out; *n = total recorded (may exceed
  * cap). Thread-safe. KR_EINVAL if b is not a fake. */

@@ -53,7 +53,7 @@ const char *kr_launcher_name(kr_launcher l);
 
 #define KR_LAUNCH_ENTRY_MAX 96
 
-typedef struct kr_launch_options {
+typedef struct kr_launch_config {
     int tp;                  /* Tensor-parallel degree (0: 1). */
     int cp;                  /* Context-parallel degree (0: 1). */
     int pp;                  /* Pipeline stages (0: plan_stages if set, else WORLD_SIZE/(tp·cp·dp)). */
@@ -61,7 +61,7 @@ typedef struct kr_launch_options {
     const char *order;       /* Coordinates fastest first, separated by '-' or ',' (NULL: "tp-cp-dp-pp"). */
     int plan_stages;         /* Stages of the plan (0: not checked): the pp rank must be below it. */
     const char *const *env;  /* "NAME=VALUE" strings, NULL-terminated (NULL: the process's environment). */
-} kr_launch_options;
+} kr_launch_config;
 
 typedef struct kr_launch {
     int launcher;            /* kr_launcher */
@@ -88,7 +88,7 @@ typedef struct kr_launch {
  * KR_EINVAL (bad order string or degree). A CUDA_VISIBLE_DEVICES that hides every GPU is not an
  * error here (CPU-only ranks): kr_launch_device reports it.
  */
-int kr_launch_resolve(const kr_launch_options *opt, kr_launch *out, kr_error *err);
+int kr_launch_resolve(const kr_launch_config *opt, kr_launch *out, kr_error *err);
 
 /*
  * The device of backend b that this rank computes on: its CUDA_VISIBLE_DEVICES entry matched by

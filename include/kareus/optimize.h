@@ -49,7 +49,7 @@ int kr_method_is_point(kr_method m);
 /* Progress: phase ("search", "compose", "solve", "simulate", "write") and a detail line. */
 typedef void (*kr_optimize_progress_fn)(void *ud, const char *phase, const char *detail);
 
-typedef struct kr_optimize_options {
+typedef struct kr_optimize_config {
     unsigned methods;            /* Bit (1u << kr_method) per method to run; 0 = all five. The
                                     metrics need Megatron and Perseus (added when missing). */
     int strategy_set;            /* 0: exhaustive on the simulator and on a replay (every recorded
@@ -68,10 +68,10 @@ typedef struct kr_optimize_options {
     int pictures;                /* With out_dir: SVG pictures and report.html. */
     kr_optimize_progress_fn progress; /* May be NULL. */
     void *progress_ud;
-} kr_optimize_options;
+} kr_optimize_config;
 
 /* Defaults as documented above. */
-void kr_optimize_options_default(kr_optimize_options *o);
+void kr_optimize_config_default(kr_optimize_config *o);
 
 #define KR_OPT_MAX_PLANS 16
 
@@ -147,9 +147,9 @@ typedef struct kr_optimize_result {
  * kr_optimize_solver_config: the solver configuration of the flow for job: the static power per
  * GPU and the GPUs per stage are the job's (job NULL: the static power of the built-in default
  * job, kr_job_default, and one GPU per stage); cost model, unit time and exchanges are o's (o
- * NULL: those of kr_optimize_options_default).
+ * NULL: those of kr_optimize_config_default).
  */
-void kr_optimize_solver_config(const kr_job *job, const kr_optimize_options *o, kr_solver_config *cfg);
+void kr_optimize_solver_config(const kr_job *job, const kr_optimize_config *o, kr_solver_config *cfg);
 
 /* The path of the plan of solver step `step` in dir, as kr_optimize_write_step_plans names it:
  * dir/plan_NNNNN.json. KR_EINVAL when it does not fit cap. */
@@ -168,7 +168,7 @@ int kr_optimize_write_step_plans(const char *dir, const kr_solve_result *f, cons
  * Runs the flow. Returns KR_OK or the failing step's code with its message (the step named).
  * Free with kr_optimize_result_free.
  */
-int kr_optimize(const kr_job *job, const kr_optimize_options *o, kr_optimize_result *out, kr_error *err);
+int kr_optimize(const kr_job *job, const kr_optimize_config *o, kr_optimize_result *out, kr_error *err);
 void kr_optimize_result_free(kr_optimize_result *r);
 
 KR_END_DECLS

@@ -92,16 +92,16 @@ void kr_pipe_result_free(kr_pipe_result *r);
 /* Options of kr_pipesim_plan. Zero-initialised means: the GPU's clock_switch_s settle time, p2p
  * from the job, previous clock at the start of an iteration = the stage's last instruction's
  * clock (steady state). */
-typedef struct kr_pipesim_options {
+typedef struct kr_pipesim_config {
     int no_settle;        /* 1: clock changes are instantaneous. */
     int no_p2p;           /* 1: p2p transfers take no time (lowtime's assumption). */
-} kr_pipesim_options;
+} kr_pipesim_config;
 
 /*
  * Simulates plan on job with the backend's measurements. The plan must validate against the job
  * (kr_plan_validate is called). Per-instruction costs are also returned through out->events.
  */
-int kr_pipesim_plan(const kr_job *job, const kr_plan *plan, kr_backend *backend, const kr_pipesim_options *opts,
+int kr_pipesim_plan(const kr_job *job, const kr_plan *plan, kr_backend *backend, const kr_pipesim_config *opts,
                     kr_pipe_result *out, kr_error *err);
 
 /* Time and energy (one GPU) of one instruction at a clock with the given comm settings (the

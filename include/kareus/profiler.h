@@ -243,8 +243,8 @@ typedef struct kr_profiler_clock {
     void *ud;
 } kr_profiler_clock;
 
-/* Protocol parameters; kr_profiler_options_default gives the documented defaults. */
-typedef struct kr_profiler_options {
+/* Protocol parameters; kr_profiler_config_default gives the documented defaults. */
+typedef struct kr_profiler_config {
     double window_s;        /* Energy window between counter edges, >= 1 s (default 1). */
     int repeats;            /* Windows per measurement, 3..KR_PROFILER_MAX_REPEATS (default 3). */
     double warmup_s;        /* Warm-up at the new config (default 0.3 s) ... */
@@ -262,11 +262,11 @@ typedef struct kr_profiler_options {
     double poll_s;          /* Energy-counter polling interval (default 0.002 s). */
     double edge_timeout_s;  /* Give up when the counter does not change for this long (2 s). */
     int lock_clock;         /* 1: lock the config's clock through the control backend (default). */
-} kr_profiler_options;
+} kr_profiler_config;
 
-void kr_profiler_options_default(kr_profiler_options *o);
+void kr_profiler_config_default(kr_profiler_config *o);
 /* KR_EINVAL with the field, the allowed range and the value when an option is out of range. */
-int kr_profiler_options_validate(const kr_profiler_options *o, kr_error *err);
+int kr_profiler_options_validate(const kr_profiler_config *o, kr_error *err);
 
 /* Iterations that fill a window: ceil(window_s / iter_time_s) clamped to [min_iters, max_iters].
  * KR_EINVAL for a non-positive or non-finite iter_time_s or window_s. */
@@ -277,7 +277,7 @@ int kr_profiler_iters_for_window(double iter_time_s, double window_s, long long 
 int kr_profiler_stats(const double *x, int n, double *mean, double *sd);
 
 /* Cooldown after a measurement that kept the GPU busy for busy_s seconds. */
-double kr_profiler_cooldown_s(const kr_profiler_options *o, double busy_s);
+double kr_profiler_cooldown_s(const kr_profiler_config *o, double busy_s);
 
 /* Everything a measurement saw (kr_profiler_measure fills it). */
 typedef struct kr_profiler_result {
@@ -313,7 +313,7 @@ typedef struct kr_profiler_result {
  * Returns KR_OK, or the runner's / ctl's error (KR_EPERM when the clock may not be locked,
  * KR_EUNSUPPORTED when ctl has no energy counter, KR_ETIMEDOUT when the counter never moves).
  */
-int kr_profiler_measure(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_options *o,
+int kr_profiler_measure(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_config *o,
                         const kr_profiler_clock *clk, const kr_profiler_program *plan, double static_power_w,
                         int *locked_mhz, kr_profiler_result *out, kr_error *err);
 
@@ -367,7 +367,7 @@ typedef void (*kr_profiler_observer)(void *ud, const kr_partition *p, const kr_c
  * The backend resets the clocks it locked when destroyed. observer may be NULL.
  */
 int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr_backend *ctl,
-                               const kr_profiler_options *o, const kr_profiler_program_params *pp,
+                               const kr_profiler_config *o, const kr_profiler_program_params *pp,
                                const kr_profiler_clock *clk, kr_profiler_observer observer, void *observer_ud,
                                kr_backend **out, kr_error *err);
 
@@ -383,16 +383,16 @@ int kr_profiler_open_hardware(int first, int devices, const char *control, kr_pr
                               kr_backend **ctl, kr_error *err);
 
 /* Everything kr_profiler_open_backend needs; zeroed fields take the defaults. */
-typedef struct kr_profiler_open_options {
+typedef struct kr_profiler_open_config {
     int device;                     /* First CUDA device (default 0). */
     int devices;                    /* GPUs (0: all from device on). */
     const char *control;            /* gpuctl spec of the clock/energy backend (NULL: "nvml"). */
     kr_profiler_comm comm;          /* Collective execution (default AUTO). */
-    const kr_profiler_options *protocol; /* NULL: kr_profiler_options_default. */
+    const kr_profiler_config *protocol; /* NULL: kr_profiler_config_default. */
     const char *details;            /* Detail log appended after every measurement (NULL: none). */
     kr_profiler_observer observer;  /* Called after every measurement (may be NULL). */
     void *observer_ud;
-} kr_profiler_open_options;
+} kr_profiler_open_config;
 
 /*
  * The GPU backend in one call: kr_profiler_open_hardware, then kr_profiler_backend_create with
@@ -400,7 +400,7 @@ typedef struct kr_profiler_open_options {
  * it resets the clocks it locked and closes both). This is what `kareus search --backend gpu`
  * and `kareus profile` use. oo may be NULL. Errors as kr_profiler_open_hardware.
  */
-int kr_profiler_open_backend(const kr_job *job, const kr_profiler_open_options *oo, kr_backend **out, kr_error *err);
+int kr_profiler_open_backend(const kr_job *job, const kr_profiler_open_config *oo, kr_backend **out, kr_error *err);
 
 /* Name of the GPU the backend measures on ("" if b is not a GPU backend). */
 const char *kr_profiler_backend_device(const kr_backend *b);
@@ -452,7 +452,7 @@ double kr_profiler_sample_mhz(const double *t_ns, const double *clk, int i, int 
 #define KR_PROFILER_CALIB_POINTS 16
 
 /* What the calibration measures and how long it may take. */
-typedef struct kr_profiler_calib_options {
+typedef struct kr_profiler_calib_config {
     int gemm_clocks;        /* Clocks of the GEMM sweep, spread over the base GPU's planning range
                                (default 5; at least 3 for the power fit). */
     long long gemm_size;    /* m = n = k of the GEMM (default 8192, as the published MAMF runs). */
@@ -465,9 +465,9 @@ typedef struct kr_profiler_calib_options {
                                clock_trace). */
     void (*progress)(void *ud, const char *what); /* Called before each measurement (may be NULL). */
     void *progress_ud;
-} kr_profiler_calib_options;
+} kr_profiler_calib_config;
 
-void kr_profiler_calib_options_default(kr_profiler_calib_options *co);
+void kr_profiler_calib_config_default(kr_profiler_calib_config *co);
 
 /* Everything the calibration saw, and the GPU entry made from it. */
 typedef struct kr_profiler_calib {
@@ -504,7 +504,7 @@ typedef struct kr_profiler_calib {
  * first failure (clocks reset as well).
  */
 int kr_profiler_calibrate(kr_profiler_runner *runner, kr_backend *ctl, const kr_gpu *base,
-                          const kr_profiler_calib_options *co, const kr_profiler_options *o,
+                          const kr_profiler_calib_config *co, const kr_profiler_config *o,
                           const kr_profiler_clock *clk, kr_profiler_calib *out, kr_error *err);
 
 /* Builds out->gpu from base and the measurements in out (called by kr_profiler_calibrate; public

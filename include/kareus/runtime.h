@@ -60,7 +60,7 @@ KR_BEGIN_DECLS
 
 typedef struct kr_runtime kr_runtime;
 
-/* Flags of kr_runtime_options. */
+/* Flags of kr_runtime_config. */
 #define KR_RUNTIME_READ_ONLY 0x01u       /* measure only: never change clocks, take no lock */
 #define KR_RUNTIME_SHARE_READONLY 0x02u  /* GPU held by another process: open read-only, not KR_EBUSY */
 #define KR_RUNTIME_NO_SIGNALS 0x04u      /* install no SIGINT/SIGTERM handlers */
@@ -80,7 +80,7 @@ typedef enum kr_runtime_warn_kind {
  * calls the hooks (never on the worker, never from a signal handler). */
 typedef void (*kr_runtime_warn_fn)(void *ud, int kind, int code, const char *msg);
 
-typedef struct kr_runtime_options {
+typedef struct kr_runtime_config {
     const char *backend;        /* Backend spec (gpuctl.h: "nvml", "fake:…"); NULL: "nvml".
                                    Ignored when backend_ptr is set. */
     kr_backend *backend_ptr;    /* A backend the caller made (not owned unless
@@ -99,7 +99,7 @@ typedef struct kr_runtime_options {
     void *warn_ud;
     double (*now_s)(void *ud);  /* Time source for timestamps and samples (NULL: monotonic). */
     void *now_ud;
-} kr_runtime_options;
+} kr_runtime_config;
 
 /*
  * Opens the runtime for pipeline stage `stage` of the plan in file plan_path (or of *plan),
@@ -111,9 +111,9 @@ typedef struct kr_runtime_options {
  * process controls the GPU), KR_ENOLIB/KR_ENODEV/KR_EPERM/KR_EBACKEND (backend), KR_ENOMEM, or a
  * plan-file error. On failure nothing was changed on the GPU. Free with kr_runtime_close.
  */
-int kr_runtime_open(const char *plan_path, int stage, int device, const kr_runtime_options *opt, kr_runtime **out,
+int kr_runtime_open(const char *plan_path, int stage, int device, const kr_runtime_config *opt, kr_runtime **out,
                     kr_error *err);
-int kr_runtime_open_plan(const kr_plan *plan, int stage, int device, const kr_runtime_options *opt,
+int kr_runtime_open_plan(const kr_plan *plan, int stage, int device, const kr_runtime_config *opt,
                          kr_runtime **out, kr_error *err);
 
 /*

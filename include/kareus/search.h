@@ -182,8 +182,8 @@ typedef struct kr_search_progress {
 
 typedef void (*kr_search_progress_fn)(void *ud, const kr_search_progress *p);
 
-/* Options of a search. kr_search_options_default fills the defaults; 0 fields mean "default". */
-typedef struct kr_search_options {
+/* Options of a search. kr_search_config_default fills the defaults; 0 fields mean "default". */
+typedef struct kr_search_config {
     kr_strategy strategy;        /* Default: bo. */
     unsigned long long seed;     /* Seed of every random choice (default 1). */
     long max_evals;              /* Cap on configurations evaluated (0: the strategy's own rule;
@@ -221,9 +221,9 @@ typedef struct kr_search_options {
        measured, the energy scale of both planes). 0: default
        (1e-5 with a prior; without a prior the rule is off); < 0: off. */
     double bo_stop_abs;
-} kr_search_options;
+} kr_search_config;
 
-void kr_search_options_default(kr_search_options *o);
+void kr_search_config_default(kr_search_config *o);
 
 /* What a search did. */
 typedef struct kr_search_stats {
@@ -276,7 +276,7 @@ typedef struct kr_search_stats {
  * KR_ENOMEM.
  */
 int kr_search_partition(const kr_job *job, const kr_partition *p, kr_backend *b, kr_search_log *log,
-                        const kr_search_options *opt, kr_partition_frontier *out, kr_search_stats *stats,
+                        const kr_search_config *opt, kr_partition_frontier *out, kr_search_stats *stats,
                         kr_error *err);
 
 /*
@@ -300,7 +300,7 @@ typedef struct kr_search_result {
  * measurements are in the log). Returns as kr_search_partition, with the key in the message.
  */
 int kr_search_job(const kr_job *job, kr_variant variant, int include_nonpartition, kr_backend *b, kr_search_log *log,
-                  const kr_search_options *opt, kr_search_result **out, int *n, kr_error *err);
+                  const kr_search_config *opt, kr_search_result **out, int *n, kr_error *err);
 
 void kr_search_results_free(kr_search_result *r, int n);
 

@@ -235,7 +235,7 @@ int kr_sim_timeline_write_json(const char *path, const kr_job *job, const kr_par
 /* ---- the backend and its simulated device ------------------------------------------------ */
 
 /* Options of the simulator backend; a NULL pointer or zeroed struct gives the defaults. */
-typedef struct kr_sim_options {
+typedef struct kr_sim_config {
     int device_count;            /* Simulated devices (0 → 1). */
     /* Time source of the energy counter, seconds (NULL → CLOCK_MONOTONIC). Tests inject one. */
     double (*now_s)(void *ud);
@@ -244,7 +244,7 @@ typedef struct kr_sim_options {
      * dynamic power it draws on top of the static power (0 → a device that only waits; use
      * kr_sim_backend_set_activity to change it per device). */
     double activity;
-} kr_sim_options;
+} kr_sim_config;
 
 /*
  * Creates the simulator backend for job (copied). measure simulates (kr_sim_measure);
@@ -255,7 +255,7 @@ typedef struct kr_sim_options {
  * set/reset is appended to a clock log. Thread-safe (one mutex). Returns KR_OK, KR_EINVAL (bad
  * options) or KR_ENOMEM.
  */
-int kr_sim_backend_create(const kr_job *job, const kr_sim_options *opts, kr_backend **out, kr_error *err);
+int kr_sim_backend_create(const kr_job *job, const kr_sim_config *opts, kr_backend **out, kr_error *err);
 
 /* 1 if b was made by kr_sim_backend_create. */
 int kr_sim_backend_is(const kr_backend *b);
@@ -274,7 +274,7 @@ typedef struct kr_sim_clock_event {
  */
 int kr_sim_backend_clock_log(kr_backend *b, kr_sim_clock_event *out, int cap, int *n);
 
-/* Sets the activity (0..1, see kr_sim_options) of device dev from now on. Returns KR_OK,
+/* Sets the activity (0..1, see kr_sim_config) of device dev from now on. Returns KR_OK,
  * KR_ERANGE (dev or activity out of range) or KR_EINVAL (not a sim backend). */
 int kr_sim_backend_set_activity(kr_backend *b, int dev, double activity);
 

@@ -118,7 +118,7 @@ static int parse_fail_code(const spec_kv *kv, int *code, kr_error *err)
 }
 
 /* Applies one KEY=VALUE to fake options (strings point into the caller's copy of the spec). */
-static int fake_key(const spec_kv *kv, kr_gpuctl_fake_options *o, kr_error *err)
+static int fake_key(const spec_kv *kv, kr_gpuctl_fake_config *o, kr_error *err)
 {
     const char *k = kv->key;
     if (strcmp(k, "devices") == 0)
@@ -217,7 +217,7 @@ static int trusted_library(const spec_kv *kv, kr_error *err)
     return KR_OK;
 }
 
-static int nvml_key(const spec_kv *kv, kr_gpuctl_nvml_options *o, kr_error *err)
+static int nvml_key(const spec_kv *kv, kr_gpuctl_nvml_config *o, kr_error *err)
 {
     if (strcmp(kv->key, "lib") == 0) {
         if (privileged()) {
@@ -234,7 +234,7 @@ static int nvml_key(const spec_kv *kv, kr_gpuctl_nvml_options *o, kr_error *err)
 /* Options of the sim kind. */
 typedef struct sim_spec {
     const char *job;
-    kr_sim_options o;
+    kr_sim_config o;
 } sim_spec;
 
 static int sim_key(const spec_kv *kv, sim_spec *o, kr_error *err)
@@ -253,7 +253,7 @@ static int sim_key(const spec_kv *kv, sim_spec *o, kr_error *err)
 
 /* The job a measuring backend works on: the caller's, else job= of the spec, else the
  * default job by name. *own is set when the job was loaded (free it). */
-static int spec_job(const char *spec, const char *named, int sim, const kr_backend_open_options *o,
+static int spec_job(const char *spec, const char *named, int sim, const kr_backend_open_config *o,
                     const kr_job **job, kr_job **own, kr_error *err)
 {
     *own = NULL;
@@ -275,7 +275,7 @@ static int spec_job(const char *spec, const char *named, int sim, const kr_backe
     return KR_OK;
 }
 
-static int open_sim(const char *spec, sim_spec *ss, const kr_backend_open_options *o, kr_backend **out,
+static int open_sim(const char *spec, sim_spec *ss, const kr_backend_open_config *o, kr_backend **out,
                     kr_error *err)
 {
     const kr_job *job = NULL;
@@ -288,7 +288,7 @@ static int open_sim(const char *spec, sim_spec *ss, const kr_backend_open_option
 }
 
 /* "replay[:[KEY=]FILE]": the spec's recording, then the options' (the CLI's --replay). */
-static int open_replay(const char *spec, const char *file, const kr_backend_open_options *o, kr_backend **out,
+static int open_replay(const char *spec, const char *file, const kr_backend_open_config *o, kr_backend **out,
                        kr_error *err)
 {
     int n = (file != NULL) + (o->nreplay > 0 ? o->nreplay : 0);
@@ -314,10 +314,10 @@ static int open_replay(const char *spec, const char *file, const kr_backend_open
 }
 
 /* "gpu[:N]": the CUDA profiler from device N on, clocks through NVML (profiler.h). */
-static int open_gpu(const char *spec, const char *arg, const kr_backend_open_options *o, kr_backend **out,
+static int open_gpu(const char *spec, const char *arg, const kr_backend_open_config *o, kr_backend **out,
                     kr_error *err)
 {
-    kr_profiler_open_options po = {0};
+    kr_profiler_open_config po = {0};
     if (arg) {
         spec_kv kv = {spec, "device", arg};
         int rc = parse_int(&kv, 0, 1023, &po.device, err);
@@ -334,7 +334,7 @@ static int open_gpu(const char *spec, const char *arg, const kr_backend_open_opt
 }
 
 /* The control kinds and sim: "KIND[:KEY=VALUE,…]". */
-static int open_keyed(const char *spec, const kr_backend_open_options *o, kr_backend **out, kr_error *err)
+static int open_keyed(const char *spec, const kr_backend_open_config *o, kr_backend **out, kr_error *err)
 {
     char buf[1024];
     if (kr__strlcpy(buf, spec, sizeof buf))
@@ -350,8 +350,8 @@ static int open_keyed(const char *spec, const kr_backend_open_options *o, kr_bac
                             "backend spec '%s': kind: expected nvml, sim or fake (or kareusd, auto, replay:FILE, gpu[:N]), "
                             "found '%s'",
                             spec, kind);
-    kr_gpuctl_fake_options fo = {0};
-    kr_gpuctl_nvml_options no = {0};
+    kr_gpuctl_fake_config fo = {0};
+    kr_gpuctl_nvml_config no = {0};
     sim_spec ss = {0};
     char *save = NULL;
     for (char *t = args ? strtok_r(args, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
@@ -379,10 +379,10 @@ static int spec_kind(const char *spec, const char *kind, const char **arg)
     return 1;
 }
 
-int kr_backend_open(const char *spec, const kr_backend_open_options *opt, kr_backend **out, kr_error *err)
+int kr_backend_open(const char *spec, const kr_backend_open_config *opt, kr_backend **out, kr_error *err)
 {
     *out = NULL;
-    kr_backend_open_options o = opt ? *opt : (kr_backend_open_options){0};
+    kr_backend_open_config o = opt ? *opt : (kr_backend_open_config){0};
     const char *arg;
     if (spec == NULL || *spec == '\0' || strcmp(spec, "auto") == 0) {
         /* Unprivileged with a helper running: go through it (no root needed for clocks). */

@@ -59,7 +59,7 @@ typedef struct fake_dev {
 
 typedef struct fake_impl {
     pthread_mutex_t mu; /* guards everything below */
-    kr_gpuctl_fake_options o;  /* options with defaults filled in (strings point into name/uuid) */
+    kr_gpuctl_fake_config o;  /* options with defaults filled in (strings point into name/uuid) */
     char name[KR_GPU_NAME_MAX];
     char uuid[KR_GPU_UUID_MAX];
     fake_dev *dev;
@@ -418,7 +418,7 @@ static int fake_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_
 }
 
 /* Fills the zero fields of o with the defaults and checks the result: KR_OK or KR_EINVAL. */
-static int options_complete(kr_gpuctl_fake_options *o, kr_error *err)
+static int options_complete(kr_gpuctl_fake_config *o, kr_error *err)
 {
     if (o->devices == 0)
         o->devices = 1;
@@ -454,10 +454,10 @@ static int options_complete(kr_gpuctl_fake_options *o, kr_error *err)
     return KR_OK;
 }
 
-int kr_gpuctl_fake_create(const kr_gpuctl_fake_options *opt, kr_backend **out, kr_error *err)
+int kr_gpuctl_fake_create(const kr_gpuctl_fake_config *opt, kr_backend **out, kr_error *err)
 {
     *out = NULL;
-    kr_gpuctl_fake_options o = opt ? *opt : (kr_gpuctl_fake_options){0};
+    kr_gpuctl_fake_config o = opt ? *opt : (kr_gpuctl_fake_config){0};
     int rc = options_complete(&o, err);
     if (rc)
         return rc;

@@ -455,7 +455,7 @@ static int nvml_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_
     return KR_OK;
 }
 
-int kr_gpuctl_nvml_create(const kr_gpuctl_nvml_options *opt, kr_backend **out, kr_error *err)
+int kr_gpuctl_nvml_create(const kr_gpuctl_nvml_config *opt, kr_backend **out, kr_error *err)
 {
     *out = NULL;
     int rc = lib_acquire(opt ? opt->library : NULL, err);

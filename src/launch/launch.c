@@ -175,7 +175,7 @@ static int parse_order(const char *order, int *axes, kr_error *err)
     return KR_OK;
 }
 
-static int degrees(const kr_launch_options *o, kr_launch *l, kr_error *err)
+static int degrees(const kr_launch_config *o, kr_launch *l, kr_error *err)
 {
     int d[NAXES] = {o->tp ? o->tp : 1, o->cp ? o->cp : 1, o->dp, o->pp ? o->pp : o->plan_stages};
     for (int i = 0; i < NAXES; i++)
@@ -244,10 +244,10 @@ static int split_visible(const char *vis, char entries[][KR_LAUNCH_ENTRY_MAX], i
 
 #define MAX_VISIBLE 64
 
-int kr_launch_resolve(const kr_launch_options *opt, kr_launch *out, kr_error *err)
+int kr_launch_resolve(const kr_launch_config *opt, kr_launch *out, kr_error *err)
 {
-    kr_launch_options dflt = {0};
-    const kr_launch_options *o = opt ? opt : &dflt;
+    kr_launch_config dflt = {0};
+    const kr_launch_config *o = opt ? opt : &dflt;
     kr_launch l;
     memset(&l, 0, sizeof l);
     int rc;
@@ -411,8 +411,8 @@ size_t kr_launch_abi_size(const char *type_name)
         return 0;
     if (strcmp(type_name, "kr_launch") == 0)
         return sizeof(kr_launch);
-    if (strcmp(type_name, "kr_launch_options") == 0)
-        return sizeof(kr_launch_options);
+    if (strcmp(type_name, "kr_launch_config") == 0)
+        return sizeof(kr_launch_config);
     if (strcmp(type_name, "kr_job") == 0)
         return sizeof(kr_job);
     if (strcmp(type_name, "kr_partition_set") == 0)

@@ -74,7 +74,7 @@ int kr_method_is_point(kr_method m)
     return m == KR_METHOD_MEGATRON || m == KR_METHOD_NANOBATCH;
 }
 
-void kr_optimize_options_default(kr_optimize_options *o)
+void kr_optimize_config_default(kr_optimize_config *o)
 {
     memset(o, 0, sizeof *o);
     o->seed = 1;
@@ -111,7 +111,7 @@ typedef struct variant_state {
 
 typedef struct run {
     const kr_job *job;
-    const kr_optimize_options *o;
+    const kr_optimize_config *o;
     kr_backend *b;
     kr_search_log *log;
     kr_optimize_result *out;
@@ -121,7 +121,7 @@ typedef struct run {
 
 /* The adapter from kr__progress's callback (ud, line) to the caller's (ud, phase, line). */
 typedef struct phase_sink {
-    const kr_optimize_options *o;
+    const kr_optimize_config *o;
     const char *phase;
 } phase_sink;
 
@@ -218,8 +218,8 @@ static int prepare_variant(run *r, kr_variant var)
     variant_state *vs = &r->v[var];
     const kr_job *job = r->job;
     double t0 = kr__now_s();
-    kr_search_options so;
-    kr_search_options_default(&so);
+    kr_search_config so;
+    kr_search_config_default(&so);
     so.strategy = r->out->strategy;
     so.seed = r->o->seed;
     so.progress = search_progress;
@@ -645,7 +645,7 @@ static int record_search(run *r)
 static void record_settings(run *r)
 {
     kr_optimize_result *out = r->out;
-    const kr_optimize_options *o = r->o;
+    const kr_optimize_config *o = r->o;
     out->cost_model = o->cost_model;
     out->unit_time_s = o->unit_time_s;
     out->seed = o->seed;
@@ -660,7 +660,7 @@ static void record_settings(run *r)
  * created first), else none. */
 static int open_log(run *r, const kr_job *job)
 {
-    const kr_optimize_options *o = r->o;
+    const kr_optimize_config *o = r->o;
     int rc;
     if (o->out_dir == NULL)
         return o->log_path ? kr_search_log_open(o->log_path, job, &r->log, r->err) : KR_OK;
@@ -718,15 +718,15 @@ static int run_flow(run *r, unsigned methods)
     return r->o->out_dir ? write_outputs(r) : KR_OK;
 }
 
-int kr_optimize(const kr_job *job, const kr_optimize_options *opts, kr_optimize_result *out, kr_error *err)
+int kr_optimize(const kr_job *job, const kr_optimize_config *opts, kr_optimize_result *out, kr_error *err)
 {
     double t_start = kr__now_s();
     memset(out, 0, sizeof *out);
-    kr_optimize_options o;
+    kr_optimize_config o;
     if (opts)
         o = *opts;
     else
-        kr_optimize_options_default(&o);
+        kr_optimize_config_default(&o);
     if (!(o.unit_time_s > 0))
         return kr_error_set(err, KR_ERANGE, "optimize: unit time: expected a positive number of seconds, found %g",
                             o.unit_time_s);

@@ -10,11 +10,11 @@
 
 #include "util/util.h"
 
-void kr_optimize_solver_config(const kr_job *job, const kr_optimize_options *o, kr_solver_config *cfg)
+void kr_optimize_solver_config(const kr_job *job, const kr_optimize_config *o, kr_solver_config *cfg)
 {
-    kr_optimize_options d;
+    kr_optimize_config d;
     if (o == NULL) {
-        kr_optimize_options_default(&d);
+        kr_optimize_config_default(&d);
         o = &d;
     }
     kr_solver_config_default(cfg);

@@ -351,11 +351,11 @@ int kr_pipesim_instruction_cost(const kr_job *job, kr_variant variant, int stage
     return rc;
 }
 
-int kr_pipesim_plan(const kr_job *job, const kr_plan *plan, kr_backend *backend, const kr_pipesim_options *opts,
+int kr_pipesim_plan(const kr_job *job, const kr_plan *plan, kr_backend *backend, const kr_pipesim_config *opts,
                     kr_pipe_result *out, kr_error *err)
 {
     memset(out, 0, sizeof *out);
-    kr_pipesim_options o = {0};
+    kr_pipesim_config o = {0};
     if (opts)
         o = *opts;
     int rc = kr_plan_validate(plan, job, err);

@@ -40,7 +40,7 @@
 #include "kareus/sim.h"
 #include "util/util.h"
 
-void kr_profiler_calib_options_default(kr_profiler_calib_options *co)
+void kr_profiler_calib_config_default(kr_profiler_calib_config *co)
 {
     memset(co, 0, sizeof *co);
     co->gemm_clocks = 5;
@@ -263,8 +263,8 @@ int kr_profiler_calib_entry(const kr_gpu *base, kr_profiler_calib *c, kr_error *
 typedef struct calib_run {
     kr_profiler_runner *r;
     kr_backend *ctl;
-    const kr_profiler_calib_options *co;
-    const kr_profiler_options *o;
+    const kr_profiler_calib_config *co;
+    const kr_profiler_config *o;
     const kr_profiler_clock *clk;
     int locked;
     kr_profiler_program prog;
@@ -274,7 +274,7 @@ typedef struct calib_run {
 /* Measures C->prog at clock f (0: unlocked) and returns the result. */
 static int run_program(calib_run *C, int f, kr_profiler_result *res)
 {
-    kr_profiler_options o = *C->o;
+    kr_profiler_config o = *C->o;
     C->prog.freq_mhz = f;
     if (f <= 0) {
         o.lock_clock = 0;
@@ -377,7 +377,7 @@ static int calib_fixed(calib_run *C, int dev, kr_profiler_calib *out)
 /* The GEMM and HBM-copy points at clocks spread over [lo, hi]. */
 static int calib_gemm_stream(calib_run *C, const kr_gpu *base, double lo, double hi, kr_profiler_calib *out)
 {
-    const kr_profiler_calib_options *co = C->co;
+    const kr_profiler_calib_config *co = C->co;
     kr_profiler_result res;
     int rc;
     for (int i = 0; i < co->gemm_clocks; i++) {
@@ -402,7 +402,7 @@ static int calib_gemm_stream(calib_run *C, const kr_gpu *base, double lo, double
  * switch latencies. */
 static int calib_coll_switch(calib_run *C, const kr_gpu *base, double lo, double hi, kr_profiler_calib *out)
 {
-    const kr_profiler_calib_options *co = C->co;
+    const kr_profiler_calib_config *co = C->co;
     kr_profiler_runner *runner = C->r;
     kr_profiler_result res;
     int rc;
@@ -436,14 +436,14 @@ static int calib_coll_switch(calib_run *C, const kr_gpu *base, double lo, double
 }
 
 int kr_profiler_calibrate(kr_profiler_runner *runner, kr_backend *ctl, const kr_gpu *base,
-                          const kr_profiler_calib_options *co_in, const kr_profiler_options *o,
+                          const kr_profiler_calib_config *co_in, const kr_profiler_config *o,
                           const kr_profiler_clock *clk, kr_profiler_calib *out, kr_error *err)
 {
-    kr_profiler_calib_options co;
+    kr_profiler_calib_config co;
     if (co_in)
         co = *co_in;
     else
-        kr_profiler_calib_options_default(&co);
+        kr_profiler_calib_config_default(&co);
     memset(out, 0, sizeof *out);
     int rc = kr_profiler_options_validate(o, err);
     if (rc)

@@ -80,19 +80,19 @@ static void owned_free(void *ud)
     free(o);
 }
 
-int kr_profiler_open_backend(const kr_job *job, const kr_profiler_open_options *oo_in, kr_backend **out, kr_error *err)
+int kr_profiler_open_backend(const kr_job *job, const kr_profiler_open_config *oo_in, kr_backend **out, kr_error *err)
 {
     *out = NULL;
-    kr_profiler_open_options oo;
+    kr_profiler_open_config oo;
     if (oo_in)
         oo = *oo_in;
     else
         memset(&oo, 0, sizeof oo);
-    kr_profiler_options popt;
+    kr_profiler_config popt;
     if (oo.protocol)
         popt = *oo.protocol;
     else
-        kr_profiler_options_default(&popt);
+        kr_profiler_config_default(&popt);
     int rc = kr_profiler_options_validate(&popt, err);
     if (rc)
         return rc;

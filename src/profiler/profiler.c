@@ -32,7 +32,7 @@
 #include "profiler_internal.h"
 #include "util/util.h"
 
-void kr_profiler_options_default(kr_profiler_options *o)
+void kr_profiler_config_default(kr_profiler_config *o)
 {
     memset(o, 0, sizeof *o);
     o->window_s = 1.0;
@@ -61,7 +61,7 @@ void kr_profiler_options_default(kr_profiler_options *o)
                                 #field, (double)(lo), (double)(hi), v_);                                    \
     } while (0)
 
-int kr_profiler_options_validate(const kr_profiler_options *o, kr_error *err)
+int kr_profiler_options_validate(const kr_profiler_config *o, kr_error *err)
 {
     CHECK_RANGE(window_s, 1.0, 600.0); /* the counter's ~100 ms update needs windows of seconds */
     CHECK_RANGE(repeats, 3, KR_PROFILER_MAX_REPEATS);
@@ -113,7 +113,7 @@ int kr_profiler_stats(const double *x, int n, double *mean, double *sd)
     return KR_OK;
 }
 
-double kr_profiler_cooldown_s(const kr_profiler_options *o, double busy_s)
+double kr_profiler_cooldown_s(const kr_profiler_config *o, double busy_s)
 {
     double c = o->cooldown_ratio * (busy_s > 0 ? busy_s : 0);
     return c < o->cooldown_min_s ? o->cooldown_min_s : c > o->cooldown_max_s ? o->cooldown_max_s : c;
@@ -144,7 +144,7 @@ static void clk_sleep(const kr_profiler_clock *c, double s)
 typedef struct proto {
     kr_profiler_runner *r;
     kr_backend *ctl;
-    const kr_profiler_options *o;
+    const kr_profiler_config *o;
     const kr_profiler_clock *clk;
     const kr_profiler_program *plan;
     kr_error *err;
@@ -326,7 +326,7 @@ static int window(proto *P, long long iters, double *power_w, double *iter_s, do
     return KR_OK;
 }
 
-int kr__profiler_idle_power(kr_backend *ctl, int dev, const kr_profiler_options *o, const kr_profiler_clock *clk,
+int kr__profiler_idle_power(kr_backend *ctl, int dev, const kr_profiler_config *o, const kr_profiler_clock *clk,
                             double *power_w, kr_error *err)
 {
     double e;
@@ -360,7 +360,7 @@ double kr__profiler_now(const kr_profiler_clock *clk)
     return clk_now(clk);
 }
 
-int kr_profiler_measure(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_options *o,
+int kr_profiler_measure(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_config *o,
                         const kr_profiler_clock *clk, const kr_profiler_program *plan, double static_power_w,
                         int *locked_mhz, kr_profiler_result *out, kr_error *err)
 {
@@ -445,7 +445,7 @@ typedef struct gpu_backend {
     kr_job job;
     kr_profiler_runner *runner;
     kr_backend *ctl;
-    kr_profiler_options o;
+    kr_profiler_config o;
     kr_profiler_program_params pp;
     kr_profiler_clock clk;
     int has_clk;
@@ -578,7 +578,7 @@ static const kr_backend_class gpu_class = {
 };
 
 int kr_profiler_backend_create(const kr_job *job, kr_profiler_runner *runner, kr_backend *ctl,
-                               const kr_profiler_options *o, const kr_profiler_program_params *pp,
+                               const kr_profiler_config *o, const kr_profiler_program_params *pp,
                                const kr_profiler_clock *clk, kr_profiler_observer observer, void *observer_ud,
                                kr_backend **out, kr_error *err)
 {

@@ -22,7 +22,7 @@ int kr__profiler_edge_feed(kr__profiler_edges *E, double e, double now, double w
 
 /* Mean power of device dev between two counter edges at least o->window_s apart, with no work
  * launched (idle or whatever else runs). */
-int kr__profiler_idle_power(kr_backend *ctl, int dev, const kr_profiler_options *o, const kr_profiler_clock *clk,
+int kr__profiler_idle_power(kr_backend *ctl, int dev, const kr_profiler_config *o, const kr_profiler_clock *clk,
                             double *power_w, kr_error *err);
 
 /* The protocol's time source (clk may be NULL: the real clock). */

@@ -241,14 +241,14 @@ static int alloc_buffers(kr_runtime *rt, kr_error *err)
 }
 
 /* Backend, device, identity, supported clocks, found clocks, energy baseline. */
-static int attach_backend(kr_runtime *rt, const kr_plan *plan, const kr_runtime_options *o, kr_error *err)
+static int attach_backend(kr_runtime *rt, const kr_plan *plan, const kr_runtime_config *o, kr_error *err)
 {
     int rc;
     if (o->backend_ptr) {
         rt->backend = o->backend_ptr;
         rt->own_backend = (o->flags & KR_RUNTIME_OWN_BACKEND) != 0;
     } else {
-        if ((rc = kr_backend_open(o->backend, &(kr_backend_open_options){.default_job = o->job ? o->job : plan->job_name},
+        if ((rc = kr_backend_open(o->backend, &(kr_backend_open_config){.default_job = o->job ? o->job : plan->job_name},
                                    &rt->backend, err)))
             return rc;
         rt->own_backend = 1;
@@ -301,7 +301,7 @@ static int start_worker(kr_runtime *rt, kr_error *err)
 /* Locks the GPU for control unless the runtime is read-only (*read_only) or told not to; a
  * busy lock with KR_RUNTIME_SHARE_READONLY makes it read-only instead. Then records the mode
  * and what the status reports. */
-static int take_lock(kr_runtime *rt, const kr_runtime_options *o, int *read_only, kr_error *err)
+static int take_lock(kr_runtime *rt, const kr_runtime_config *o, int *read_only, kr_error *err)
 {
     char why_ro[600] = "";
     int rc = KR_OK;
@@ -335,11 +335,11 @@ static int take_lock(kr_runtime *rt, const kr_runtime_options *o, int *read_only
 }
 
 /* Opens for a plan called `name` in messages (its file, or "plan"). */
-static int open_named(const kr_plan *plan, const char *name, int stage, int device, const kr_runtime_options *opt,
+static int open_named(const kr_plan *plan, const char *name, int stage, int device, const kr_runtime_config *opt,
                       kr_runtime **out, kr_error *err)
 {
-    static const kr_runtime_options defaults = {0};
-    const kr_runtime_options *o = opt ? opt : &defaults;
+    static const kr_runtime_config defaults = {0};
+    const kr_runtime_config *o = opt ? opt : &defaults;
     *out = NULL;
     int rc = check_stage_order(plan, stage, name, o->allocator, err);
     if (rc)
@@ -403,13 +403,13 @@ static int open_named(const kr_plan *plan, const char *name, int stage, int devi
     return KR_OK;
 }
 
-int kr_runtime_open_plan(const kr_plan *plan, int stage, int device, const kr_runtime_options *opt, kr_runtime **out,
+int kr_runtime_open_plan(const kr_plan *plan, int stage, int device, const kr_runtime_config *opt, kr_runtime **out,
                          kr_error *err)
 {
     return open_named(plan, "plan", stage, device, opt, out, err);
 }
 
-int kr_runtime_open(const char *plan_path, int stage, int device, const kr_runtime_options *opt, kr_runtime **out,
+int kr_runtime_open(const char *plan_path, int stage, int device, const kr_runtime_config *opt, kr_runtime **out,
                     kr_error *err)
 {
     *out = NULL;
@@ -692,7 +692,7 @@ size_t kr_runtime_abi_size(const char *type_name)
         const char *name;
         size_t size;
     } sizes[] = {
-        KR_ABI_(kr_error),          KR_ABI_(kr_runtime_options),      KR_ABI_(kr_runtime_status),
+        KR_ABI_(kr_error),          KR_ABI_(kr_runtime_config),      KR_ABI_(kr_runtime_status),
         KR_ABI_(kr_runtime_energy), KR_ABI_(kr_runtime_instr_energy), KR_ABI_(kr_runtime_comm),
         KR_ABI_(kr_gpuctl_fake_call),      KR_ABI_(kr_sim_clock_event),      KR_ABI_(kr_gpu_device_info),
         KR_ABI_(kr_gpu_lock),       KR_ABI_(kr_plan),                 KR_ABI_(kr_partition_frontier),

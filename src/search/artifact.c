@@ -152,7 +152,7 @@ static void art_free(art *a)
 /* The schedule: the published row for the partition, scaled to o->artifact_budget if set. */
 static void schedule(kr__search *s, long *n_init, long *acq, int *batches)
 {
-    const kr_search_options *o = s->opt;
+    const kr_search_config *o = s->opt;
     budget_row row = {s->p->key, 96, 4, 32};
     for (size_t i = 0; i < KR_ARRAY_LEN(budget_table); i++)
         if (strcmp(budget_table[i].key, s->p->key) == 0)

@@ -523,7 +523,7 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
 static int start(bo *b, long n0, kr_error *err)
 {
     kr__search *s = b->s;
-    const kr_search_options *o = s->opt;
+    const kr_search_config *o = s->opt;
     int rc;
     if (b->has_prior) {
         b->prior_v = malloc((size_t)s->size * NMODELS * sizeof *b->prior_v);
@@ -733,7 +733,7 @@ static int loop(bo *b, kr_error *err)
 
 int kr__search_bo(kr__search *s, kr_error *err)
 {
-    const kr_search_options *o = s->opt;
+    const kr_search_config *o = s->opt;
     const kr_search_space *sp = &s->sp;
     long size = s->size;
     if (o->max_evals == 0)

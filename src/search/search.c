@@ -313,7 +313,7 @@ static void fill_stats(const kr__search *s, long recorded, double t0, kr_search_
 /* Runs the strategy on s (set up); the frontier into out. */
 static int run_strategy(kr__search *s, int clock_only, int restricted, kr_partition_frontier *out, kr_error *err)
 {
-    const kr_search_options *opt = s->opt;
+    const kr_search_config *opt = s->opt;
     int rc;
     if (opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only)
         rc = kr__search_exhaustive(s, err);
@@ -334,13 +334,13 @@ static int run_strategy(kr__search *s, int clock_only, int restricted, kr_partit
 }
 
 static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b, kr_search_log *log,
-                         const kr_search_options *opt, int index, int count, kr_partition_frontier *out,
+                         const kr_search_config *opt, int index, int count, kr_partition_frontier *out,
                          kr_search_stats *stats, kr_error *err)
 {
     double t0 = kr__now_s();
-    kr_search_options defaults;
+    kr_search_config defaults;
     if (opt == NULL) {
-        kr_search_options_default(&defaults);
+        kr_search_config_default(&defaults);
         opt = &defaults;
     }
     kr_frontier_init(out, job, p);
@@ -382,7 +382,7 @@ static int run_partition(const kr_job *job, const kr_partition *p, kr_backend *b
 }
 
 int kr_search_partition(const kr_job *job, const kr_partition *p, kr_backend *b, kr_search_log *log,
-                        const kr_search_options *opt, kr_partition_frontier *out, kr_search_stats *stats,
+                        const kr_search_config *opt, kr_partition_frontier *out, kr_search_stats *stats,
                         kr_error *err)
 {
     return run_partition(job, p, b, log, opt, 0, 1, out, stats, err);
@@ -398,7 +398,7 @@ void kr_search_results_free(kr_search_result *r, int n)
 }
 
 int kr_search_job(const kr_job *job, kr_variant variant, int include_nonpartition, kr_backend *b, kr_search_log *log,
-                  const kr_search_options *opt, kr_search_result **out, int *n, kr_error *err)
+                  const kr_search_config *opt, kr_search_result **out, int *n, kr_error *err)
 {
     *out = NULL;
     *n = 0;

@@ -103,7 +103,7 @@ typedef struct kr__search {
     const kr_partition *p;
     kr_backend *b;
     kr_search_log *log;
-    const kr_search_options *opt;
+    const kr_search_config *opt;
     kr_search_space sp;
     long size;
     long cap;              /* evaluation cap */

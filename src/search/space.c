@@ -128,7 +128,7 @@ int kr_strategy_parse(const char *name, kr_strategy *out)
     return rc;
 }
 
-void kr_search_options_default(kr_search_options *o)
+void kr_search_config_default(kr_search_config *o)
 {
     memset(o, 0, sizeof *o);
     o->strategy = KR_STRATEGY_BO;

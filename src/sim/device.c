@@ -239,10 +239,10 @@ static const kr_backend_class sim_class = {
     .destroy = sim_destroy,
 };
 
-int kr_sim_backend_create(const kr_job *job, const kr_sim_options *opts, kr_backend **out, kr_error *err)
+int kr_sim_backend_create(const kr_job *job, const kr_sim_config *opts, kr_backend **out, kr_error *err)
 {
     *out = NULL;
-    kr_sim_options o;
+    kr_sim_config o;
     memset(&o, 0, sizeof o);
     if (opts)
         o = *opts;

@@ -202,7 +202,7 @@ class GpuDeviceInfo(ctypes.Structure):
 
 
 class BackendOpenOptions(ctypes.Structure):
-    """kr_backend_open_options (backend.h)."""
+    """kr_backend_open_config (backend.h)."""
     _fields_ = [
         ("job", ctypes.c_void_p),
         ("default_job", ctypes.c_char_p),
@@ -248,7 +248,7 @@ _sig("kr_sim_backend_clock_log", ctypes.c_int, _p, ctypes.POINTER(SimClockEvent)
 _sig("kr_frontier_read", ctypes.c_int, ctypes.c_char_p, _p, _err)
 _sig("kr_frontier_free", None, _p)
 
-for _name, _cls in (("kr_error", Error), ("kr_runtime_options", RuntimeOptions), ("kr_runtime_status", RuntimeStatus),
+for _name, _cls in (("kr_error", Error), ("kr_runtime_config", RuntimeOptions), ("kr_runtime_status", RuntimeStatus),
                     ("kr_runtime_energy", RuntimeEnergy), ("kr_runtime_instr_energy", RuntimeInstrEnergy),
                     ("kr_runtime_comm", RuntimeComm), ("kr_gpuctl_fake_call", FakeCall),
                     ("kr_sim_clock_event", SimClockEvent), ("kr_gpu_device_info", GpuDeviceInfo)):

@@ -79,7 +79,7 @@ for _name, _res, _args in (
     _fn.restype = _res
     _fn.argtypes = _args
 
-for _name, _cls in (("kr_launch", Launch), ("kr_launch_options", LaunchOptions), ("kr_partition", Partition),
+for _name, _cls in (("kr_launch", Launch), ("kr_launch_config", LaunchOptions), ("kr_partition", Partition),
                     ("kr_partition_set", PartitionSet)):
     _c = lib.kr_launch_abi_size(_name.encode())
     if _c != ctypes.sizeof(_cls):
