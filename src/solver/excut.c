@@ -67,7 +67,7 @@ int kr__ex_build(kr__solver *sv)
         sv->sa[x] = x == s || (x & 1) == 0 ? -1 : kr__flow_arc(&sv->flow, s, x, 0);
         sv->ta[x] = x == t || (x & 1) == 1 ? -1 : kr__flow_arc(&sv->flow, x, t, 0);
     }
-    if (sv->flow.m != 2 * (n + dag->nedges + N))
+    if (sv->flow.m != 2 * (n + dag->nedges + N) || kr__flow_hub(&sv->flow, s))
         return KR_ENOMEM; /* an arc could not be added */
     /* Every op's capacities are set by the first cut; no dependency arc is tight yet. */
     for (int v = 0; v < n; v++) {
@@ -167,6 +167,8 @@ static int64_t cancel_to_sink(kr__solver *sv, int v, int64_t need)
                 f->cap[path[i]] += b;
                 f->cap[path[i] ^ 1] -= b;
                 vis[f->head[path[i]]] = 0;
+                if (f->head[path[i] ^ 1] == f->hubtrack) /* not expected: no arc enters s */
+                    kr__flow_hub_add(f, path[i]);
             }
             done += b;
             depth = 0;
@@ -196,7 +198,8 @@ static int64_t cancel_to_sink(kr__solver *sv, int v, int64_t need)
 }
 
 /* Routes the excesses and deficits in sv->ex (see above). Returns 0, or -1 if some could
- * not be routed (then the caller rebuilds the flow from zero). */
+ * not be routed (then the caller rebuilds the flow from zero). Its flows run without the hub
+ * (s is an inner node there, with arcs to Y; the caller sets that). */
 static int net_repair(kr__solver *sv)
 {
     kr__flow *f = &sv->flow;
@@ -255,6 +258,14 @@ static int net_repair(kr__solver *sv)
     return 0;
 }
 
+/* Lists arc a in the hub's arcs (kr__flow) if it leaves s and has capacity. */
+static inline void hub_note(kr__solver *sv, int a)
+{
+    kr__flow *f = &sv->flow;
+    if (a >= 0 && f->head[a ^ 1] == f->hub && f->cap[a] > 0)
+        kr__flow_hub_add(f, a);
+}
+
 /* The capacities of the changed ops: their op arcs and the balance arcs of their two nodes
  * (node v_R's imbalance is lb(v), v_L's is −lb(v): each AOA node has one op arc; lb >= 0). */
 static void update_ops(kr__solver *sv)
@@ -277,6 +288,8 @@ static void update_ops(kr__solver *sv)
         set_cap(sv, sv->opa[v], ub > lb ? ub - lb : 0);
         set_cap(sv, sv->sa[KR__RNODE(v)], lb);
         set_cap(sv, sv->ta[KR__LNODE(v)], lb);
+        hub_note(sv, sv->opa[v]);
+        hub_note(sv, sv->sa[KR__RNODE(v)]);
     }
     sv->ndirty = 0;
 }
@@ -300,14 +313,19 @@ int64_t kr__ex_cut(kr__solver *sv)
             set_cap(sv, sv->depa[e], tight ? KR__EX_INF : 0);
         }
     }
-    if (net_repair(sv) != 0) {
+    kr__flow *f = &sv->flow;
+    int hub = f->hub;
+    f->hub = -1; /* its augmentations still list what they free on s's arcs (hubtrack) */
+    int rc = net_repair(sv);
+    f->hub = hub;
+    if (rc != 0) {
         /* Could not repair (should not happen): drop all flow and start from zero. */
-        kr__flow *f = &sv->flow;
         for (int a = 0; a < f->m; a += 2) {
             f->cap[a] += f->cap[a + 1];
             f->cap[a + 1] = 0;
         }
         ex_clear(sv);
+        kr__flow_hub_rebuild(f);
     }
     kr__flow_min_cut(&sv->flow, s, t, sv->mark);
     /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph. */
