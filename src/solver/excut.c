@@ -72,8 +72,10 @@ int kr__ex_build(kr__solver *sv)
     /* Every op's capacities are set by the first cut; no dependency arc is tight yet. */
     for (int v = 0; v < n; v++) {
         sv->incut[v] = 1;
+        sv->lb[v] = 0;
         mark_dirty(sv, v);
     }
+    sv->sumlb = 0;
     memset(sv->incut + n, 0, (size_t)dag->nedges);
     sv->net_ready = 1;
     return KR_OK;
@@ -283,6 +285,7 @@ static void update_ops(kr__solver *sv)
             if (d < g->dmax)
                 lb = c[d] - c[d + 1];
         }
+        sv->sumlb += lb - sv->lb[v];
         sv->lb[v] = lb;
         sv->ub[v] = ub;
         set_cap(sv, sv->opa[v], ub > lb ? ub - lb : 0);
@@ -327,20 +330,17 @@ int64_t kr__ex_cut(kr__solver *sv)
         ex_clear(sv);
         kr__flow_hub_rebuild(f);
     }
-    kr__flow_min_cut(&sv->flow, s, t, sv->mark);
-    /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph. */
-    int64_t cut = 0;
-    for (int v = 0; v < n; v++) {
-        int a = sv->mark[KR__LNODE(v)], b = sv->mark[KR__RNODE(v)];
-        if (a && !b)
-            cut += sv->ub[v];
-        else if (!a && b)
-            cut -= sv->lb[v];
-    }
-    for (int e = 0; e < dag->nedges; e++)
-        if (sv->incut[n + e] && sv->mark[KR__RNODE(dag->eu[e])] && !sv->mark[KR__LNODE(dag->ev[e])])
-            cut += KR__EX_INF;
-    return cut;
+    kr__flow_min_cut(f, s, t, sv->mark);
+    /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph (INF per tight dependency arc
+     * S → T). The network's cut is that plus Σ lb: op v adds ub − lb when v_L ∈ S, v_R ∈ T and
+     * its balance arcs s → v_R, v_L → t add lb(v) each when they cross, which gives lb(v) on
+     * every side assignment. The network's minimum cut is its maximum flow, what leaves s
+     * (no arc enters s; an arc's flow is its reverse's residual): exact integers, so the
+     * same value as summing over the cut, without a pass over the graph. */
+    int64_t flow = 0;
+    for (int a = f->first[s]; a >= 0; a = f->next[a])
+        flow += f->cap[a ^ 1];
+    return flow - sv->sumlb;
 }
 
 void kr__ex_apply(kr__solver *sv)

@@ -190,6 +190,7 @@ typedef struct kr__solver {
     int *dirty, ndirty;   /* Ops whose duration changed since the last cut (their capacities). */
     char *isdirty;        /* Op is in dirty (n). */
     int net_ready;        /* 1 once the network is built. */
+    int64_t sumlb;        /* Σ lb over the ops (the network's cut exceeds the step's by it). */
     int relax_only;       /* Model figures only (the bound's relaxation run): no knobs. */
     /* Window search scratch (see kr__bb_search, kr__round_window). */
     char *crit;           /* Op on the real critical path. */
