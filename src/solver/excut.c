@@ -370,8 +370,7 @@ void kr__ex_relax(kr__solver *sv)
             continue;
         long fin = LONG_MAX;
         for (int k = dag->out_off[v]; k < dag->out_off[v + 1]; k++) {
-            int e = dag->out_e[k];
-            long t = sv->es[dag->ev[e]] - sv->lagq[e];
+            long t = sv->es[sv->osucc[k]] - sv->olagq[k];
             if (t < fin)
                 fin = t;
         }

@@ -171,6 +171,11 @@ typedef struct kr__solver {
     kr__group *groups;
     int *gidx;            /* AON node → group (−1 for source/sink). */
     long *lagq;           /* Edge lag in units. */
+    /* The DAG's out-edges as contiguous rows (k in out_off[v] .. out_off[v+1]): head, lag in
+     * units and in seconds, so the per-step passes read one array per edge, not three. */
+    int *osucc;
+    long *olagq;
+    double *olags;
     long *d;              /* Duration of each AON node (units). */
     long *es, *ef, *ls, *lf;
     double *rt, *res, *rlf; /* Real-time CPM scratch. */
