@@ -67,13 +67,15 @@ int kr__ex_build(kr__solver *sv)
         sv->sa[x] = x == s || (x & 1) == 0 ? -1 : kr__flow_arc(&sv->flow, s, x, 0);
         sv->ta[x] = x == t || (x & 1) == 1 ? -1 : kr__flow_arc(&sv->flow, x, t, 0);
     }
-    if (sv->flow.m != 2 * (n + dag->nedges + N))
+    if (sv->flow.m != 2 * (n + dag->nedges + N) || kr__flow_hub(&sv->flow, s))
         return KR_ENOMEM; /* an arc could not be added */
     /* Every op's capacities are set by the first cut; no dependency arc is tight yet. */
     for (int v = 0; v < n; v++) {
         sv->incut[v] = 1;
+        sv->lb[v] = 0;
         mark_dirty(sv, v);
     }
+    sv->sumlb = 0;
     memset(sv->incut + n, 0, (size_t)dag->nedges);
     sv->net_ready = 1;
     return KR_OK;
@@ -167,6 +169,8 @@ static int64_t cancel_to_sink(kr__solver *sv, int v, int64_t need)
                 f->cap[path[i]] += b;
                 f->cap[path[i] ^ 1] -= b;
                 vis[f->head[path[i]]] = 0;
+                if (f->head[path[i] ^ 1] == f->hubtrack) /* not expected: no arc enters s */
+                    kr__flow_hub_add(f, path[i]);
             }
             done += b;
             depth = 0;
@@ -196,7 +200,8 @@ static int64_t cancel_to_sink(kr__solver *sv, int v, int64_t need)
 }
 
 /* Routes the excesses and deficits in sv->ex (see above). Returns 0, or -1 if some could
- * not be routed (then the caller rebuilds the flow from zero). */
+ * not be routed (then the caller rebuilds the flow from zero). Its flows run without the hub
+ * (s is an inner node there, with arcs to Y; the caller sets that). */
 static int net_repair(kr__solver *sv)
 {
     kr__flow *f = &sv->flow;
@@ -255,6 +260,14 @@ static int net_repair(kr__solver *sv)
     return 0;
 }
 
+/* Lists arc a in the hub's arcs (kr__flow) if it leaves s and has capacity. */
+static inline void hub_note(kr__solver *sv, int a)
+{
+    kr__flow *f = &sv->flow;
+    if (a >= 0 && f->head[a ^ 1] == f->hub && f->cap[a] > 0)
+        kr__flow_hub_add(f, a);
+}
+
 /* The capacities of the changed ops: their op arcs and the balance arcs of their two nodes
  * (node v_R's imbalance is lb(v), v_L's is −lb(v): each AOA node has one op arc; lb >= 0). */
 static void update_ops(kr__solver *sv)
@@ -272,11 +285,14 @@ static void update_ops(kr__solver *sv)
             if (d < g->dmax)
                 lb = c[d] - c[d + 1];
         }
+        sv->sumlb += lb - sv->lb[v];
         sv->lb[v] = lb;
         sv->ub[v] = ub;
         set_cap(sv, sv->opa[v], ub > lb ? ub - lb : 0);
         set_cap(sv, sv->sa[KR__RNODE(v)], lb);
         set_cap(sv, sv->ta[KR__LNODE(v)], lb);
+        hub_note(sv, sv->opa[v]);
+        hub_note(sv, sv->sa[KR__RNODE(v)]);
     }
     sv->ndirty = 0;
 }
@@ -300,29 +316,31 @@ int64_t kr__ex_cut(kr__solver *sv)
             set_cap(sv, sv->depa[e], tight ? KR__EX_INF : 0);
         }
     }
-    if (net_repair(sv) != 0) {
+    kr__flow *f = &sv->flow;
+    int hub = f->hub;
+    f->hub = -1; /* its augmentations still list what they free on s's arcs (hubtrack) */
+    int rc = net_repair(sv);
+    f->hub = hub;
+    if (rc != 0) {
         /* Could not repair (should not happen): drop all flow and start from zero. */
-        kr__flow *f = &sv->flow;
         for (int a = 0; a < f->m; a += 2) {
             f->cap[a] += f->cap[a + 1];
             f->cap[a + 1] = 0;
         }
         ex_clear(sv);
+        kr__flow_hub_rebuild(f);
     }
-    kr__flow_min_cut(&sv->flow, s, t, sv->mark);
-    /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph. */
-    int64_t cut = 0;
-    for (int v = 0; v < n; v++) {
-        int a = sv->mark[KR__LNODE(v)], b = sv->mark[KR__RNODE(v)];
-        if (a && !b)
-            cut += sv->ub[v];
-        else if (!a && b)
-            cut -= sv->lb[v];
-    }
-    for (int e = 0; e < dag->nedges; e++)
-        if (sv->incut[n + e] && sv->mark[KR__RNODE(dag->eu[e])] && !sv->mark[KR__LNODE(dag->ev[e])])
-            cut += KR__EX_INF;
-    return cut;
+    kr__flow_min_cut(f, s, t, sv->mark);
+    /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph (INF per tight dependency arc
+     * S → T). The network's cut is that plus Σ lb: op v adds ub − lb when v_L ∈ S, v_R ∈ T and
+     * its balance arcs s → v_R, v_L → t add lb(v) each when they cross, which gives lb(v) on
+     * every side assignment. The network's minimum cut is its maximum flow, what leaves s
+     * (no arc enters s; an arc's flow is its reverse's residual): exact integers, so the
+     * same value as summing over the cut, without a pass over the graph. */
+    int64_t flow = 0;
+    for (int a = f->first[s]; a >= 0; a = f->next[a])
+        flow += f->cap[a ^ 1];
+    return flow - sv->sumlb;
 }
 
 void kr__ex_apply(kr__solver *sv)
@@ -352,8 +370,7 @@ void kr__ex_relax(kr__solver *sv)
             continue;
         long fin = LONG_MAX;
         for (int k = dag->out_off[v]; k < dag->out_off[v + 1]; k++) {
-            int e = dag->out_e[k];
-            long t = sv->es[dag->ev[e]] - sv->lagq[e];
+            long t = sv->es[sv->osucc[k]] - sv->olagq[k];
             if (t < fin)
                 fin = t;
         }

@@ -57,7 +57,56 @@ int kr__flow_reset(kr__flow *f, int n, int m_hint)
         f->level[v] = -1;
     }
     f->nseen = 0;
+    f->hub = f->hubtrack = -1;
     return KR_OK;
+}
+
+int kr__flow_hub(kr__flow *f, int u)
+{
+    int deg = 0;
+    for (int a = f->first[u]; a >= 0; a = f->next[a])
+        deg++;
+    free(f->hubarc);
+    free(f->inhub);
+    f->hubarc = malloc(sizeof(int) * (size_t)(deg + 1));
+    f->inhub = calloc((size_t)f->m + 1, 1);
+    if (!f->hubarc || !f->inhub)
+        return KR_ENOMEM;
+    f->hub = f->hubtrack = u;
+    f->nhub = 0;
+    f->nhubflag = f->m;
+    kr__flow_hub_rebuild(f);
+    return KR_OK;
+}
+
+void kr__flow_hub_rebuild(kr__flow *f)
+{
+    for (int a = f->first[f->hub]; a >= 0; a = f->next[a])
+        if (f->cap[a] > 0)
+            kr__flow_hub_add(f, a);
+}
+
+/* The hub's part of a BFS: labels its arcs' heads and drops the arcs at 0 from hubarc. */
+static int bfs_hub(kr__flow *f, int u, int *q, int qt)
+{
+    int k2 = 0;
+    for (int k = 0; k < f->nhub; k++) {
+        int a = f->hubarc[k];
+        if (f->cap[a] <= 0) {
+            f->inhub[a] = 0;
+            continue;
+        }
+        f->hubarc[k2++] = a;
+        int w = f->head[a];
+        if (f->level[w] < 0) {
+            f->level[w] = f->level[u] + 1;
+            f->iter[w] = f->first[w];
+            q[qt++] = w;
+        }
+    }
+    f->nhub = k2;
+    f->hubi = 0;
+    return qt;
 }
 
 void kr__flow_free(kr__flow *f)
@@ -70,6 +119,8 @@ void kr__flow_free(kr__flow *f)
     free(f->head);
     free(f->next);
     free(f->cap);
+    free(f->hubarc);
+    free(f->inhub);
     memset(f, 0, sizeof *f);
 }
 
@@ -125,6 +176,10 @@ static int bfs(kr__flow *f, int s, int t)
         /* Nodes at t's level or beyond cannot be on a shortest augmenting path. */
         if (f->level[t] >= 0 && f->level[u] >= f->level[t])
             break;
+        if (u == f->hub) {
+            qt = bfs_hub(f, u, q, qt);
+            continue;
+        }
         for (int a = f->first[u]; a >= 0; a = f->next[a])
             if (f->cap[a] > 0 && f->level[f->head[a]] < 0) {
                 int w = f->head[a];
@@ -135,6 +190,18 @@ static int bfs(kr__flow *f, int s, int t)
     }
     f->nseen = qt;
     return f->level[t] >= 0;
+}
+
+/* The hub's current arc in a DFS: the next of hubarc that leads a level up (-1: none). */
+static inline int dfs_hub_arc(kr__flow *f, int u)
+{
+    while (f->hubi < f->nhub) {
+        int a = f->hubarc[f->hubi];
+        if (f->cap[a] > 0 && f->level[f->head[a]] == f->level[u] + 1)
+            return a;
+        f->hubi++;
+    }
+    return -1;
 }
 
 /* Pushes up to limit along level-increasing arcs from u (iterative path search). */
@@ -154,6 +221,8 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
             for (int i = 0; i < depth; i++) {
                 f->cap[path[i]] -= push;
                 f->cap[path[i] ^ 1] += push;
+                if (f->head[path[i]] == f->hubtrack) /* the reverse leaves the hub */
+                    kr__flow_hub_add(f, path[i] ^ 1);
             }
             total += push;
             /* Back up to the first saturated arc. */
@@ -164,10 +233,11 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
             u = depth ? f->head[path[depth - 1]] : s;
             continue;
         }
-        int a = f->iter[u];
+        int a = u == f->hub ? dfs_hub_arc(f, u) : f->iter[u];
         while (a >= 0 && !(f->cap[a] > 0 && f->level[f->head[a]] == f->level[u] + 1))
             a = f->next[a];
-        f->iter[u] = a;
+        if (u != f->hub)
+            f->iter[u] = a;
         if (a < 0) {
             /* Dead end: retreat. */
             f->level[u] = -1;
@@ -175,7 +245,10 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
                 break;
             depth--;
             u = depth ? f->head[path[depth - 1]] : s;
-            f->iter[u] = f->next[f->iter[u]];
+            if (u == f->hub)
+                f->hubi++;
+            else
+                f->iter[u] = f->next[f->iter[u]];
             continue;
         }
         path[depth++] = a;

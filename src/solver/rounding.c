@@ -21,8 +21,25 @@ double kr__round_cpm_lf(kr__solver *sv, double *lf)
         if (sv->gidx[v] >= 0)
             sv->rt[v] = sv->groups[sv->gidx[v]].set->opt[sv->knob[v]].time_s;
     }
-    double span;
-    kr_dag_cpm(dag, sv->rt, sv->res, lf, &span, NULL);
+    if (lf) {
+        double span;
+        kr_dag_cpm(dag, sv->rt, sv->res, lf, &span, NULL);
+        return span;
+    }
+    /* kr_dag_cpm's forward half on the solver's edge rows (the same sums and maxima). */
+    const int *off = dag->out_off, *succ = sv->osucc;
+    const double *lag = sv->olags, *rt = sv->rt;
+    double *es = sv->res, span = 0;
+    for (int v = 0; v < sv->n; v++)
+        es[v] = 0;
+    for (int i = 0; i < sv->n; i++) {
+        int u = dag->topo[i];
+        double fin = es[u] + rt[u];
+        span = KR_MAX(span, fin);
+        for (int k = off[u]; k < off[u + 1]; k++)
+            if (fin + lag[k] > es[succ[k]])
+                es[succ[k]] = fin + lag[k];
+    }
     return span;
 }
 
@@ -48,8 +65,7 @@ int kr__round_final(kr__solver *sv, double span)
         int u = dag->topo[i];
         double fin = span;
         for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
-            int e = dag->out_e[k];
-            double t = sv->rlf[dag->ev[e]] - dag->lag_s[e];
+            double t = sv->rlf[sv->osucc[k]] - sv->olags[k];
             if (t < fin)
                 fin = t;
         }

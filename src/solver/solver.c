@@ -74,6 +74,9 @@ void kr__sv_free(kr__solver *sv)
     groups_free(sv);
     free(sv->gidx);
     free(sv->lagq);
+    free(sv->osucc);
+    free(sv->olagq);
+    free(sv->olags);
     free(sv->d);
     free(sv->es);
     free(sv->ef);
@@ -114,17 +117,18 @@ void kr__sv_free(kr__solver *sv)
 static long cpm_pass(kr__solver *sv, int forward_only)
 {
     const kr_dag *dag = sv->dag;
+    const int *off = dag->out_off, *succ = sv->osucc;
+    const long *lag = sv->olagq, *d = sv->d;
+    long *es = sv->es, *ef = sv->ef;
     for (int i = 0; i < sv->n; i++)
-        sv->es[i] = 0;
+        es[i] = 0;
     for (int i = 0; i < sv->n; i++) {
         int u = dag->topo[i];
-        sv->ef[u] = sv->es[u] + sv->d[u];
-        for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
-            int e = dag->out_e[k];
-            long t = sv->ef[u] + sv->lagq[e];
-            if (t > sv->es[dag->ev[e]])
-                sv->es[dag->ev[e]] = t;
-        }
+        long fu = es[u] + d[u];
+        ef[u] = fu;
+        for (int k = off[u]; k < off[u + 1]; k++)
+            if (fu + lag[k] > es[succ[k]])
+                es[succ[k]] = fu + lag[k];
     }
     long T = 0;
     for (int v = 0; v < sv->n; v++)
@@ -149,6 +153,25 @@ static long cpm_pass(kr__solver *sv, int forward_only)
 static long cpm(kr__solver *sv)
 {
     return cpm_pass(sv, 0);
+}
+
+/* sv->osucc, olagq, olags from the DAG's out-edges and sv->lagq; KR_ENOMEM. */
+static int edge_rows(kr__solver *sv)
+{
+    const kr_dag *dag = sv->dag;
+    size_t m = (size_t)(dag->nedges > 0 ? dag->nedges : 1);
+    sv->osucc = malloc(sizeof(int) * m);
+    sv->olagq = malloc(sizeof(long) * m);
+    sv->olags = malloc(sizeof(double) * m);
+    if (!sv->osucc || !sv->olagq || !sv->olags)
+        return KR_ENOMEM;
+    for (int k = 0; k < dag->nedges; k++) {
+        int e = dag->out_e[k];
+        sv->osucc[k] = dag->ev[e];
+        sv->olagq[k] = sv->lagq[e];
+        sv->olags[k] = dag->lag_s[e];
+    }
+    return KR_OK;
 }
 
 int kr__sv_setup(kr__solver *sv, kr_error *err)
@@ -211,6 +234,8 @@ int kr__sv_setup(kr__solver *sv, kr_error *err)
         if (sv->lagq[e] < 0)
             sv->lagq[e] = 0;
     }
+    if (edge_rows(sv))
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
     /* Fit or hull each option set that some node uses. */
     char *used = calloc((size_t)opts->nsets, 1);
     if (used == NULL)

@@ -93,10 +93,32 @@ typedef struct kr__flow {
     int *seen, nseen;      /* The last BFS's nodes in visiting order (its queue): only their
                               labels are reset by the next one, so a phase costs what it visits,
                               not the whole node count. */
+    /* Optional hub (exact mode's s, whose list holds an arc to every op): its searches walk
+     * hubarc[0 .. nhub) instead of its list. The owner keeps hubarc a superset of the hub's
+     * arcs with residual capacity > 0 (kr__flow_hub_add, kr__flow_hub_rebuild); each BFS drops
+     * the arcs it finds at 0. hub = -1: none (kr__flow_reset). Augmentations list the hub's
+     * arcs they give capacity to while hubtrack is the hub, also when the searches leave the
+     * hub aside (hub = -1 for a flow in which it is an inner node). */
+    int hub, hubtrack, nhub, hubi, nhubflag;
+    int *hubarc;
+    char *inhub;           /* Arc is in hubarc (arc ids < nhubflag). */
 } kr__flow;
 
 int kr__flow_reset(kr__flow *f, int n, int m_hint);
 void kr__flow_free(kr__flow *f);
+/* Makes u the hub (see kr__flow) with every arc of u's list that has capacity; KR_ENOMEM. */
+int kr__flow_hub(kr__flow *f, int u);
+/* Adds every arc of the hub's list with capacity > 0 that hubarc lacks (after a change that
+ * bypassed the tracking). */
+void kr__flow_hub_rebuild(kr__flow *f);
+/* Lists arc a (an arc out of the hub) in hubarc. */
+static inline void kr__flow_hub_add(kr__flow *f, int a)
+{
+    if (a < f->nhubflag && !f->inhub[a]) {
+        f->inhub[a] = 1;
+        f->hubarc[f->nhub++] = a;
+    }
+}
 /* Adds u → v with capacity c (and its reverse with 0); returns the arc id (even). */
 int kr__flow_arc(kr__flow *f, int u, int v, int64_t c);
 /* Removes the arcs added after the first m_old arcs (most recent first). */
@@ -149,6 +171,11 @@ typedef struct kr__solver {
     kr__group *groups;
     int *gidx;            /* AON node → group (−1 for source/sink). */
     long *lagq;           /* Edge lag in units. */
+    /* The DAG's out-edges as contiguous rows (k in out_off[v] .. out_off[v+1]): head, lag in
+     * units and in seconds, so the per-step passes read one array per edge, not three. */
+    int *osucc;
+    long *olagq;
+    double *olags;
     long *d;              /* Duration of each AON node (units). */
     long *es, *ef, *ls, *lf;
     double *rt, *res, *rlf; /* Real-time CPM scratch. */
@@ -168,6 +195,7 @@ typedef struct kr__solver {
     int *dirty, ndirty;   /* Ops whose duration changed since the last cut (their capacities). */
     char *isdirty;        /* Op is in dirty (n). */
     int net_ready;        /* 1 once the network is built. */
+    int64_t sumlb;        /* Σ lb over the ops (the network's cut exceeds the step's by it). */
     int relax_only;       /* Model figures only (the bound's relaxation run): no knobs. */
     /* Window search scratch (see kr__bb_search, kr__round_window). */
     char *crit;           /* Op on the real critical path. */
