@@ -575,10 +575,10 @@ static void frontier_energy_accounting(void **state)
     int all[64];
     double dur[64];
     assert_true(d.n <= 64);
-    assert_int_equal(kr_solve_result_options(&f, f.nsteps, all), KR_ERANGE);
+    assert_int_equal(kr_solve_result_config(&f, f.nsteps, all), KR_ERANGE);
     for (int k = 0; k < f.nsteps; k++) {
         double sum_e = 0, sum_t = 0, span;
-        assert_int_equal(kr_solve_result_options(&f, k, all), KR_OK);
+        assert_int_equal(kr_solve_result_config(&f, k, all), KR_OK);
         dur[0] = dur[1] = 0;
         for (int v = 2; v < d.n; v++) {
             const kr_option_set *set = kr_options_get(&o, d.node[v].stage, d.node[v].kind, 0);

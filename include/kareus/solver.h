@@ -151,12 +151,12 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
 
 /* The option index assigned to instruction node v (>= 2) at step k (−1 if out of range).
  * Cost: the changes of up to KR_SOLVE_PLAN_SNAP steps; for a whole plan use
- * kr_solve_result_options. */
+ * kr_solve_result_config. */
 int kr_solve_result_option(const kr_solve_result *f, int step, int node);
 
 /* Fills out[0 .. nops) with the option of every instruction (node v at out[v − 2]) at step k.
  * Returns KR_OK or KR_ERANGE (bad step). */
-int kr_solve_result_options(const kr_solve_result *f, int step, int *out);
+int kr_solve_result_config(const kr_solve_result *f, int step, int *out);
 
 /* Writes the frontier as CSV (atomic): step,quant_time,time_s,cost_change_j,model_cost_j,
  * model_energy_j,knob_time_s,energy_j,eff_energy_j,bound_j,gap,dominated (bound_j and gap

@@ -122,7 +122,7 @@ static int from_starts(refine_run *rr, const int *start, int ns, kr_error *err)
 {
     kr__solver *sv = &rr->sv;
     for (int i = 0; i < ns; i++) {
-        (void)kr_solve_result_options(rr->f, start[i], rr->startk);
+        (void)kr_solve_result_config(rr->f, start[i], rr->startk);
         for (int v = 2; v < sv->n; v++) {
             int o = rr->startk[v - 2];
             if (o < 0 || o >= sv->groups[sv->gidx[v]].set->n)
@@ -144,7 +144,7 @@ static int kicks(refine_run *rr, int k0, int nkick, kr_error *err)
     kr__rng_seed(&r, 15);
     if (rr->found)
         memcpy(sv->knob + 2, rr->bestk, sizeof(int) * (size_t)rr->f->nops);
-    else if (kr_solve_result_options(rr->f, k0, sv->knob + 2) != KR_OK)
+    else if (kr_solve_result_config(rr->f, k0, sv->knob + 2) != KR_OK)
         return kr_error_set(err, KR_EINVAL, "refine: no plan at step %d", k0);
     for (int it = 0; it < nkick; it++) {
         for (int j = 0; j < 3; j++) {

@@ -242,7 +242,7 @@ int kr_solve_plan(const kr_solve_result *f, const kr_dag *dag, const kr_options 
     }
     int fill[KR_MAX_STAGES] = {0}, has_comm = 0;
     int *opt = malloc(sizeof(int) * (size_t)(f->nops > 0 ? f->nops : 1));
-    if (opt == NULL || kr_solve_result_options(f, step, opt) != KR_OK) {
+    if (opt == NULL || kr_solve_result_config(f, step, opt) != KR_OK) {
         int code = opt ? KR_ERANGE : KR_ENOMEM;
         free(opt);
         kr_plan_free(out);

@@ -321,7 +321,7 @@ int kr_solve_result_option(const kr_solve_result *f, int step, int node)
     return o;
 }
 
-int kr_solve_result_options(const kr_solve_result *f, int step, int *out)
+int kr_solve_result_config(const kr_solve_result *f, int step, int *out)
 {
     if (step < 0 || step >= f->nsteps || f->plan_snap == NULL)
         return KR_ERANGE;
