@@ -256,6 +256,7 @@ static int sim_key(const spec_kv *kv, sim_spec *o, kr_error *err)
 static int spec_job(const char *spec, const char *named, int sim, const kr_backend_open_config *o,
                     const kr_job **job, kr_job **own, kr_error *err)
 {
+    *job = NULL;
     *own = NULL;
     if (named == NULL && o->job) {
         *job = o->job;
@@ -278,7 +279,7 @@ static int spec_job(const char *spec, const char *named, int sim, const kr_backe
 static int open_sim(const char *spec, sim_spec *ss, const kr_backend_open_config *o, kr_backend **out,
                     kr_error *err)
 {
-    const kr_job *job = NULL;
+    const kr_job *job;
     kr_job *own;
     int rc = spec_job(spec, ss->job, 1, o, &job, &own, err);
     if (rc == KR_OK)
@@ -303,7 +304,7 @@ static int open_replay(const char *spec, const char *file, const kr_backend_open
         paths[k++] = file;
     for (int i = 0; i < o->nreplay; i++)
         paths[k++] = o->replay[i];
-    const kr_job *job = NULL;
+    const kr_job *job;
     kr_job *own;
     int rc = spec_job(spec, NULL, 0, o, &job, &own, err);
     if (rc == KR_OK)
@@ -324,7 +325,7 @@ static int open_gpu(const char *spec, const char *arg, const kr_backend_open_con
         if (rc)
             return rc;
     }
-    const kr_job *job = NULL;
+    const kr_job *job;
     kr_job *own;
     int rc = spec_job(spec, NULL, 0, o, &job, &own, err);
     if (rc == KR_OK)

@@ -539,11 +539,12 @@ static int start(bo *b, long n0, kr_error *err)
         /* A prior whose frontiers hold fewer than BO_PRIOR_DESIGN configurations says little
          * about where the frontier is (flat: see the stopping rule's settings below). */
         int got = 0;
+        long picks[BO_PRIOR_DESIGN];
         const double *const *pr = (const double *const *)b->pr;
-        rc = kr__search_prior_front_design(s, pr, BO_PRIOR_DESIGN, 1, &got, err);
+        rc = kr__search_prior_front_picks(s, pr, BO_PRIOR_DESIGN, picks, &got, err);
         b->flat = rc == KR_OK && got < BO_PRIOR_DESIGN;
         if (rc == KR_OK)
-            rc = b->flat ? kr__search_prior_grid(s, err) : kr__search_prior_front_design(s, pr, got, 0, &got, err);
+            rc = b->flat ? kr__search_prior_grid(s, err) : kr__search_prior_eval_picks(s, pr, picks, got, err);
     } else {
         rc = kr__search_lhs_design(s, n0, err);
     }
@@ -743,7 +744,6 @@ int kr__search_bo(kr__search *s, kr_error *err)
     memset(&b, 0, sizeof b);
     b.s = s;
     b.has_prior = o->prior != NULL || o->prior_fn != NULL;
-    b.stop = o->bo_stop != 0 ? o->bo_stop : b.has_prior ? BO_PRIOR_STOP : BO_DEFAULT_STOP;
     b.stop_abs = o->bo_stop_abs != 0 ? o->bo_stop_abs : b.has_prior ? BO_DEFAULT_STOP_ABS : -1;
     int rc = start(&b, n0, err);
     /* A flat prior keeps the settings of a search without one: the round-2 settings (batches of
@@ -751,8 +751,7 @@ int kr__search_bo(kr__search *s, kr_error *err)
      * prior's frontier, and on the replayed A100 partition, whose prior frontier is one point,
      * they stopped before the total-energy plane was found (docs/search.md, round 3). */
     int trust = b.has_prior && !b.flat;
-    if (b.flat && o->bo_stop == 0)
-        b.stop = BO_DEFAULT_STOP;
+    b.stop = o->bo_stop != 0 ? o->bo_stop : trust ? BO_PRIOR_STOP : BO_DEFAULT_STOP;
     if (rc == KR_OK) {
         b.q = KR_MIN(64, o->bo_batch > 0 ? o->bo_batch : trust ? BO_PRIOR_BATCH : size >= 400 ? 8 : 4);
         rc = alloc_loop(&b, err);

@@ -137,8 +137,8 @@ int kr__search_prior_grid(kr__search *s, kr_error *err)
  * which is what identifies the line a + b·q. Ties go to the lower index; when nothing adds
  * (a frontier of fewer than k points) the rest of the design is the grid (kr__search_prior_grid).
  */
-int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int k, int dry, int *picked_n,
-                                  kr_error *err)
+int kr__search_prior_front_picks(kr__search *s, const double *const pr[3], int k, long *picks, int *picked_n,
+                                 kr_error *err)
 {
     kr__front2 full[2], got[2];
     memset(full, 0, sizeof full);
@@ -175,10 +175,8 @@ int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int 
             break;
         for (int pl = 0; pl < 2 && rc == KR_OK; pl++)
             rc = kr__front2_add(&got[pl], pr[0][best], pr[1 + pl][best]);
-        if (rc == KR_OK && !dry)
-            rc = kr__search_eval(s, best, "init", pr[0][best], pr[1][best], err);
         if (rc == KR_OK)
-            (*picked_n)++;
+            picks[(*picked_n)++] = best;
     }
     for (int pl = 0; pl < 2; pl++) {
         kr__front2_free(&full[pl]);
@@ -186,5 +184,13 @@ int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int 
     }
     if (rc == KR_ENOMEM)
         return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    return rc;
+}
+
+int kr__search_prior_eval_picks(kr__search *s, const double *const pr[3], const long *picks, int n, kr_error *err)
+{
+    int rc = KR_OK;
+    for (int i = 0; i < n && rc == KR_OK && kr__search_left(s) > 0; i++)
+        rc = kr__search_eval(s, picks[i], "init", pr[0][picks[i]], pr[1][picks[i]], err);
     return rc;
 }

@@ -147,10 +147,12 @@ int kr__search_lhs_design(kr__search *s, long n0, kr_error *err);
 /* The prior's prediction of every configuration: pr[0] time, pr[1] effective energy, pr[2]
  * total energy (s->size each, caller's memory); ppos[k] = 1 if every pr[k] value is > 0. */
 int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr_error *err);
-/* Up to k of the prior's best frontier points (greedy by predicted hypervolume, both planes);
- * *picked_n says how many were picked, and evaluated unless dry (dry: only counted). */
-int kr__search_prior_front_design(kr__search *s, const double *const pr[3], int k, int dry, int *picked_n,
-                                  kr_error *err);
+/* Up to k of the prior's best frontier points (greedy by predicted hypervolume, both planes),
+ * in order of choice, into picks (k entries); *picked_n says how many. Measures nothing. */
+int kr__search_prior_front_picks(kr__search *s, const double *const pr[3], int k, long *picks, int *picked_n,
+                                 kr_error *err);
+/* Measures picks[0..n) in order while the budget lasts (the prior's design). */
+int kr__search_prior_eval_picks(kr__search *s, const double *const pr[3], const long *picks, int n, kr_error *err);
 /* The grid that completes a prior design of fewer than k frontier points. */
 int kr__search_prior_grid(kr__search *s, kr_error *err);
 
