@@ -11,35 +11,67 @@
 #include "solver/solver_internal.h"
 #include "util/util.h"
 
-/* Real-time critical path of the knobs in sv->knob; fills rt (durations), res (starts) and,
- * when lf is not NULL, the latest finishes. */
-double kr__round_cpm_lf(kr__solver *sv, double *lf)
+/* The knobs' real durations into sv->rt (0 at the source and sink). */
+static void round_durations(kr__solver *sv)
+{
+    const kr_option *const *vopt = sv->vopt;
+    const int *knob = sv->knob;
+    double *rt = sv->rt;
+    rt[KR_DAG_SOURCE] = rt[KR_DAG_SINK] = 0;
+    for (int v = 2; v < sv->n; v++)
+        rt[v] = vopt[v][knob[v]].time_s;
+}
+
+/* kr_dag_cpm's forward half on the solver's edge rows (the same sums and maxima, so the same
+ * doubles): earliest starts of the durations in sv->rt into sv->res; returns the makespan. */
+static double round_forward(kr__solver *sv)
 {
     const kr_dag *dag = sv->dag;
-    for (int v = 0; v < sv->n; v++) {
-        sv->rt[v] = 0;
-        if (sv->gidx[v] >= 0)
-            sv->rt[v] = sv->groups[sv->gidx[v]].set->opt[sv->knob[v]].time_s;
-    }
-    if (lf) {
-        double span;
-        kr_dag_cpm(dag, sv->rt, sv->res, lf, &span, NULL);
-        return span;
-    }
-    /* kr_dag_cpm's forward half on the solver's edge rows (the same sums and maxima). */
-    const int *off = dag->out_off, *succ = sv->osucc;
+    const int *off = dag->out_off, *succ = sv->osucc, *topo = dag->topo;
     const double *lag = sv->olags, *rt = sv->rt;
     double *es = sv->res, span = 0;
     for (int v = 0; v < sv->n; v++)
         es[v] = 0;
     for (int i = 0; i < sv->n; i++) {
-        int u = dag->topo[i];
+        int u = topo[i];
         double fin = es[u] + rt[u];
         span = KR_MAX(span, fin);
         for (int k = off[u]; k < off[u + 1]; k++)
             if (fin + lag[k] > es[succ[k]])
                 es[succ[k]] = fin + lag[k];
     }
+    return span;
+}
+
+void kr__round_lf(kr__solver *sv, double *lf, double span)
+{
+    /* kr_dag_cpm's backward half on the edge rows (lf[w] − dur[w] − lag, in that order). */
+    const kr_dag *dag = sv->dag;
+    const int *off = dag->out_off, *succ = sv->osucc, *topo = dag->topo;
+    const double *lag = sv->olags, *rt = sv->rt;
+    for (int v = 0; v < sv->n; v++)
+        lf[v] = span;
+    for (int i = sv->n - 1; i >= 0; i--) {
+        int u = topo[i];
+        double m = lf[u];
+        for (int k = off[u]; k < off[u + 1]; k++) {
+            int w = succ[k];
+            double t = lf[w] - rt[w] - lag[k];
+            if (t < m)
+                m = t;
+        }
+        lf[u] = m;
+    }
+}
+
+/* Real-time critical path of the knobs in sv->knob; fills rt (durations), res (starts) and,
+ * when lf is not NULL, the latest finishes. */
+double kr__round_cpm_lf(kr__solver *sv, double *lf)
+{
+    round_durations(sv);
+    double span = round_forward(sv);
+    if (lf)
+        kr__round_lf(sv, lf, span);
     return span;
 }
 
@@ -52,52 +84,50 @@ double kr__round_cpm(kr__solver *sv)
  * Final pass (exact mode): in reverse topological order, each op may finish as late as its
  * successors' latest starts allow (given the choices already made after it) while its own
  * start stays at its earliest (predecessors not yet revisited keep their durations); it takes
- * the cheapest option (effective energy) that fits there. The makespan never grows.
+ * the cheapest option (effective energy) that fits there. The makespan never grows. Every
+ * node's rlf is written before a predecessor reads it (reverse topological order).
  */
 int kr__round_final(kr__solver *sv, double span)
 {
     const kr_dag *dag = sv->dag;
-    int changed = 0;
-    double P = sv->cfg.static_power_w;
-    for (int v = 0; v < sv->n; v++)
-        sv->rlf[v] = span;
+    const int *off = dag->out_off, *succ = sv->osucc, *topo = dag->topo, *gidx = sv->gidx;
+    const double *lag = sv->olags, *res = sv->res;
+    const kr__group *groups = sv->groups;
+    double *rlf = sv->rlf, *rt = sv->rt;
+    int *knob = sv->knob, changed = 0;
     for (int i = sv->n - 1; i >= 0; i--) {
-        int u = dag->topo[i];
+        int u = topo[i];
         double fin = span;
-        for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
-            double t = sv->rlf[sv->osucc[k]] - sv->olags[k];
+        for (int k = off[u]; k < off[u + 1]; k++) {
+            double t = rlf[succ[k]] - lag[k];
             if (t < fin)
                 fin = t;
         }
-        if (sv->gidx[u] >= 0) {
-            const kr__group *g = &sv->groups[sv->gidx[u]];
-            const kr_option_set *set = g->set;
-            double room = fin - sv->res[u];
+        if (gidx[u] >= 0) {
+            const kr__group *g = &groups[gidx[u]];
+            const double *pt = g->par_t;
+            double room = fin - res[u];
             /* Slowest Pareto option that fits (binary search on time). */
             int lo = 0, hi = g->npar - 1, pick = -1;
             while (lo <= hi) {
                 int mid = (lo + hi) / 2;
-                if (set->opt[g->par[mid]].time_s <= room) {
+                if (pt[mid] <= room) {
                     pick = mid;
                     lo = mid + 1;
                 } else {
                     hi = mid - 1;
                 }
             }
-            int best = sv->knob[u];
-            if (pick >= 0) {
-                int k = g->par[pick];
-                double ek = set->opt[k].energy_j - P * set->opt[k].time_s;
-                if (ek < set->opt[best].energy_j - P * set->opt[best].time_s) {
-                    best = k;
-                    changed++;
-                }
+            int best = knob[u];
+            if (pick >= 0 && g->par_e[pick] < g->eff[best]) {
+                best = g->par[pick];
+                changed++;
             }
-            sv->knob[u] = best;
-            sv->rt[u] = set->opt[best].time_s;
+            knob[u] = best;
+            rt[u] = g->set->opt[best].time_s;
         }
         /* rlf holds this node's latest start for its predecessors. */
-        sv->rlf[u] = fin - sv->rt[u];
+        rlf[u] = fin - rt[u];
     }
     return changed;
 }

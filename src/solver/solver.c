@@ -86,6 +86,7 @@ void kr__sv_free(kr__solver *sv)
     free(sv->res);
     free(sv->rlf);
     free(sv->knob);
+    free(sv->vopt);
     free(sv->mark);
     free(sv->lb);
     free(sv->ub);
@@ -192,6 +193,7 @@ int kr__sv_setup(kr__solver *sv, kr_error *err)
     sv->res = malloc(sizeof(double) * (size_t)n);
     sv->rlf = malloc(sizeof(double) * (size_t)n);
     sv->knob = calloc((size_t)n, sizeof(int));
+    sv->vopt = calloc((size_t)n, sizeof *sv->vopt);
     sv->kbak = calloc((size_t)n, sizeof(int));
     sv->crit = malloc((size_t)n);
     sv->bfree = calloc((size_t)n, 1);
@@ -209,7 +211,7 @@ int kr__sv_setup(kr__solver *sv, kr_error *err)
     sv->ngroups = opts->nsets;
     sv->groups = calloc((size_t)opts->nsets, sizeof *sv->groups);
     if (!sv->gidx || !sv->lagq || !sv->d || !sv->es || !sv->ef || !sv->ls || !sv->lf || !sv->rt || !sv->res ||
-        !sv->rlf || !sv->knob || !sv->kbak || !sv->crit || !sv->bfree || !sv->bbuf || !sv->tpos || !sv->bq || !sv->win_in || !sv->mark || !sv->lb || !sv->ub || !sv->bal || !sv->incut || !sv->groups)
+        !sv->rlf || !sv->knob || !sv->vopt || !sv->kbak || !sv->crit || !sv->bfree || !sv->bbuf || !sv->tpos || !sv->bq || !sv->win_in || !sv->mark || !sv->lb || !sv->ub || !sv->bal || !sv->incut || !sv->groups)
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
     sv->gidx[KR_DAG_SOURCE] = sv->gidx[KR_DAG_SINK] = -1;
     for (int i = 0; i < n; i++)
@@ -223,6 +225,7 @@ int kr__sv_setup(kr__solver *sv, kr_error *err)
                                 kr_dag_label(dag, v, lbl, sizeof lbl), nd->stage, kr_instr_kind_name(nd->kind), nd->chunk,
                                 gi < 0 ? "no such stage/chunk in the options" : "none");
         sv->gidx[v] = gi;
+        sv->vopt[v] = opts->sets[gi].opt;
     }
     for (int e = 0; e < dag->nedges; e++) {
         if (dag->lag_s[e] > 0 && cfg->cost_model == KR_COST_LOWTIME)

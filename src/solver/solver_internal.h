@@ -158,6 +158,8 @@ typedef struct kr__group {
     int *knob;            /* knob[d − dmin]: option index run at duration d. */
     int npar;             /* Options on the (real time, effective energy) Pareto front. */
     int *par;             /* Their indices, time ascending (effective energy descending). */
+    double *par_t, *par_e; /* Their times and effective energies (in par's block). */
+    double *eff;          /* Effective energy of every option of set (in par's block). */
     kr__lt_spec lt;       /* lowtime mode: candidates and model. */
 } kr__group;
 
@@ -180,6 +182,7 @@ typedef struct kr__solver {
     long *es, *ef, *ls, *lf;
     double *rt, *res, *rlf; /* Real-time CPM scratch. */
     int *knob;            /* Current knob of each node. */
+    const kr_option **vopt; /* Each op's options (its group's set->opt; NULL: source, sink). */
     char *mark;           /* Source side of the cut (AOA nodes + 2). */
     kr__flow flow;
     int64_t *lb, *ub;     /* Per AOA arc (ops: n, edges: nedges). */
@@ -219,8 +222,7 @@ static inline double kr__gcost(const kr__group *g, long d)
 /* Effective energy (energy − static power × time) of option k of op v's set. */
 static inline double kr__opt_eff(const kr__solver *sv, int v, int k)
 {
-    const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[k];
-    return o->energy_j - sv->cfg.static_power_w * o->time_s;
+    return sv->groups[sv->gidx[v]].eff[k]; /* energy − P·time, computed once (costs.c) */
 }
 
 /* solver.c: allocates the state of sv (dag, opts, cfg set) and builds every used group. */
@@ -255,6 +257,9 @@ void kr__ex_relax(kr__solver *sv);
  * knobs, with rt and res from it, as kr__round_cpm just left them; returns the new one). */
 double kr__round_cpm_lf(kr__solver *sv, double *lf);
 double kr__round_cpm(kr__solver *sv);
+/* The latest finishes of the durations in sv->rt against makespan span into lf (the backward
+ * half of kr__round_cpm_lf). */
+void kr__round_lf(kr__solver *sv, double *lf, double span);
 int kr__round_final(kr__solver *sv, double span);
 int kr__round_pareto_step(const kr__solver *sv, int v, int k, int dir);
 void kr__round_exchange(kr__solver *sv, double budget);

@@ -39,7 +39,7 @@ static void record(kr__solver *sv, kr_solver_step *st, long T)
     }
     double e = 0, t = 0;
     for (int v = 2; v < sv->n; v++) {
-        const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
+        const kr_option *o = &sv->vopt[v][sv->knob[v]];
         e += o->energy_j;
         t += o->time_s;
     }
@@ -111,7 +111,7 @@ void kr__step_figures(const kr__solver *sv, kr_solver_step *st, double span)
     double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
     double e = 0, t = 0;
     for (int v = 2; v < sv->n; v++) {
-        const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
+        const kr_option *o = &sv->vopt[v][sv->knob[v]];
         e += o->energy_j;
         t += o->time_s;
     }
@@ -160,8 +160,10 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
     int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
     double last = f->steps[f->nsteps - 1].knob_time_s;
     long cap_iter = 4L * (n + 16);
+    double fwd = -1; /* >= 0: the knobs' critical path, with rt and res from it */
     for (long it = 0; it < cap_iter; it++) {
-        double span = kr__round_cpm_lf(sv, sv->rlf);
+        double span = fwd >= 0 ? fwd : kr__round_cpm(sv);
+        kr__round_lf(sv, sv->rlf, span);
         double tol = 1e-9 * (1 + span);
         if (kr__flow_reset(&sv->flow, N + 2, 2 * (n + dag->nedges) + 8))
             return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
@@ -192,8 +194,10 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
         /* A step is recorded once the makespan has dropped by a quarter unit (the rounding
          * passes are what costs; each recorded step gets them). */
         double ns = kr__round_cpm(sv);
+        fwd = ns; /* the next iteration's knobs, unless a step is recorded below */
         if (!(ns < last - 0.25 * sv->cfg.unit_time_s))
             continue;
+        fwd = -1;
         if (sv->cfg.final_pass)
             ns = kr__round_improve(sv, ns, ns);
         int rc = push_knob_step(f, sv, scap, ns, err);
@@ -242,7 +246,7 @@ int kr__step_fastest(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error 
         span = kr__round_improve(sv, span, span);
     double e = 0, t = 0;
     for (int v = 2; v < sv->n; v++) {
-        const kr_option *o = &sv->groups[sv->gidx[v]].set->opt[sv->knob[v]];
+        const kr_option *o = &sv->vopt[v][sv->knob[v]];
         e += o->energy_j;
         t += o->time_s;
     }
