@@ -156,7 +156,8 @@ static long cpm(kr__solver *sv)
     return cpm_pass(sv, 0);
 }
 
-/* sv->osucc, olagq, olags from the DAG's out-edges and sv->lagq; KR_ENOMEM. */
+/* sv->osucc, olagq, olags from the DAG's out-edges and sv->lagq, and sv->vopt from sv->gidx;
+ * KR_ENOMEM. */
 static int edge_rows(kr__solver *sv)
 {
     const kr_dag *dag = sv->dag;
@@ -164,8 +165,11 @@ static int edge_rows(kr__solver *sv)
     sv->osucc = malloc(sizeof(int) * m);
     sv->olagq = malloc(sizeof(long) * m);
     sv->olags = malloc(sizeof(double) * m);
-    if (!sv->osucc || !sv->olagq || !sv->olags)
+    sv->vopt = calloc((size_t)sv->n, sizeof *sv->vopt);
+    if (!sv->osucc || !sv->olagq || !sv->olags || !sv->vopt)
         return KR_ENOMEM;
+    for (int v = 2; v < sv->n; v++)
+        sv->vopt[v] = sv->opts->sets[sv->gidx[v]].opt;
     for (int k = 0; k < dag->nedges; k++) {
         int e = dag->out_e[k];
         sv->osucc[k] = dag->ev[e];
@@ -193,7 +197,6 @@ int kr__sv_setup(kr__solver *sv, kr_error *err)
     sv->res = malloc(sizeof(double) * (size_t)n);
     sv->rlf = malloc(sizeof(double) * (size_t)n);
     sv->knob = calloc((size_t)n, sizeof(int));
-    sv->vopt = calloc((size_t)n, sizeof *sv->vopt);
     sv->kbak = calloc((size_t)n, sizeof(int));
     sv->crit = malloc((size_t)n);
     sv->bfree = calloc((size_t)n, 1);
@@ -211,7 +214,7 @@ int kr__sv_setup(kr__solver *sv, kr_error *err)
     sv->ngroups = opts->nsets;
     sv->groups = calloc((size_t)opts->nsets, sizeof *sv->groups);
     if (!sv->gidx || !sv->lagq || !sv->d || !sv->es || !sv->ef || !sv->ls || !sv->lf || !sv->rt || !sv->res ||
-        !sv->rlf || !sv->knob || !sv->vopt || !sv->kbak || !sv->crit || !sv->bfree || !sv->bbuf || !sv->tpos || !sv->bq || !sv->win_in || !sv->mark || !sv->lb || !sv->ub || !sv->bal || !sv->incut || !sv->groups)
+        !sv->rlf || !sv->knob || !sv->kbak || !sv->crit || !sv->bfree || !sv->bbuf || !sv->tpos || !sv->bq || !sv->win_in || !sv->mark || !sv->lb || !sv->ub || !sv->bal || !sv->incut || !sv->groups)
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
     sv->gidx[KR_DAG_SOURCE] = sv->gidx[KR_DAG_SINK] = -1;
     for (int i = 0; i < n; i++)
@@ -225,7 +228,6 @@ int kr__sv_setup(kr__solver *sv, kr_error *err)
                                 kr_dag_label(dag, v, lbl, sizeof lbl), nd->stage, kr_instr_kind_name(nd->kind), nd->chunk,
                                 gi < 0 ? "no such stage/chunk in the options" : "none");
         sv->gidx[v] = gi;
-        sv->vopt[v] = opts->sets[gi].opt;
     }
     for (int e = 0; e < dag->nedges; e++) {
         if (dag->lag_s[e] > 0 && cfg->cost_model == KR_COST_LOWTIME)
