@@ -194,11 +194,12 @@ int kr__cost_pareto(kr__group *g, double P, kr_error *err)
     /* The rounding passes' tables, in the same block as par (freed with it): the Pareto
      * options' times and effective energies, and every option's effective energy (the same
      * expression as above, so the same doubles). */
-    size_t ib = ((sizeof(int) * (size_t)(n > 0 ? n : 1) + sizeof(double) - 1) / sizeof(double)) * sizeof(double);
+    size_t ib = ((sizeof(int) * 2 * (size_t)(n > 0 ? n : 1) + sizeof(double) - 1) / sizeof(double)) * sizeof(double);
     char *blk = realloc(g->par, ib + sizeof(double) * (2 * (size_t)k + (size_t)n));
     if (blk == NULL)
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
     g->par = (int *)blk;
+    g->ppos = g->par + n;
     g->par_t = (double *)(blk + ib);
     g->par_e = g->par_t + k;
     g->eff = g->par_e + k;
@@ -206,7 +207,12 @@ int kr__cost_pareto(kr__group *g, double P, kr_error *err)
         g->par_t[i] = set->opt[g->par[i]].time_s;
         g->par_e[i] = set->opt[g->par[i]].energy_j - P * set->opt[g->par[i]].time_s;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         g->eff[i] = set->opt[i].energy_j - P * set->opt[i].time_s;
+        int j = 0; /* the last Pareto option no slower than option i (0 if none) */
+        while (j + 1 < k && g->par_t[j + 1] <= set->opt[i].time_s)
+            j++;
+        g->ppos[i] = j;
+    }
     return KR_OK;
 }

@@ -107,24 +107,23 @@ int kr__round_final(kr__solver *sv, double span)
             const kr__group *g = &groups[gidx[u]];
             const double *pt = g->par_t;
             double room = fin - res[u];
-            /* Slowest Pareto option that fits (binary search on time). */
-            int lo = 0, hi = g->npar - 1, pick = -1;
-            while (lo <= hi) {
-                int mid = (lo + hi) / 2;
-                if (pt[mid] <= room) {
-                    pick = mid;
-                    lo = mid + 1;
-                } else {
-                    hi = mid - 1;
-                }
+            /* Slowest Pareto option that fits: the last index with pt <= room (times strictly
+             * ascend, so it is unique), searched from the current knob's place. */
+            int best = knob[u], pick = g->ppos[best];
+            if (pt[pick] <= room) {
+                while (pick + 1 < g->npar && pt[pick + 1] <= room)
+                    pick++;
+            } else {
+                do
+                    pick--;
+                while (pick >= 0 && pt[pick] > room);
             }
-            int best = knob[u];
             if (pick >= 0 && g->par_e[pick] < g->eff[best]) {
                 best = g->par[pick];
                 changed++;
             }
             knob[u] = best;
-            rt[u] = g->set->opt[best].time_s;
+            rt[u] = sv->vopt[u][best].time_s;
         }
         /* rlf holds this node's latest start for its predecessors. */
         rlf[u] = fin - rt[u];

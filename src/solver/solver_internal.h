@@ -160,6 +160,8 @@ typedef struct kr__group {
     int *par;             /* Their indices, time ascending (effective energy descending). */
     double *par_t, *par_e; /* Their times and effective energies (in par's block). */
     double *eff;          /* Effective energy of every option of set (in par's block). */
+    int *ppos;            /* Per option: the last Pareto option no slower (index into par; 0 if
+                             none): where the final pass starts its search (in par's block). */
     kr__lt_spec lt;       /* lowtime mode: candidates and model. */
 } kr__group;
 
