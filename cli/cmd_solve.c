@@ -87,7 +87,7 @@ static const char usage_head[] =
 /* What the options set. */
 typedef struct solve_args {
     const char *optpath, *jobpath, *frontier, *plans, *select, *schedule, *model, *fdir, *var, *exch;
-    int stages, mbs, virt, gps, max_steps, quiet, json, refine;
+    int stages, mbs, virt, gps, max_steps, bound_refine, quiet, json, refine;
     double unit, power, lag;
 } solve_args;
 
@@ -138,6 +138,10 @@ static const cli_opt solve_opts[] = {
     CLI_OPT_RANGE("max-steps", 1,
         "  --max-steps N        stop after N steps\n",
         cli_set_int, solve_args, max_steps, 1, 1 << 30),
+    CLI_OPT_RANGE("bound-refine", 1,
+        "  --bound-refine R     the lower bound's relaxation on unit/R (default: min(8, 2048 /\n"
+        "                       instructions) up to 512 instructions, 1 above: the main run)\n",
+        cli_set_int, solve_args, bound_refine, 1, 64),
     CLI_OPT("exchange", 1,
         "  --exchange MODE      exact model: knob exchanges and window search after each step:\n"
         "                       off (default, as in optimize and compare), on, or auto (on up to\n"
@@ -272,6 +276,8 @@ int cmd_solve(int argc, char **argv)
     cfg.static_power_w = a.power < 0 ? flow.static_power_w : a.power;
     cfg.gpus_per_stage = a.gps ? a.gps : flow.gpus_per_stage;
     cfg.max_steps = a.max_steps;
+    if (a.bound_refine > 0)
+        cfg.bound_refine = a.bound_refine;
     if (!virt)
         virt = sch == KR_SCHEDULE_INTERLEAVED_1F1B ? 2 : 1;
     kr_error err = {0};

@@ -51,7 +51,8 @@ typedef struct kr_solver_config {
                                  (default), 1 = always, −1 = never. */
     int max_steps;            /* Stop after this many steps (0: run to the end). */
     int bound_refine;         /* Lower bound: the relaxation runs on unit / bound_refine
-                                 (0: the default, min(8, 2048 / instructions), at least 1);
+                                 (0: the default, min(8, 2048 / instructions), at least 1, up
+                                 to 512 instructions, 1 above);
                                  −1: no bound (bound_j = INFINITY). */
 } kr_solver_config;
 

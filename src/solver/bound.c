@@ -128,7 +128,11 @@ int kr__bound_attach(kr_solve_result *out, const kr_dag *dag, const kr_options *
 {
     kr_solver_config rc_cfg = *cfg;
     int nops = dag->n - 2;
-    int r = cfg->bound_refine > 0 ? cfg->bound_refine : KR_MAX(1, KR_MIN(KR__BOUND_REFINE, 2048 / KR_MAX(nops, 1)));
+    /* Default: a finer grid only up to KR__BOUND_FINE_OPS ops, where the second run is cheap;
+     * above, the run just made (its cost is the solve's: on (8,64) the finer grid doubled it). */
+    int r = cfg->bound_refine > 0           ? cfg->bound_refine
+            : nops > KR__BOUND_FINE_OPS     ? 1
+                                            : KR_MAX(1, KR_MIN(KR__BOUND_REFINE, 2048 / KR_MAX(nops, 1)));
     rc_cfg.cost_model = KR_COST_EXACT;
     rc_cfg.final_pass = 0;
     rc_cfg.exchange = -1;
