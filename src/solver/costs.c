@@ -209,9 +209,18 @@ int kr__cost_pareto(kr__group *g, double P, kr_error *err)
     }
     for (int i = 0; i < n; i++) {
         g->eff[i] = set->opt[i].energy_j - P * set->opt[i].time_s;
-        int j = 0; /* the last Pareto option no slower than option i (0 if none) */
-        while (j + 1 < k && g->par_t[j + 1] <= set->opt[i].time_s)
-            j++;
+        /* The last Pareto option no slower than option i (0 if none): binary search on the
+         * ascending times, so sets of thousands of options cost n·log k at setup. */
+        int lo = 1, hi = k - 1, j = 0;
+        while (lo <= hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (g->par_t[mid] <= set->opt[i].time_s) {
+                j = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
         g->ppos[i] = j;
     }
     return KR_OK;

@@ -141,8 +141,8 @@ void kr__flow_reach(const kr__flow *f, int s, int64_t thresh, char *mark);
 #define KR__WINDOW_OPS 6       /* Window search: ops per window (see kr__round_window). */
 #define KR__WINDOW_NODES 1000  /* Window search: branch-and-bound nodes per window. */
 #define KR__WINDOW_MAX 10      /* Largest window (the deadline search's; array sizes). */
-#define KR__BOUND_REFINE 8     /* Lower bound: relaxation grid = unit / min(8, 2048 / ops), >= 1, */
-#define KR__BOUND_FINE_OPS 512 /* up to this many ops; above, the main run is the relaxation. */
+#define KR__BOUND_REFINE 8     /* Lower bound: relaxation grid = unit / min(8, 2048 / ops), >= 1 */
+#define KR__BOUND_FINE_OPS 512 /* Lower bound: above this many ops, the main run is the relaxation. */
 #define KR__EXCHANGE_MAX_OPS 256 /* Exchange pass and window search: largest graph (rounding.c). */
 #define KR__EXCHANGE_ALL_OPS 64  /* Exchange pass: any op as partner up to this size. */
 
