@@ -67,7 +67,7 @@ int kr__ex_build(kr__solver *sv)
         sv->sa[x] = x == s || (x & 1) == 0 ? -1 : kr__flow_arc(&sv->flow, s, x, 0);
         sv->ta[x] = x == t || (x & 1) == 1 ? -1 : kr__flow_arc(&sv->flow, x, t, 0);
     }
-    if (sv->flow.m != 2 * (n + dag->nedges + N) || kr__flow_hub(&sv->flow, s))
+    if (sv->flow.m != 2 * (n + dag->nedges + N) || kr__flow_hub(&sv->flow, s, t))
         return KR_ENOMEM; /* an arc could not be added */
     /* Every op's capacities are set by the first cut; no dependency arc is tight yet. */
     for (int v = 0; v < n; v++) {
@@ -169,8 +169,7 @@ static int64_t cancel_to_sink(kr__solver *sv, int v, int64_t need)
                 f->cap[path[i]] += b;
                 f->cap[path[i] ^ 1] -= b;
                 vis[f->head[path[i]]] = 0;
-                if (f->head[path[i] ^ 1] == f->hubtrack) /* not expected: no arc enters s */
-                    kr__flow_hub_add(f, path[i]);
+                kr__flow_gained(f, path[i]);
             }
             done += b;
             depth = 0;
@@ -260,12 +259,11 @@ static int net_repair(kr__solver *sv)
     return 0;
 }
 
-/* Lists arc a in the hub's arcs (kr__flow) if it leaves s and has capacity. */
+/* Lists arc a in the hubs (kr__flow) if it leaves s or enters t and has capacity. */
 static inline void hub_note(kr__solver *sv, int a)
 {
-    kr__flow *f = &sv->flow;
-    if (a >= 0 && f->head[a ^ 1] == f->hub && f->cap[a] > 0)
-        kr__flow_hub_add(f, a);
+    if (a >= 0 && sv->flow.cap[a] > 0)
+        kr__flow_gained(&sv->flow, a);
 }
 
 /* The capacities of the changed ops: their op arcs and the balance arcs of their two nodes
@@ -293,6 +291,7 @@ static void update_ops(kr__solver *sv)
         set_cap(sv, sv->ta[KR__LNODE(v)], lb);
         hub_note(sv, sv->opa[v]);
         hub_note(sv, sv->sa[KR__RNODE(v)]);
+        hub_note(sv, sv->ta[KR__LNODE(v)]);
     }
     sv->ndirty = 0;
 }
@@ -317,10 +316,10 @@ int64_t kr__ex_cut(kr__solver *sv)
         }
     }
     kr__flow *f = &sv->flow;
-    int hub = f->hub;
-    f->hub = -1; /* its augmentations still list what they free on s's arcs (hubtrack) */
+    int hub = f->hs.node;
+    f->hs.node = -1; /* its augmentations still list what they free on s's arcs (track) */
     int rc = net_repair(sv);
-    f->hub = hub;
+    f->hs.node = hub;
     if (rc != 0) {
         /* Could not repair (should not happen): drop all flow and start from zero. */
         for (int a = 0; a < f->m; a += 2) {
@@ -330,7 +329,7 @@ int64_t kr__ex_cut(kr__solver *sv)
         ex_clear(sv);
         kr__flow_hub_rebuild(f);
     }
-    kr__flow_min_cut(f, s, t, sv->mark);
+    kr__flow_min_cut_rev(f, s, t, sv->mark);
     /* cap(S, T) = Σ_{S→T} ub − Σ_{T→S} lb over the cut graph (INF per tight dependency arc
      * S → T). The network's cut is that plus Σ lb: op v adds ub − lb when v_L ∈ S, v_R ∈ T and
      * its balance arcs s → v_R, v_L → t add lb(v) each when they cross, which gives lb(v) on

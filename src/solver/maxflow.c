@@ -57,46 +57,59 @@ int kr__flow_reset(kr__flow *f, int n, int m_hint)
         f->level[v] = -1;
     }
     f->nseen = 0;
-    f->hub = f->hubtrack = -1;
+    f->hs.node = f->hs.track = f->ht.node = f->ht.track = -1;
     return KR_OK;
 }
 
-int kr__flow_hub(kr__flow *f, int u)
+static int hub_init(kr__flow *f, kr__hub *h, int u)
 {
     int deg = 0;
     for (int a = f->first[u]; a >= 0; a = f->next[a])
         deg++;
-    free(f->hubarc);
-    free(f->inhub);
-    f->hubarc = malloc(sizeof(int) * (size_t)(deg + 1));
-    f->inhub = calloc((size_t)f->m + 1, 1);
-    if (!f->hubarc || !f->inhub)
+    free(h->arc);
+    free(h->in);
+    h->arc = malloc(sizeof(int) * (size_t)(deg + 1));
+    h->in = calloc((size_t)f->m + 1, 1);
+    if (!h->arc || !h->in)
         return KR_ENOMEM;
-    f->hub = f->hubtrack = u;
-    f->nhub = 0;
-    f->nhubflag = f->m;
+    h->node = h->track = u;
+    h->n = h->i = 0;
+    h->nflag = f->m;
+    return KR_OK;
+}
+
+int kr__flow_hub(kr__flow *f, int s, int t)
+{
+    if (hub_init(f, &f->hs, s) || (t >= 0 && hub_init(f, &f->ht, t)))
+        return KR_ENOMEM;
     kr__flow_hub_rebuild(f);
     return KR_OK;
 }
 
 void kr__flow_hub_rebuild(kr__flow *f)
 {
-    for (int a = f->first[f->hub]; a >= 0; a = f->next[a])
-        if (f->cap[a] > 0)
-            kr__flow_hub_add(f, a);
+    if (f->hs.node >= 0)
+        for (int a = f->first[f->hs.node]; a >= 0; a = f->next[a])
+            if (f->cap[a] > 0)
+                kr__hub_add(&f->hs, a);
+    if (f->ht.node >= 0)
+        for (int a = f->first[f->ht.node]; a >= 0; a = f->next[a])
+            if (f->cap[a ^ 1] > 0)
+                kr__hub_add(&f->ht, a);
 }
 
-/* The hub's part of a BFS: labels its arcs' heads and drops the arcs at 0 from hubarc. */
+/* The source hub's part of a BFS: labels its arcs' heads and drops the arcs at 0. */
 static int bfs_hub(kr__flow *f, int u, int *q, int qt)
 {
+    kr__hub *h = &f->hs;
     int k2 = 0;
-    for (int k = 0; k < f->nhub; k++) {
-        int a = f->hubarc[k];
+    for (int k = 0; k < h->n; k++) {
+        int a = h->arc[k];
         if (f->cap[a] <= 0) {
-            f->inhub[a] = 0;
+            h->in[a] = 0;
             continue;
         }
-        f->hubarc[k2++] = a;
+        h->arc[k2++] = a;
         int w = f->head[a];
         if (f->level[w] < 0) {
             f->level[w] = f->level[u] + 1;
@@ -104,8 +117,8 @@ static int bfs_hub(kr__flow *f, int u, int *q, int qt)
             q[qt++] = w;
         }
     }
-    f->nhub = k2;
-    f->hubi = 0;
+    h->n = k2;
+    h->i = 0;
     return qt;
 }
 
@@ -119,8 +132,10 @@ void kr__flow_free(kr__flow *f)
     free(f->head);
     free(f->next);
     free(f->cap);
-    free(f->hubarc);
-    free(f->inhub);
+    free(f->hs.arc);
+    free(f->hs.in);
+    free(f->ht.arc);
+    free(f->ht.in);
     memset(f, 0, sizeof *f);
 }
 
@@ -176,7 +191,7 @@ static int bfs(kr__flow *f, int s, int t)
         /* Nodes at t's level or beyond cannot be on a shortest augmenting path. */
         if (f->level[t] >= 0 && f->level[u] >= f->level[t])
             break;
-        if (u == f->hub) {
+        if (u == f->hs.node) {
             qt = bfs_hub(f, u, q, qt);
             continue;
         }
@@ -192,14 +207,15 @@ static int bfs(kr__flow *f, int s, int t)
     return f->level[t] >= 0;
 }
 
-/* The hub's current arc in a DFS: the next of hubarc that leads a level up (-1: none). */
+/* The source hub's current arc in a DFS: the next of its list that leads a level up (-1: none). */
 static inline int dfs_hub_arc(kr__flow *f, int u)
 {
-    while (f->hubi < f->nhub) {
-        int a = f->hubarc[f->hubi];
+    kr__hub *h = &f->hs;
+    while (h->i < h->n) {
+        int a = h->arc[h->i];
         if (f->cap[a] > 0 && f->level[f->head[a]] == f->level[u] + 1)
             return a;
-        f->hubi++;
+        h->i++;
     }
     return -1;
 }
@@ -221,8 +237,7 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
             for (int i = 0; i < depth; i++) {
                 f->cap[path[i]] -= push;
                 f->cap[path[i] ^ 1] += push;
-                if (f->head[path[i]] == f->hubtrack) /* the reverse leaves the hub */
-                    kr__flow_hub_add(f, path[i] ^ 1);
+                kr__flow_gained(f, path[i] ^ 1);
             }
             total += push;
             /* Back up to the first saturated arc. */
@@ -233,10 +248,10 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
             u = depth ? f->head[path[depth - 1]] : s;
             continue;
         }
-        int a = u == f->hub ? dfs_hub_arc(f, u) : f->iter[u];
+        int a = u == f->hs.node ? dfs_hub_arc(f, u) : f->iter[u];
         while (a >= 0 && !(f->cap[a] > 0 && f->level[f->head[a]] == f->level[u] + 1))
             a = f->next[a];
-        if (u != f->hub)
+        if (u != f->hs.node)
             f->iter[u] = a;
         if (a < 0) {
             /* Dead end: retreat. */
@@ -245,8 +260,8 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
                 break;
             depth--;
             u = depth ? f->head[path[depth - 1]] : s;
-            if (u == f->hub)
-                f->hubi++;
+            if (u == f->hs.node)
+                f->hs.i++;
             else
                 f->iter[u] = f->next[f->iter[u]];
             continue;
@@ -299,6 +314,174 @@ int64_t kr__flow_min_cut(kr__flow *f, int s, int t, char *mark)
     } else {
         kr__flow_reach(f, s, 0, mark);
     }
+    return flow;
+}
+
+/*
+ * The backward phases (kr__flow_min_cut_rev). Levels are distances to t in the residual graph:
+ * node u gets level l + 1 from a node w of level l when the arc u → w has residual capacity
+ * (w's list holds that arc's reverse, w → u). The DFS walks from t along such arcs to nodes a
+ * level further from t, up to s, and augments the path it walked.
+ */
+static int rbfs_hub(kr__flow *f, int u, int *q, int qt)
+{
+    kr__hub *h = &f->ht;
+    int k2 = 0;
+    for (int k = 0; k < h->n; k++) {
+        int a = h->arc[k];
+        if (f->cap[a ^ 1] <= 0) {
+            h->in[a] = 0;
+            continue;
+        }
+        h->arc[k2++] = a;
+        int w = f->head[a];
+        if (f->level[w] < 0) {
+            f->level[w] = f->level[u] + 1;
+            f->iter[w] = f->first[w];
+            q[qt++] = w;
+        }
+    }
+    h->n = k2;
+    h->i = 0;
+    return qt;
+}
+
+static int rbfs(kr__flow *f, int s, int t)
+{
+    int *q = f->seen;
+    for (int i = 0; i < f->nseen; i++)
+        f->level[q[i]] = -1;
+    int qh = 0, qt = 0;
+    f->level[t] = 0;
+    f->iter[t] = f->first[t];
+    q[qt++] = t;
+    while (qh < qt) {
+        int u = q[qh++];
+        if (f->level[s] >= 0 && f->level[u] >= f->level[s])
+            break;
+        if (u == f->ht.node) {
+            qt = rbfs_hub(f, u, q, qt);
+            continue;
+        }
+        for (int a = f->first[u]; a >= 0; a = f->next[a])
+            if (f->cap[a ^ 1] > 0 && f->level[f->head[a]] < 0) {
+                int w = f->head[a];
+                f->level[w] = f->level[u] + 1;
+                f->iter[w] = f->first[w];
+                q[qt++] = w;
+            }
+    }
+    f->nseen = qt;
+    return f->level[s] >= 0;
+}
+
+static inline int rdfs_hub_arc(kr__flow *f, int u)
+{
+    kr__hub *h = &f->ht;
+    while (h->i < h->n) {
+        int a = h->arc[h->i];
+        if (f->cap[a ^ 1] > 0 && f->level[f->head[a]] == f->level[u] + 1)
+            return a;
+        h->i++;
+    }
+    return -1;
+}
+
+static int64_t rdfs(kr__flow *f, int s, int t, int64_t limit)
+{
+    int *path = f->queue; /* arcs walked from t; each one's reverse is the flow's arc */
+    int depth = 0;
+    int u = t;
+    int64_t total = 0;
+    while (total < limit) {
+        if (u == s) {
+            int64_t push = limit - total;
+            for (int i = 0; i < depth; i++)
+                if (f->cap[path[i] ^ 1] < push)
+                    push = f->cap[path[i] ^ 1];
+            for (int i = 0; i < depth; i++) {
+                f->cap[path[i] ^ 1] -= push;
+                f->cap[path[i]] += push;
+                kr__flow_gained(f, path[i]);
+            }
+            total += push;
+            int k = 0;
+            while (k < depth && f->cap[path[k] ^ 1] > 0)
+                k++;
+            depth = k;
+            u = depth ? f->head[path[depth - 1]] : t;
+            continue;
+        }
+        int a = u == f->ht.node ? rdfs_hub_arc(f, u) : f->iter[u];
+        while (a >= 0 && !(f->cap[a ^ 1] > 0 && f->level[f->head[a]] == f->level[u] + 1))
+            a = f->next[a];
+        if (u != f->ht.node)
+            f->iter[u] = a;
+        if (a < 0) {
+            f->level[u] = -1;
+            if (depth == 0)
+                break;
+            depth--;
+            u = depth ? f->head[path[depth - 1]] : t;
+            if (u == f->ht.node)
+                f->ht.i++;
+            else
+                f->iter[u] = f->next[f->iter[u]];
+            continue;
+        }
+        path[depth++] = a;
+        u = f->head[a];
+    }
+    return total;
+}
+
+/* The source side of the residual graph into mark (1/0), walking the source hub's list at s. */
+static void reach_hub(kr__flow *f, int s, char *mark)
+{
+    memset(mark, 0, (size_t)f->n);
+    int *stack = f->queue;
+    int top = 0;
+    stack[top++] = s;
+    mark[s] = 1;
+    while (top > 0) {
+        int u = stack[--top];
+        if (u == f->hs.node) {
+            kr__hub *h = &f->hs;
+            int k2 = 0;
+            for (int k = 0; k < h->n; k++) {
+                int a = h->arc[k];
+                if (f->cap[a] <= 0) {
+                    h->in[a] = 0;
+                    continue;
+                }
+                h->arc[k2++] = a;
+                if (!mark[f->head[a]]) {
+                    mark[f->head[a]] = 1;
+                    stack[top++] = f->head[a];
+                }
+            }
+            h->n = k2;
+            continue;
+        }
+        for (int a = f->first[u]; a >= 0; a = f->next[a])
+            if (f->cap[a] > 0 && !mark[f->head[a]]) {
+                mark[f->head[a]] = 1;
+                stack[top++] = f->head[a];
+            }
+    }
+}
+
+int64_t kr__flow_min_cut_rev(kr__flow *f, int s, int t, char *mark)
+{
+    const int64_t big = INT64_MAX / 4;
+    int64_t flow = 0;
+    while (flow < big && rbfs(f, s, t)) {
+        int64_t pushed = rdfs(f, s, t, big);
+        if (pushed == 0)
+            break;
+        flow += pushed;
+    }
+    reach_hub(f, s, mark);
     return flow;
 }
 

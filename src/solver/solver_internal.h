@@ -84,6 +84,13 @@ double kr__lt_cost(const kr__lt_spec *spec, long t);
 
 /* ---- max flow ------------------------------------------------------------------------ */
 
+typedef struct kr__hub {
+    int node, track, n, i, nflag; /* Hub node (-1: none), tracked node, list length, DFS place,
+                                     arcs with a flag (ids < nflag). */
+    int *arc;                     /* The list. */
+    char *in;                     /* Arc is in the list. */
+} kr__hub;
+
 typedef struct kr__flow {
     int n, m, ncap, mcap;  /* Nodes, arcs (each with its reverse at id^1). */
     int *head, *next;      /* Arc target and adjacency list link. */
@@ -93,31 +100,41 @@ typedef struct kr__flow {
     int *seen, nseen;      /* The last BFS's nodes in visiting order (its queue): only their
                               labels are reset by the next one, so a phase costs what it visits,
                               not the whole node count. */
-    /* Optional hub (exact mode's s, whose list holds an arc to every op): its searches walk
-     * hubarc[0 .. nhub) instead of its list. The owner keeps hubarc a superset of the hub's
-     * arcs with residual capacity > 0 (kr__flow_hub_add, kr__flow_hub_rebuild); each BFS drops
-     * the arcs it finds at 0. hub = -1: none (kr__flow_reset). Augmentations list the hub's
-     * arcs they give capacity to while hubtrack is the hub, also when the searches leave the
-     * hub aside (hub = -1 for a flow in which it is an inner node). */
-    int hub, hubtrack, nhub, hubi, nhubflag;
-    int *hubarc;
-    char *inhub;           /* Arc is in hubarc (arc ids < nhubflag). */
+    /* Optional hubs (exact mode's s and t, whose lists hold an arc to or from every op): a
+     * search at a hub walks its list of useful arcs instead of the node's whole list. hs: the
+     * arcs out of s with residual capacity > 0 (forward searches); ht: the arcs of t's list
+     * whose reverse (an arc into t) has residual capacity > 0 (searches towards t, backwards).
+     * The owner keeps each list a superset of those arcs (kr__hub_add, kr__flow_hub_rebuild);
+     * each BFS drops the arcs it finds at 0. node = -1: none (kr__flow_reset). Augmentations
+     * list the arcs they give capacity to while track is the hub's node, also when the
+     * searches leave the hub aside (node = -1 for a flow in which it is an inner node). */
+    kr__hub hs, ht;
 } kr__flow;
 
 int kr__flow_reset(kr__flow *f, int n, int m_hint);
 void kr__flow_free(kr__flow *f);
-/* Makes u the hub (see kr__flow) with every arc of u's list that has capacity; KR_ENOMEM. */
-int kr__flow_hub(kr__flow *f, int u);
-/* Adds every arc of the hub's list with capacity > 0 that hubarc lacks (after a change that
- * bypassed the tracking). */
+/* Makes s the source hub and t (or -1) the sink hub (see kr__flow), each with every useful arc
+ * of its list; KR_ENOMEM. */
+int kr__flow_hub(kr__flow *f, int s, int t);
+/* Adds every useful arc of each hub's list that the hub lacks (after a change that bypassed
+ * the tracking). */
 void kr__flow_hub_rebuild(kr__flow *f);
-/* Lists arc a (an arc out of the hub) in hubarc. */
-static inline void kr__flow_hub_add(kr__flow *f, int a)
+/* Lists arc a in hub h. */
+static inline void kr__hub_add(kr__hub *h, int a)
 {
-    if (a < f->nhubflag && !f->inhub[a]) {
-        f->inhub[a] = 1;
-        f->hubarc[f->nhub++] = a;
+    if (a < h->nflag && !h->in[a]) {
+        h->in[a] = 1;
+        h->arc[h->n++] = a;
     }
+}
+/* The tracking for arc a whose residual capacity just grew: lists it in the source hub if it
+ * leaves the tracked source, its reverse in the sink hub if it enters the tracked sink. */
+static inline void kr__flow_gained(kr__flow *f, int a)
+{
+    if (f->head[a ^ 1] == f->hs.track)
+        kr__hub_add(&f->hs, a);
+    if (f->head[a] == f->ht.track)
+        kr__hub_add(&f->ht, a ^ 1);
 }
 /* Adds u → v with capacity c (and its reverse with 0); returns the arc id (even). */
 int kr__flow_arc(kr__flow *f, int u, int v, int64_t c);
@@ -128,6 +145,10 @@ int64_t kr__flow_max(kr__flow *f, int s, int t);
 /* A maximum flow as kr__flow_max, then the source side of the source-minimal minimum cut in
  * mark[] (1/0): what kr__flow_reach(f, s, 0, mark) gives, without walking the graph again. */
 int64_t kr__flow_min_cut(kr__flow *f, int s, int t, char *mark);
+/* The same cut, by a maximum flow whose phases search backwards from t (they visit what can
+ * reach t, which near a maximum flow is far less than what s reaches), then one walk of the
+ * source side from s. Uses the hubs when set. */
+int64_t kr__flow_min_cut_rev(kr__flow *f, int s, int t, char *mark);
 /* Marks in mark[] (1/0) the nodes reachable from s through arcs with residual > thresh. */
 void kr__flow_reach(const kr__flow *f, int s, int64_t thresh, char *mark);
 
