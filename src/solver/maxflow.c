@@ -98,30 +98,6 @@ void kr__flow_hub_rebuild(kr__flow *f)
                 kr__hub_add(&f->ht, a);
 }
 
-/* The source hub's part of a BFS: labels its arcs' heads and drops the arcs at 0. */
-static int bfs_hub(kr__flow *f, int u, int *q, int qt)
-{
-    kr__hub *h = &f->hs;
-    int k2 = 0;
-    for (int k = 0; k < h->n; k++) {
-        int a = h->arc[k];
-        if (f->cap[a] <= 0) {
-            h->in[a] = 0;
-            continue;
-        }
-        h->arc[k2++] = a;
-        int w = f->head[a];
-        if (f->level[w] < 0) {
-            f->level[w] = f->level[u] + 1;
-            f->iter[w] = f->first[w];
-            q[qt++] = w;
-        }
-    }
-    h->n = k2;
-    h->i = 0;
-    return qt;
-}
-
 void kr__flow_free(kr__flow *f)
 {
     free(f->first);
@@ -175,28 +151,64 @@ void kr__flow_pop(kr__flow *f, int m_old)
     }
 }
 
-/* Levels from s (the next dfs's arc pointers are reset for the nodes it labels); between
- * calls every node outside f->seen has level −1. */
-static int bfs(kr__flow *f, int s, int t)
+/*
+ * The searches run either way. Forward (rev = 0): levels are distances from s and arc a is
+ * usable when cap[a] > 0. Backward (rev = 1, kr__flow_min_cut_rev): levels are distances to t;
+ * from node w, the arc a of w's list is usable when its reverse (an arc into w) has residual
+ * capacity, and the DFS walks from t to s. Each direction has its hub (hs / ht). The callers
+ * pass constants, so each direction compiles to its own loop.
+ */
+static inline int64_t res(const kr__flow *f, int a, int rev)
 {
+    return f->cap[a ^ rev];
+}
+
+/* The hub's part of a BFS: labels its arcs' heads and drops the arcs at 0 from its list. */
+static inline int bfs_hub(kr__flow *f, kr__hub *h, int u, int *q, int qt, int rev)
+{
+    int k2 = 0;
+    for (int k = 0; k < h->n; k++) {
+        int a = h->arc[k];
+        if (res(f, a, rev) <= 0) {
+            h->in[a] = 0;
+            continue;
+        }
+        h->arc[k2++] = a;
+        int w = f->head[a];
+        if (f->level[w] < 0) {
+            f->level[w] = f->level[u] + 1;
+            f->iter[w] = f->first[w];
+            q[qt++] = w;
+        }
+    }
+    h->n = k2;
+    h->i = 0;
+    return qt;
+}
+
+/* Levels from `from` until `to`'s level (the next dfs's arc pointers are reset for the nodes
+ * it labels); between calls every node outside f->seen has level −1. */
+static inline int bfs_dir(kr__flow *f, int from, int to, int rev)
+{
+    kr__hub *h = rev ? &f->ht : &f->hs;
     int *q = f->seen;
     for (int i = 0; i < f->nseen; i++)
         f->level[q[i]] = -1;
     int qh = 0, qt = 0;
-    f->level[s] = 0;
-    f->iter[s] = f->first[s];
-    q[qt++] = s;
+    f->level[from] = 0;
+    f->iter[from] = f->first[from];
+    q[qt++] = from;
     while (qh < qt) {
         int u = q[qh++];
-        /* Nodes at t's level or beyond cannot be on a shortest augmenting path. */
-        if (f->level[t] >= 0 && f->level[u] >= f->level[t])
+        /* Nodes at the target's level or beyond cannot be on a shortest augmenting path. */
+        if (f->level[to] >= 0 && f->level[u] >= f->level[to])
             break;
-        if (u == f->hs.node) {
-            qt = bfs_hub(f, u, q, qt);
+        if (u == h->node) {
+            qt = bfs_hub(f, h, u, q, qt, rev);
             continue;
         }
         for (int a = f->first[u]; a >= 0; a = f->next[a])
-            if (f->cap[a] > 0 && f->level[f->head[a]] < 0) {
+            if (res(f, a, rev) > 0 && f->level[f->head[a]] < 0) {
                 int w = f->head[a];
                 f->level[w] = f->level[u] + 1;
                 f->iter[w] = f->first[w];
@@ -204,54 +216,60 @@ static int bfs(kr__flow *f, int s, int t)
             }
     }
     f->nseen = qt;
-    return f->level[t] >= 0;
+    return f->level[to] >= 0;
 }
 
-/* The source hub's current arc in a DFS: the next of its list that leads a level up (-1: none). */
-static inline int dfs_hub_arc(kr__flow *f, int u)
+static int bfs(kr__flow *f, int s, int t)
 {
-    kr__hub *h = &f->hs;
+    return bfs_dir(f, s, t, 0);
+}
+
+/* The hub's current arc in a DFS: the next of its list that leads a level up (-1: none). */
+static inline int dfs_hub_arc(kr__flow *f, kr__hub *h, int u, int rev)
+{
     while (h->i < h->n) {
         int a = h->arc[h->i];
-        if (f->cap[a] > 0 && f->level[f->head[a]] == f->level[u] + 1)
+        if (res(f, a, rev) > 0 && f->level[f->head[a]] == f->level[u] + 1)
             return a;
         h->i++;
     }
     return -1;
 }
 
-/* Pushes up to limit along level-increasing arcs from u (iterative path search). */
-static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
+/* Pushes up to limit along level-increasing arcs from `from` to `to` (iterative path search;
+ * path[] holds the arcs walked, each one's a ^ rev is the flow's arc). */
+static inline int64_t dfs_dir(kr__flow *f, int from, int to, int64_t limit, int rev)
 {
-    /* Explicit stack of arcs along the current path; queue[] is free during the DFS phase. */
-    int *path = f->queue;
+    kr__hub *h = rev ? &f->ht : &f->hs;
+    int *path = f->queue; /* queue[] is free during the DFS phase */
     int depth = 0;
-    int u = s;
+    int u = from;
     int64_t total = 0;
     while (total < limit) {
-        if (u == t) {
+        if (u == to) {
             int64_t push = limit - total;
             for (int i = 0; i < depth; i++)
-                if (f->cap[path[i]] < push)
-                    push = f->cap[path[i]];
+                if (res(f, path[i], rev) < push)
+                    push = res(f, path[i], rev);
             for (int i = 0; i < depth; i++) {
-                f->cap[path[i]] -= push;
-                f->cap[path[i] ^ 1] += push;
-                kr__flow_gained(f, path[i] ^ 1);
+                int a = path[i] ^ rev;
+                f->cap[a] -= push;
+                f->cap[a ^ 1] += push;
+                kr__flow_gained(f, a ^ 1);
             }
             total += push;
             /* Back up to the first saturated arc. */
             int k = 0;
-            while (k < depth && f->cap[path[k]] > 0)
+            while (k < depth && res(f, path[k], rev) > 0)
                 k++;
             depth = k;
-            u = depth ? f->head[path[depth - 1]] : s;
+            u = depth ? f->head[path[depth - 1]] : from;
             continue;
         }
-        int a = u == f->hs.node ? dfs_hub_arc(f, u) : f->iter[u];
-        while (a >= 0 && !(f->cap[a] > 0 && f->level[f->head[a]] == f->level[u] + 1))
+        int a = u == h->node ? dfs_hub_arc(f, h, u, rev) : f->iter[u];
+        while (a >= 0 && !(res(f, a, rev) > 0 && f->level[f->head[a]] == f->level[u] + 1))
             a = f->next[a];
-        if (u != f->hs.node)
+        if (u != h->node)
             f->iter[u] = a;
         if (a < 0) {
             /* Dead end: retreat. */
@@ -259,9 +277,9 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
             if (depth == 0)
                 break;
             depth--;
-            u = depth ? f->head[path[depth - 1]] : s;
-            if (u == f->hs.node)
-                f->hs.i++;
+            u = depth ? f->head[path[depth - 1]] : from;
+            if (u == h->node)
+                h->i++;
             else
                 f->iter[u] = f->next[f->iter[u]];
             continue;
@@ -270,6 +288,11 @@ static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
         u = f->head[a];
     }
     return total;
+}
+
+static int64_t dfs(kr__flow *f, int s, int t, int64_t limit)
+{
+    return dfs_dir(f, s, t, limit, 0);
 }
 
 /* Runs Dinic's phases; returns the flow and sets *exhausted when the last BFS found no path
@@ -317,171 +340,21 @@ int64_t kr__flow_min_cut(kr__flow *f, int s, int t, char *mark)
     return flow;
 }
 
-/*
- * The backward phases (kr__flow_min_cut_rev). Levels are distances to t in the residual graph:
- * node u gets level l + 1 from a node w of level l when the arc u → w has residual capacity
- * (w's list holds that arc's reverse, w → u). The DFS walks from t along such arcs to nodes a
- * level further from t, up to s, and augments the path it walked.
- */
-static int rbfs_hub(kr__flow *f, int u, int *q, int qt)
-{
-    kr__hub *h = &f->ht;
-    int k2 = 0;
-    for (int k = 0; k < h->n; k++) {
-        int a = h->arc[k];
-        if (f->cap[a ^ 1] <= 0) {
-            h->in[a] = 0;
-            continue;
-        }
-        h->arc[k2++] = a;
-        int w = f->head[a];
-        if (f->level[w] < 0) {
-            f->level[w] = f->level[u] + 1;
-            f->iter[w] = f->first[w];
-            q[qt++] = w;
-        }
-    }
-    h->n = k2;
-    h->i = 0;
-    return qt;
-}
-
-static int rbfs(kr__flow *f, int s, int t)
-{
-    int *q = f->seen;
-    for (int i = 0; i < f->nseen; i++)
-        f->level[q[i]] = -1;
-    int qh = 0, qt = 0;
-    f->level[t] = 0;
-    f->iter[t] = f->first[t];
-    q[qt++] = t;
-    while (qh < qt) {
-        int u = q[qh++];
-        if (f->level[s] >= 0 && f->level[u] >= f->level[s])
-            break;
-        if (u == f->ht.node) {
-            qt = rbfs_hub(f, u, q, qt);
-            continue;
-        }
-        for (int a = f->first[u]; a >= 0; a = f->next[a])
-            if (f->cap[a ^ 1] > 0 && f->level[f->head[a]] < 0) {
-                int w = f->head[a];
-                f->level[w] = f->level[u] + 1;
-                f->iter[w] = f->first[w];
-                q[qt++] = w;
-            }
-    }
-    f->nseen = qt;
-    return f->level[s] >= 0;
-}
-
-static inline int rdfs_hub_arc(kr__flow *f, int u)
-{
-    kr__hub *h = &f->ht;
-    while (h->i < h->n) {
-        int a = h->arc[h->i];
-        if (f->cap[a ^ 1] > 0 && f->level[f->head[a]] == f->level[u] + 1)
-            return a;
-        h->i++;
-    }
-    return -1;
-}
-
-static int64_t rdfs(kr__flow *f, int s, int t, int64_t limit)
-{
-    int *path = f->queue; /* arcs walked from t; each one's reverse is the flow's arc */
-    int depth = 0;
-    int u = t;
-    int64_t total = 0;
-    while (total < limit) {
-        if (u == s) {
-            int64_t push = limit - total;
-            for (int i = 0; i < depth; i++)
-                if (f->cap[path[i] ^ 1] < push)
-                    push = f->cap[path[i] ^ 1];
-            for (int i = 0; i < depth; i++) {
-                f->cap[path[i] ^ 1] -= push;
-                f->cap[path[i]] += push;
-                kr__flow_gained(f, path[i]);
-            }
-            total += push;
-            int k = 0;
-            while (k < depth && f->cap[path[k] ^ 1] > 0)
-                k++;
-            depth = k;
-            u = depth ? f->head[path[depth - 1]] : t;
-            continue;
-        }
-        int a = u == f->ht.node ? rdfs_hub_arc(f, u) : f->iter[u];
-        while (a >= 0 && !(f->cap[a ^ 1] > 0 && f->level[f->head[a]] == f->level[u] + 1))
-            a = f->next[a];
-        if (u != f->ht.node)
-            f->iter[u] = a;
-        if (a < 0) {
-            f->level[u] = -1;
-            if (depth == 0)
-                break;
-            depth--;
-            u = depth ? f->head[path[depth - 1]] : t;
-            if (u == f->ht.node)
-                f->ht.i++;
-            else
-                f->iter[u] = f->next[f->iter[u]];
-            continue;
-        }
-        path[depth++] = a;
-        u = f->head[a];
-    }
-    return total;
-}
-
-/* The source side of the residual graph into mark (1/0), walking the source hub's list at s. */
-static void reach_hub(kr__flow *f, int s, char *mark)
-{
-    memset(mark, 0, (size_t)f->n);
-    int *stack = f->queue;
-    int top = 0;
-    stack[top++] = s;
-    mark[s] = 1;
-    while (top > 0) {
-        int u = stack[--top];
-        if (u == f->hs.node) {
-            kr__hub *h = &f->hs;
-            int k2 = 0;
-            for (int k = 0; k < h->n; k++) {
-                int a = h->arc[k];
-                if (f->cap[a] <= 0) {
-                    h->in[a] = 0;
-                    continue;
-                }
-                h->arc[k2++] = a;
-                if (!mark[f->head[a]]) {
-                    mark[f->head[a]] = 1;
-                    stack[top++] = f->head[a];
-                }
-            }
-            h->n = k2;
-            continue;
-        }
-        for (int a = f->first[u]; a >= 0; a = f->next[a])
-            if (f->cap[a] > 0 && !mark[f->head[a]]) {
-                mark[f->head[a]] = 1;
-                stack[top++] = f->head[a];
-            }
-    }
-}
-
 int64_t kr__flow_min_cut_rev(kr__flow *f, int s, int t, char *mark)
 {
     const int64_t big = INT64_MAX / 4;
     int64_t flow = 0;
-    while (flow < big && rbfs(f, s, t)) {
-        int64_t pushed = rdfs(f, s, t, big);
+    while (flow < big && bfs_dir(f, t, s, 1)) {
+        int64_t pushed = dfs_dir(f, t, s, big, 1);
         if (pushed == 0)
             break;
         flow += pushed;
     }
-    reach_hub(f, s, mark);
+    /* At a maximum flow a forward BFS never reaches t, so it labels exactly the source side. */
+    (void)bfs(f, s, t);
+    memset(mark, 0, (size_t)f->n);
+    for (int i = 0; i < f->nseen; i++)
+        mark[f->seen[i]] = 1;
     return flow;
 }
 
