@@ -87,7 +87,7 @@ static const char usage_head[] =
 /* What the options set. */
 typedef struct solve_args {
     const char *optpath, *jobpath, *frontier, *plans, *select, *schedule, *model, *fdir, *var, *exch;
-    int stages, mbs, virt, gps, max_steps, bound_refine, quiet, json, refine;
+    int stages, mbs, virt, gps, max_steps, bound_refine, threads, quiet, json, refine;
     double unit, power, lag;
 } solve_args;
 
@@ -142,6 +142,11 @@ static const cli_opt solve_opts[] = {
         "  --bound-refine R     the lower bound's relaxation on unit/R (default: min(8, 2048 /\n"
         "                       instructions) up to 512 instructions, 1 above: the main run)\n",
         cli_set_int, solve_args, bound_refine, 1, 64),
+    CLI_OPT_RANGE("threads", 1,
+        "  --threads N          exact model: 2 records each step on a second thread while the next cuts\n"
+        "                       are found, 1 one thread (default: 2 from 4,096 instructions when two\n"
+        "                       CPUs are online); the frontier is the same\n",
+        cli_set_int, solve_args, threads, 1, 2),
     CLI_OPT("exchange", 1,
         "  --exchange MODE      exact model: knob exchanges and window search after each step:\n"
         "                       off (default, as in optimize and compare), on, or auto (on up to\n"
@@ -278,6 +283,7 @@ int cmd_solve(int argc, char **argv)
     cfg.max_steps = a.max_steps;
     if (a.bound_refine > 0)
         cfg.bound_refine = a.bound_refine;
+    cfg.threads = a.threads;
     if (!virt)
         virt = sch == KR_SCHEDULE_INTERLEAVED_1F1B ? 2 : 1;
     kr_error err = {0};

@@ -418,6 +418,50 @@ static void exact_not_worse_than_lowtime(void **state)
     assert_true(mean <= -0.003);
 }
 
+/* The recording thread (kr_solver_config.threads = 2) gives the result of one thread: every
+ * step's figures and plan, bit for bit, also when a step limit stops the run. (4,16) is
+ * below the size where threads = 0 starts it, so both are forced. */
+static void exact_threads_same_result(void **state)
+{
+    (void)state;
+    kr_options o;
+    load_opts(4, &o);
+    kr_dag d;
+    kr_error e = {0};
+    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, 4, 16, 1, NULL, &d, &e), KR_OK);
+    for (int lim = 0; lim <= 37; lim += 37) {
+        kr_solver_config cfg;
+        kr_solver_config_default(&cfg);
+        cfg.max_steps = lim;
+        kr_solve_result one, two;
+        cfg.threads = 1;
+        assert_int_equal(kr_solve(&d, &o, &cfg, &one, &e), KR_OK);
+        cfg.threads = 2;
+        assert_int_equal(kr_solve(&d, &o, &cfg, &two, &e), KR_OK);
+        assert_true(one.nsteps > 100 || lim > 0);
+        assert_int_equal(one.nsteps, two.nsteps);
+        assert_int_equal(one.stop_reason, two.stop_reason);
+        for (int k = 0; k < one.nsteps; k++) {
+            const kr_solver_step *a = &one.steps[k], *b = &two.steps[k];
+            assert_int_equal(a->quant_time, b->quant_time);
+            assert_memory_equal(&a->energy_j, &b->energy_j, sizeof(double));
+            assert_memory_equal(&a->knob_time_s, &b->knob_time_s, sizeof(double));
+            assert_memory_equal(&a->model_cost_j, &b->model_cost_j, sizeof(double));
+            assert_memory_equal(&a->cost_change_j, &b->cost_change_j, sizeof(double));
+            assert_true(a->bound_j == b->bound_j || (isnan(a->bound_j) && isnan(b->bound_j)));
+            assert_int_equal(a->dominated, b->dominated);
+            for (int v = 2; v < d.n; v++)
+                assert_int_equal(kr_solve_result_option(&one, k, v), kr_solve_result_option(&two, k, v));
+        }
+        if (lim > 0)
+            assert_int_equal(one.stop_reason, 1);
+        kr_solve_result_free(&one);
+        kr_solve_result_free(&two);
+    }
+    kr_dag_free(&d);
+    kr_options_free(&o);
+}
+
 /*
  * Bound <= MILP optimum <= plan energy (issue 15) at K deadlines from the fastest plan to past
  * the energy minimum, on the golden options of the first S stages, both cost models. Prints
@@ -890,6 +934,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lowtime_golden_0_1ms),
     cmocka_unit_test(exact_matches_brute_force),
     cmocka_unit_test(exact_not_worse_than_lowtime),
+    cmocka_unit_test(exact_threads_same_result),
     cmocka_unit_test(bound_below_milp_below_plans),
     cmocka_unit_test(bound_with_lags),
     cmocka_unit_test(frontier_energy_accounting),

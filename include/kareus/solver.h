@@ -54,7 +54,16 @@ typedef struct kr_solver_config {
                                  (0: the default, min(8, 2048 / instructions), at least 1, up
                                  to 512 instructions, 1 above);
                                  −1: no bound (bound_j = INFINITY). */
+    int threads;              /* Exact mode: 2 = a second thread records each step (its
+                                 rounding passes and plan) while the next cuts are found, 1 =
+                                 one thread, 0 = automatic (2 from KR_SOLVE_THREAD_OPS
+                                 instructions up when two or more CPUs are online). The
+                                 result is the same in every case. */
 } kr_solver_config;
+
+/* threads = 0: the graph size from which the recording thread runs (below it, handing each
+ * step over costs about what recording it does). */
+#define KR_SOLVE_THREAD_OPS 4096
 
 /* Defaults: exact, 1 ms, 85 W, 1 GPU per stage, final pass on, no step limit. */
 void kr_solver_config_default(kr_solver_config *cfg);

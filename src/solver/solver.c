@@ -17,9 +17,11 @@
 #include "kareus/solver.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "solver/solver_internal.h"
 #include "util/util.h"
@@ -310,6 +312,143 @@ static int step_once(kr__solver *sv, kr_solve_result *out, double *change, long 
     return 1;
 }
 
+/*
+ * The recorder: where trace() sends each step. Recording a step (record() in steps.c: the
+ * knobs of its durations, the rounding passes, a real-time critical path, the plan) reads only
+ * the durations and state no cut touches (knobs, real-time scratch, the window search's), so
+ * with two threads it runs beside the cuts: trace() copies the durations into a ring of
+ * snapshots and goes on to the next cut; the recording thread takes them in order. The steps,
+ * plans and knobs left behind are those of one thread (the same function on the same
+ * durations, in the same order). On (32,256) a step's cut is about 3/4 of its time and its
+ * record 1/4 (docs/solver.md, issue 15 round 7).
+ */
+#define REC_RING 8
+
+typedef struct rec {
+    kr__solver *sv;
+    kr_solve_result *out;
+    size_t *scap;
+    long pushed;          /* Steps handed over (the step count once recorded). */
+    int threaded;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t more, room;
+    long *d;              /* REC_RING snapshots of n durations. */
+    long T[REC_RING];
+    double change[REC_RING];
+    long head, tail;      /* Snapshots written, recorded (under mu). */
+    int closed;           /* No more snapshots (under mu). */
+    int rc;               /* The recording thread's first error (under mu), its text in err. */
+    kr_error err;
+} rec;
+
+static void *rec_main(void *arg)
+{
+    rec *r = arg;
+    int n = r->sv->n;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (r->tail == r->head && !r->closed)
+            pthread_cond_wait(&r->more, &r->mu);
+        if (r->tail == r->head) {
+            pthread_mutex_unlock(&r->mu);
+            break;
+        }
+        long k = r->tail % REC_RING;
+        int failed = r->rc;
+        pthread_mutex_unlock(&r->mu);
+        int rc = failed ? failed
+                        : kr__step_push(r->out, r->sv, r->scap, r->change[k], r->T[k], r->d + k * (long)n, &r->err);
+        pthread_mutex_lock(&r->mu);
+        r->rc = rc;
+        r->tail++;
+        pthread_cond_signal(&r->room);
+        pthread_mutex_unlock(&r->mu);
+    }
+    return NULL;
+}
+
+/* Starts the recording thread where the configuration asks for it (a failed start: one
+ * thread). */
+static void rec_open(rec *r, kr__solver *sv, kr_solve_result *out, size_t *scap)
+{
+    memset(r, 0, sizeof *r);
+    r->sv = sv;
+    r->out = out;
+    r->scap = scap;
+    const kr_solver_config *cfg = &sv->cfg;
+    int want = cfg->threads;
+    if (want == 0)
+        want = sv->n - 2 >= KR_SOLVE_THREAD_OPS && sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
+    if (want < 2 || cfg->cost_model != KR_COST_EXACT || sv->relax_only)
+        return;
+    r->d = malloc(sizeof(long) * REC_RING * (size_t)sv->n);
+    if (r->d == NULL)
+        return;
+    if (pthread_mutex_init(&r->mu, NULL) == 0) {
+        if (pthread_cond_init(&r->more, NULL) == 0) {
+            if (pthread_cond_init(&r->room, NULL) == 0) {
+                if (pthread_create(&r->thread, NULL, rec_main, r) == 0) {
+                    r->threaded = 1;
+                    return;
+                }
+                pthread_cond_destroy(&r->room);
+            }
+            pthread_cond_destroy(&r->more);
+        }
+        pthread_mutex_destroy(&r->mu);
+    }
+    free(r->d);
+    r->d = NULL;
+}
+
+/* Records the step of the current durations (or hands it to the recording thread). */
+static int rec_push(rec *r, double change, long T, kr_error *err)
+{
+    kr__solver *sv = r->sv;
+    r->pushed++;
+    if (!r->threaded)
+        return kr__step_push(r->out, sv, r->scap, change, T, sv->d, err);
+    pthread_mutex_lock(&r->mu);
+    while (r->head - r->tail == REC_RING && !r->rc)
+        pthread_cond_wait(&r->room, &r->mu);
+    int rc = r->rc;
+    pthread_mutex_unlock(&r->mu);
+    if (rc)
+        return rc; /* the error text is copied by rec_close */
+    long k = r->head % REC_RING;
+    memcpy(r->d + k * (long)sv->n, sv->d, sizeof(long) * (size_t)sv->n);
+    r->T[k] = T;
+    r->change[k] = change;
+    pthread_mutex_lock(&r->mu);
+    r->head++;
+    pthread_cond_signal(&r->more);
+    pthread_mutex_unlock(&r->mu);
+    return KR_OK;
+}
+
+/* Waits for every step to be recorded and stops the thread; returns the first error (rc: the
+ * trace's own). */
+static int rec_close(rec *r, int rc, kr_error *err)
+{
+    if (!r->threaded)
+        return rc;
+    pthread_mutex_lock(&r->mu);
+    r->closed = 1;
+    pthread_cond_signal(&r->more);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->room);
+    pthread_cond_destroy(&r->more);
+    pthread_mutex_destroy(&r->mu);
+    free(r->d);
+    r->d = NULL;
+    r->threaded = 0;
+    if (r->rc && err)
+        *err = r->err;
+    return r->rc ? r->rc : rc;
+}
+
 /* The quantized steps from every op at its longest duration down to the end of the run. */
 static int trace(kr__solver *sv, kr_solve_result *out, size_t *scap, kr_error *err)
 {
@@ -323,18 +462,20 @@ static int trace(kr__solver *sv, kr_solve_result *out, size_t *scap, kr_error *e
         kr__ex_relax(sv);
         T = cpm(sv);
     }
-    int rc = kr__step_push(out, sv, scap, 0.0, T, err);
+    rec r;
+    rec_open(&r, sv, out, scap);
+    int rc = rec_push(&r, 0.0, T, err);
     while (rc == KR_OK) {
-        if (cfg->max_steps > 0 && out->nsteps > cfg->max_steps) {
+        if (cfg->max_steps > 0 && r.pushed > cfg->max_steps) {
             out->stop_reason = 1;
             break;
         }
         double change;
         if (!step_once(sv, out, &change, &T))
             break;
-        rc = kr__step_push(out, sv, scap, change, T, err);
+        rc = rec_push(&r, change, T, err);
     }
-    return rc;
+    return rec_close(&r, rc, err);
 }
 
 int kr__sv_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *out,

@@ -297,7 +297,9 @@ int kr__bb_search(kr__solver *sv, double budget, long limit);
 
 /* steps.c: storing plans and steps, the fast end, the dominated flags. */
 int kr__step_plan_push(kr_solve_result *f, const int *opt);
-int kr__step_push(kr_solve_result *f, kr__solver *sv, size_t *scap, double change, long T, kr_error *err);
+/* Records a step from durations d (sv->d, or a snapshot of it: see solver.c's recorder). */
+int kr__step_push(kr_solve_result *f, kr__solver *sv, size_t *scap, double change, long T, const long *d,
+                  kr_error *err);
 void kr__step_figures(const kr__solver *sv, kr_solver_step *st, double span);
 int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *err);
 int kr__step_fastest(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *err);

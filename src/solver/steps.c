@@ -12,24 +12,25 @@
 #include "solver/solver_internal.h"
 #include "util/util.h"
 
-/* Fills the step's figures from the current durations; knobs per the cost model. */
-static void record(kr__solver *sv, kr_solver_step *st, long T)
+/* Fills the step's figures from the durations d (n entries: the current ones, or the
+ * recording thread's snapshot); knobs per the cost model. Reads nothing else the cut writes. */
+static void record(kr__solver *sv, kr_solver_step *st, long T, const long *d)
 {
     const kr_solver_config *cfg = &sv->cfg;
     double G = cfg->gpus_per_stage, P = cfg->static_power_w, S = sv->opts->num_stages;
     double model = 0;
     if (sv->relax_only) {
         for (int v = 2; v < sv->n; v++)
-            model += kr__gcost(&sv->groups[sv->gidx[v]], sv->d[v]);
+            model += kr__gcost(&sv->groups[sv->gidx[v]], d[v]);
         st->quant_time = T;
         st->model_cost_j = model;
         return;
     }
     for (int v = 2; v < sv->n; v++) {
         const kr__group *g = &sv->groups[sv->gidx[v]];
-        model += kr__gcost(g, sv->d[v]);
-        long d = KR_MIN(KR_MAX(sv->d[v], g->dmin), g->dmax);
-        sv->knob[v] = g->knob[d - g->dmin];
+        model += kr__gcost(g, d[v]);
+        long dv = KR_MIN(KR_MAX(d[v], g->dmin), g->dmax);
+        sv->knob[v] = g->knob[dv - g->dmin];
     }
     double span = kr__round_cpm(sv);
     if (cfg->cost_model == KR_COST_EXACT && cfg->final_pass) {
@@ -89,7 +90,8 @@ int kr__step_plan_push(kr_solve_result *f, const int *opt)
     return 0;
 }
 
-int kr__step_push(kr_solve_result *f, kr__solver *sv, size_t *scap, double change, long T, kr_error *err)
+int kr__step_push(kr_solve_result *f, kr__solver *sv, size_t *scap, double change, long T, const long *d,
+                  kr_error *err)
 {
     if (kr__grow((void **)&f->steps, scap, (size_t)f->nsteps + 1, sizeof *f->steps))
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
@@ -97,7 +99,7 @@ int kr__step_push(kr_solve_result *f, kr__solver *sv, size_t *scap, double chang
     memset(st, 0, sizeof *st);
     st->step = f->nsteps;
     st->cost_change_j = change;
-    record(sv, st, T);
+    record(sv, st, T, d);
     if (!sv->relax_only && kr__step_plan_push(f, sv->knob + 2))
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory storing step %d", f->nsteps);
     f->nsteps++;
