@@ -24,7 +24,7 @@ static void round_durations(kr__solver *sv)
 
 /* kr_dag_cpm's forward half on the solver's edge rows (the same sums and maxima, so the same
  * doubles): earliest starts of the durations in sv->rt into sv->res; returns the makespan. */
-static double round_forward(kr__solver *sv)
+double kr__round_forward(kr__solver *sv)
 {
     const kr_dag *dag = sv->dag;
     const int *off = dag->out_off, *succ = sv->osucc, *topo = dag->topo;
@@ -69,7 +69,7 @@ void kr__round_lf(kr__solver *sv, double *lf, double span)
 double kr__round_cpm_lf(kr__solver *sv, double *lf)
 {
     round_durations(sv);
-    double span = round_forward(sv);
+    double span = kr__round_forward(sv);
     if (lf)
         kr__round_lf(sv, lf, span);
     return span;
@@ -131,21 +131,22 @@ int kr__round_final(kr__solver *sv, double span)
     return changed;
 }
 
-/* Pareto option of v next slower (dir = +1) or next faster (dir = −1) than option k, or −1. */
+/* Pareto option of v next slower (dir = +1) or next faster (dir = −1) than option k, or −1.
+ * O(1) from ppos (the last Pareto option no slower than k; the Pareto times strictly ascend):
+ * the fast end asks it of every critical op at every iteration. */
 int kr__round_pareto_step(const kr__solver *sv, int v, int k, int dir)
 {
     const kr__group *g = &sv->groups[sv->gidx[v]];
     double t = g->set->opt[k].time_s;
+    int j = g->ppos[k]; /* par_t[j] <= t < par_t[j + 1], or j = 0 with par_t[0] > t */
     if (dir > 0) {
-        for (int i = 0; i < g->npar; i++)
-            if (g->set->opt[g->par[i]].time_s > t)
-                return g->par[i];
-        return -1;
+        if (g->par_t[j] > t)
+            return g->par[j];
+        return j + 1 < g->npar ? g->par[j + 1] : -1;
     }
-    for (int i = g->npar - 1; i >= 0; i--)
-        if (g->set->opt[g->par[i]].time_s < t)
-            return g->par[i];
-    return -1;
+    if (g->par_t[j] < t)
+        return g->par[j];
+    return j > 0 ? g->par[j - 1] : -1;
 }
 
 /*

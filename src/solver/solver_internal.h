@@ -281,6 +281,9 @@ void kr__ex_relax(kr__solver *sv);
  * knobs, with rt and res from it, as kr__round_cpm just left them; returns the new one). */
 double kr__round_cpm_lf(kr__solver *sv, double *lf);
 double kr__round_cpm(kr__solver *sv);
+/* Its forward half alone: earliest starts of the durations already in sv->rt into sv->res;
+ * returns the makespan. */
+double kr__round_forward(kr__solver *sv);
 /* The latest finishes of the durations in sv->rt against makespan span into lf (the backward
  * half of kr__round_cpm_lf). */
 void kr__round_lf(kr__solver *sv, double *lf, double span);

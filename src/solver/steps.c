@@ -158,19 +158,46 @@ static int push_knob_step(kr_solve_result *f, kr__solver *sv, size_t *scap, doub
 int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *err)
 {
     const kr_dag *dag = sv->dag;
-    int n = sv->n, N = 2 * n;
+    int n = sv->n;
     int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
     double last = f->steps[f->nsteps - 1].knob_time_s;
     long cap_iter = 4L * (n + 16);
     double fwd = -1; /* >= 0: the knobs' critical path, with rt and res from it */
+    /* Each iteration's network has only the critical ops (a few hundred of thousands; one op
+     * changes per iteration on the golden pipelines): they are numbered in list order, the
+     * source and the sink first, so s and t keep ids 0 and 3. */
+    int *list = malloc(sizeof(int) * (size_t)n), *pos = malloc(sizeof(int) * (size_t)n);
+    if (!list || !pos) {
+        free(list);
+        free(pos);
+        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+    }
+    for (int v = 0; v < n; v++)
+        pos[v] = -1;
+    int nl = 0;
     for (long it = 0; it < cap_iter; it++) {
         double span = fwd >= 0 ? fwd : kr__round_cpm(sv);
         kr__round_lf(sv, sv->rlf, span);
         double tol = 1e-9 * (1 + span);
-        if (kr__flow_reset(&sv->flow, N + 2, 2 * (n + dag->nedges) + 8))
-            return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+        for (int i = 0; i < nl; i++)
+            pos[list[i]] = -1;
+        nl = 2;
+        list[0] = KR_DAG_SOURCE;
+        list[1] = KR_DAG_SINK;
         for (int v = 0; v < n; v++) {
             sv->crit[v] = sv->rlf[v] - sv->res[v] - sv->rt[v] <= tol;
+            if (sv->crit[v] && v >= 2)
+                list[nl++] = v;
+        }
+        for (int i = 0; i < nl; i++)
+            pos[list[i]] = i;
+        if (kr__flow_reset(&sv->flow, 2 * nl, 2 * nl + 8)) {
+            free(list);
+            free(pos);
+            return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+        }
+        for (int i = 0; i < nl; i++) {
+            int v = list[i];
             if (!sv->crit[v])
                 continue;
             int64_t c = KR__EX_INF;
@@ -181,21 +208,31 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
                 if (c < 1)
                     c = 1;
             }
-            kr__flow_arc(&sv->flow, KR__LNODE(v), KR__RNODE(v), c);
+            kr__flow_arc(&sv->flow, KR__LNODE(i), KR__RNODE(i), c);
         }
-        for (int e = 0; e < dag->nedges; e++) {
-            int u = dag->eu[e], v = dag->ev[e];
-            if (sv->crit[u] && sv->crit[v] && sv->res[u] + sv->rt[u] + dag->lag_s[e] >= sv->res[v] - tol)
-                kr__flow_arc(&sv->flow, KR__RNODE(u), KR__LNODE(v), KR__EX_INF);
+        /* The tight dependency arcs between critical ops (the DAG's out-edge rows). */
+        for (int i = 0; i < nl; i++) {
+            int u = list[i];
+            if (!sv->crit[u])
+                continue;
+            for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
+                int v = sv->osucc[k];
+                if (sv->crit[v] && sv->res[u] + sv->rt[u] + sv->olags[k] >= sv->res[v] - tol)
+                    kr__flow_arc(&sv->flow, KR__RNODE(i), KR__LNODE(pos[v]), KR__EX_INF);
+            }
         }
         if (kr__flow_min_cut(&sv->flow, s, t, sv->mark) >= KR__EX_INF / 2)
             break;
-        for (int v = 2; v < n; v++)
-            if (sv->crit[v] && sv->mark[KR__LNODE(v)] && !sv->mark[KR__RNODE(v)])
+        for (int i = 2; i < nl; i++) {
+            int v = list[i];
+            if (sv->mark[KR__LNODE(i)] && !sv->mark[KR__RNODE(i)]) {
                 sv->knob[v] = kr__round_pareto_step(sv, v, sv->knob[v], -1);
+                sv->rt[v] = sv->vopt[v][sv->knob[v]].time_s;
+            }
+        }
         /* A step is recorded once the makespan has dropped by a quarter unit (the rounding
          * passes are what costs; each recorded step gets them). */
-        double ns = kr__round_cpm(sv);
+        double ns = kr__round_forward(sv); /* rt is current: only the cut's ops changed */
         fwd = ns; /* the next iteration's knobs, unless a step is recorded below */
         if (!(ns < last - 0.25 * sv->cfg.unit_time_s))
             continue;
@@ -203,10 +240,15 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
         if (sv->cfg.final_pass)
             ns = kr__round_improve(sv, ns, ns);
         int rc = push_knob_step(f, sv, scap, ns, err);
-        if (rc)
+        if (rc) {
+            free(list);
+            free(pos);
             return rc;
+        }
         last = ns;
     }
+    free(list);
+    free(pos);
     /* The last speed-ups may have lowered the makespan by less than the quarter unit: that
      * plan is the fastest one, and it gets the rounding passes too (before, only the appended
      * all-fastest plan with one final pass stood at this makespan: issue 15). */
