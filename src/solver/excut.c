@@ -299,22 +299,13 @@ static void update_ops(kr__solver *sv)
 /*
  * One exact-mode cut; returns the cut value in nJ (>= KR__EX_INF/2 means no finite cut).
  * Only what changed is touched: the ops whose durations changed since the last cut (and
- * their balance arcs), and the dependency arcs whose tightness changed (set_cap with an
- * unchanged capacity leaves an arc as it is, so the network is the one a full update gives).
+ * their balance arcs); the dependency arcs whose tightness changed were set by
+ * kr__ex_relax. The network is the one a full update gives.
  */
 int64_t kr__ex_cut(kr__solver *sv)
 {
-    const kr_dag *dag = sv->dag;
-    int n = sv->n;
     int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
     update_ops(sv);
-    for (int e = 0; e < dag->nedges; e++) {
-        char tight = sv->ef[dag->eu[e]] + sv->lagq[e] == sv->es[dag->ev[e]];
-        if (tight != sv->incut[n + e]) {
-            sv->incut[n + e] = tight;
-            set_cap(sv, sv->depa[e], tight ? KR__EX_INF : 0);
-        }
-    }
     kr__flow *f = &sv->flow;
     int hub = f->hs.node;
     f->hs.node = -1; /* its augmentations still list what they free on s's arcs (track) */
@@ -359,26 +350,50 @@ void kr__ex_apply(kr__solver *sv)
     }
 }
 
-/* Lengthens every op within its free float (no start time moves); needs a fresh cpm(). */
-void kr__ex_relax(kr__solver *sv)
+/* Lengthens every op within its free float (no start time moves; needs a fresh forward CPM),
+ * then sets each dependency arc's tightness in the network (tight: ef(u) + lag = es(v), which
+ * the lengthening of u decides and nothing after it changes; set_cap with an unchanged
+ * capacity would leave an arc as it is, so only the changes are applied) and returns the
+ * makespan. One pass over the out-edge rows does all three (they were three passes, one of
+ * them over the edges in id order). */
+long kr__ex_relax(kr__solver *sv)
 {
     const kr_dag *dag = sv->dag;
-    for (int v = 2; v < sv->n; v++) {
-        const kr__group *g = &sv->groups[sv->gidx[v]];
-        if (sv->d[v] >= g->dmax)
-            continue;
-        long fin = LONG_MAX;
-        for (int k = dag->out_off[v]; k < dag->out_off[v + 1]; k++) {
-            long t = sv->es[sv->osucc[k]] - sv->olagq[k];
-            if (t < fin)
-                fin = t;
+    const int *off = dag->out_off, *succ = sv->osucc, *oe = dag->out_e;
+    const long *lag = sv->olagq, *es = sv->es;
+    long *ef = sv->ef, T = 0;
+    char *tight = sv->incut + sv->n;
+    for (int v = 0; v < sv->n; v++) {
+        if (v >= 2) {
+            const kr__group *g = &sv->groups[sv->gidx[v]];
+            if (sv->d[v] < g->dmax) {
+                long fin = LONG_MAX;
+                for (int k = off[v]; k < off[v + 1]; k++) {
+                    long t = es[succ[k]] - lag[k];
+                    if (t < fin)
+                        fin = t;
+                }
+                long room = fin - ef[v];
+                if (room > 0) {
+                    long nd = KR_MIN(sv->d[v] + room, g->dmax);
+                    ef[v] += nd - sv->d[v];
+                    sv->d[v] = nd;
+                    mark_dirty(sv, v);
+                }
+            }
         }
-        long room = fin - sv->ef[v];
-        if (room > 0) {
-            long nd = KR_MIN(sv->d[v] + room, g->dmax);
-            sv->ef[v] += nd - sv->d[v];
-            sv->d[v] = nd;
-            mark_dirty(sv, v);
+        long fv = ef[v];
+        T = KR_MAX(T, fv);
+        if (!sv->net_ready)
+            continue;
+        for (int k = off[v]; k < off[v + 1]; k++) {
+            char tk = fv + lag[k] == es[succ[k]];
+            int e = oe[k];
+            if (tk != tight[e]) {
+                tight[e] = tk;
+                set_cap(sv, sv->depa[e], tk ? KR__EX_INF : 0);
+            }
         }
     }
+    return T;
 }

@@ -304,10 +304,7 @@ static int step_once(kr__solver *sv, kr_solve_result *out, double *change, long 
         return 0;
     kr__ex_apply(sv);
     cpm_pass(sv, 1);
-    kr__ex_relax(sv); /* keeps every start time; updates ef of the ops it lengthens */
-    *T = 0;
-    for (int v = 0; v < sv->n; v++)
-        *T = KR_MAX(*T, sv->ef[v]);
+    *T = kr__ex_relax(sv); /* keeps every start time; updates ef of the ops it lengthens */
     *change = (double)cut / KR__EX_SCALE;
     return 1;
 }

@@ -272,7 +272,7 @@ double kr__lt_apply(kr__solver *sv);
 int kr__ex_build(kr__solver *sv);
 int64_t kr__ex_cut(kr__solver *sv);
 void kr__ex_apply(kr__solver *sv);
-void kr__ex_relax(kr__solver *sv);
+long kr__ex_relax(kr__solver *sv);
 
 /* rounding.c: real-time critical path of sv->knob (rt, res and, if lf, latest finishes); the
  * final pass; the next slower (+1) / faster (−1) Pareto option or −1; the exchange pass; the
