@@ -323,8 +323,9 @@ void kr__round_sweep(kr__solver *sv, double budget, int every)
 double kr__round_improve(kr__solver *sv, double span0, double budget)
 {
     const kr_solver_config *cfg = &sv->cfg;
-    /* A final pass that changed no knob leaves the critical path as it was. */
-    double span = kr__round_final(sv, budget) ? kr__round_cpm(sv) : span0;
+    /* A final pass that changed no knob leaves the critical path as it was; one that did
+     * left every op's real time in rt (it writes each op's). */
+    double span = kr__round_final(sv, budget) ? kr__round_forward(sv) : span0;
     if (cfg->exchange > 0 || (cfg->exchange == 0 && sv->n - 2 <= KR__EXCHANGE_MAX_OPS)) {
         kr__round_exchange(sv, KR_MAX(span, budget));
         /* The final pass reads the earliest starts in sv->res: the exchange pass's last

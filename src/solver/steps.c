@@ -26,13 +26,18 @@ static void record(kr__solver *sv, kr_solver_step *st, long T, const long *d)
         st->model_cost_j = model;
         return;
     }
+    /* The knobs of the durations and their real times (what kr__round_cpm's first loop
+     * would fill in again), then the forward half of the critical path. */
+    sv->rt[KR_DAG_SOURCE] = sv->rt[KR_DAG_SINK] = 0;
     for (int v = 2; v < sv->n; v++) {
         const kr__group *g = &sv->groups[sv->gidx[v]];
         model += kr__gcost(g, d[v]);
         long dv = KR_MIN(KR_MAX(d[v], g->dmin), g->dmax);
-        sv->knob[v] = g->knob[dv - g->dmin];
+        int k = g->knob[dv - g->dmin];
+        sv->knob[v] = k;
+        sv->rt[v] = sv->vopt[v][k].time_s;
     }
-    double span = kr__round_cpm(sv);
+    double span = kr__round_forward(sv);
     if (cfg->cost_model == KR_COST_EXACT && cfg->final_pass) {
         /* The quantized plan promises T units; when the real critical path is shorter, let the
          * final pass use the difference. */
