@@ -1339,6 +1339,11 @@ static void helper_restores_after_any_death(void **state)
     helper_state(&h, 0, &lmin, &lmax, &cur);
     const char *dir = kr_test_tmpdir("rt_helper_death");
     static const int deaths[] = {SIGTERM, SIGHUP, SIGKILL, 0 /* _exit */};
+    /* The children inherit the dispositions: a harness that ignores SIGHUP (nohup) would leave
+     * the SIGHUP child alive (the runtime keeps an ignored signal ignored) and this test waiting
+     * for it forever. */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     for (size_t k = 0; k < sizeof deaths / sizeof deaths[0]; k++) {
         warnings w = {0};
         kr_runtime_config o = helper_options(&h, &w, dir, 0);
