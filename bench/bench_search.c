@@ -16,8 +16,9 @@
  *
  * Issue 16 sections (last): the physics prior on perturbed simulated GPUs (KR_BENCH_GPUS, default
  * 20; seeds 1-2) and the measured A100 partition replayed over its rows. KR_BENCH_ONLY=prior or
- * KR_BENCH_ONLY=a100 runs one of them alone; KR_BENCH_PRIOR_STOP / KR_BENCH_PRIOR_INIT set bo_stop
- * / bo_init of the runs with the prior (threshold and design experiments). For iterating on a
+ * KR_BENCH_ONLY=a100 runs one of them alone; KR_BENCH_PRIOR_STOP / KR_BENCH_PRIOR_INIT /
+ * KR_BENCH_PRIOR_BATCH set bo_stop / bo_init / bo_batch of the runs with the prior (threshold,
+ * design and batch experiments). For iterating on a
  * subset and checking on held-out ones: KR_BENCH_GPU0 (first perturbed GPU, default 0),
  * KR_BENCH_SEED0 (first seed, default 1), KR_BENCH_SIDE=prior|none (one side only; the other's
  * columns print as zeros), KR_BENCH_JOB=0|1 (the default or the CP job only). KR_BENCH_VERBOSE prints
@@ -542,6 +543,8 @@ static void bench_prior(int ngpus, int seeds)
                             o.bo_stop = atof(getenv("KR_BENCH_PRIOR_STOP"));
                         if (wp && getenv("KR_BENCH_PRIOR_INIT"))
                             o.bo_init = atoi(getenv("KR_BENCH_PRIOR_INIT"));
+                        if (wp && getenv("KR_BENCH_PRIOR_BATCH"))
+                            o.bo_batch = atoi(getenv("KR_BENCH_PRIOR_BATCH"));
                         kr_partition_frontier f;
                         kr_search_stats fs;
                         rb->n = 0;
