@@ -23,6 +23,14 @@ static void load_opts(int stages, kr_options *o)
     }
 }
 
+/* The golden options of the first S stages and the (S, M) 1F1B DAG. */
+static void load_1f1b(int S, int M, kr_options *o, kr_dag *d)
+{
+    load_opts(S, o);
+    kr_error e = {0};
+    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, S, M, 1, NULL, d, &e), KR_OK);
+}
+
 static void py_floordiv_matches_cpython(void **state)
 {
     (void)state;
@@ -370,10 +378,9 @@ static void bound_with_lags(void **state)
 static double exact_vs_lowtime(int S, int M, double *mean_out)
 {
     kr_options o;
-    load_opts(S, &o);
     kr_dag d;
     kr_error e = {0};
-    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, S, M, 1, NULL, &d, &e), KR_OK);
+    load_1f1b(S, M, &o, &d);
     kr_solver_config cfg;
     kr_solver_config_default(&cfg);
     kr_solve_result ex, lt;
@@ -425,10 +432,9 @@ static void exact_threads_same_result(void **state)
 {
     (void)state;
     kr_options o;
-    load_opts(4, &o);
     kr_dag d;
     kr_error e = {0};
-    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, 4, 16, 1, NULL, &d, &e), KR_OK);
+    load_1f1b(4, 16, &o, &d);
     for (int lim = 0; lim <= 37; lim += 37) {
         kr_solver_config cfg;
         kr_solver_config_default(&cfg);
@@ -605,10 +611,9 @@ static void frontier_energy_accounting(void **state)
 {
     (void)state;
     kr_options o;
-    load_opts(2, &o);
     kr_dag d;
     kr_error e = {0};
-    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, 2, 8, 1, NULL, &d, &e), KR_OK);
+    load_1f1b(2, 8, &o, &d);
     kr_solver_config cfg;
     kr_solver_config_default(&cfg);
     cfg.gpus_per_stage = 8;
@@ -657,10 +662,9 @@ static void solver_bad_input(void **state)
 {
     (void)state;
     kr_options o;
-    load_opts(2, &o);
     kr_dag d;
     kr_error e = {0};
-    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, 2, 4, 1, NULL, &d, &e), KR_OK);
+    load_1f1b(2, 4, &o, &d);
     kr_solver_config cfg;
     kr_solver_config_default(&cfg);
     kr_solve_result f;
@@ -713,10 +717,9 @@ static void select_rules(void **state)
 {
     (void)state;
     kr_options o;
-    load_opts(2, &o);
     kr_dag d;
     kr_error e = {0};
-    assert_int_equal(kr_dag_pipeline(KR_SCHEDULE_1F1B, 2, 8, 1, NULL, &d, &e), KR_OK);
+    load_1f1b(2, 8, &o, &d);
     kr_solver_config cfg;
     kr_solver_config_default(&cfg);
     kr_solve_result f;

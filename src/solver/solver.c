@@ -382,19 +382,22 @@ static void rec_open(rec *r, kr__solver *sv, kr_solve_result *out, size_t *scap)
     r->d = malloc(sizeof(long) * REC_RING * (size_t)sv->n);
     if (r->d == NULL)
         return;
-    if (pthread_mutex_init(&r->mu, NULL) == 0) {
-        if (pthread_cond_init(&r->more, NULL) == 0) {
-            if (pthread_cond_init(&r->room, NULL) == 0) {
-                if (pthread_create(&r->thread, NULL, rec_main, r) == 0) {
-                    r->threaded = 1;
-                    return;
-                }
-                pthread_cond_destroy(&r->room);
-            }
-            pthread_cond_destroy(&r->more);
-        }
-        pthread_mutex_destroy(&r->mu);
+    if (pthread_mutex_init(&r->mu, NULL))
+        goto no_mu;
+    if (pthread_cond_init(&r->more, NULL))
+        goto no_more;
+    if (pthread_cond_init(&r->room, NULL))
+        goto no_room;
+    if (pthread_create(&r->thread, NULL, rec_main, r) == 0) {
+        r->threaded = 1;
+        return;
     }
+    pthread_cond_destroy(&r->room);
+no_room:
+    pthread_cond_destroy(&r->more);
+no_more:
+    pthread_mutex_destroy(&r->mu);
+no_mu:
     free(r->d);
     r->d = NULL;
 }

@@ -170,23 +170,17 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
     double fwd = -1; /* >= 0: the knobs' critical path, with rt and res from it */
     /* Each iteration's network has only the critical ops (a few hundred of thousands; one op
      * changes per iteration on the golden pipelines): they are numbered in list order, the
-     * source and the sink first, so s and t keep ids 0 and 3. */
-    int *list = malloc(sizeof(int) * (size_t)n), *pos = malloc(sizeof(int) * (size_t)n);
-    if (!list || !pos) {
-        free(list);
-        free(pos);
+     * source and the sink first, so s and t keep ids 0 and 3. pos[v] is read only for the
+     * critical ops, each listed (and its pos set) in the same iteration. */
+    int *list = malloc(sizeof(int) * 2 * (size_t)n), *pos = list + n;
+    if (!list)
         return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
-    }
-    for (int v = 0; v < n; v++)
-        pos[v] = -1;
-    int nl = 0;
+    int rc = KR_OK;
     for (long it = 0; it < cap_iter; it++) {
         double span = fwd >= 0 ? fwd : kr__round_cpm(sv);
         kr__round_lf(sv, sv->rlf, span);
         double tol = 1e-9 * (1 + span);
-        for (int i = 0; i < nl; i++)
-            pos[list[i]] = -1;
-        nl = 2;
+        int nl = 2;
         list[0] = KR_DAG_SOURCE;
         list[1] = KR_DAG_SINK;
         for (int v = 0; v < n; v++) {
@@ -197,9 +191,8 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
         for (int i = 0; i < nl; i++)
             pos[list[i]] = i;
         if (kr__flow_reset(&sv->flow, 2 * nl, 2 * nl + 8)) {
-            free(list);
-            free(pos);
-            return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+            rc = kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+            break;
         }
         for (int i = 0; i < nl; i++) {
             int v = list[i];
@@ -244,16 +237,13 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
         fwd = -1;
         if (sv->cfg.final_pass)
             ns = kr__round_improve(sv, ns, ns);
-        int rc = push_knob_step(f, sv, scap, ns, err);
-        if (rc) {
-            free(list);
-            free(pos);
-            return rc;
-        }
+        if ((rc = push_knob_step(f, sv, scap, ns, err)))
+            break;
         last = ns;
     }
     free(list);
-    free(pos);
+    if (rc)
+        return rc;
     /* The last speed-ups may have lowered the makespan by less than the quarter unit: that
      * plan is the fastest one, and it gets the rounding passes too (before, only the appended
      * all-fastest plan with one final pass stood at this makespan: issue 15). */
