@@ -144,13 +144,90 @@ static int push_knob_step(kr_solve_result *f, kr__solver *sv, size_t *scap, doub
     return KR_OK;
 }
 
+/* The fast end's critical-path state: the in-edges as rows (predecessor, lag) in the DAG's
+ * in_off layout, the running maximum of the finishes along the topological order, and a
+ * stack for the critical ops' search. */
+typedef struct {
+    int *ipred, *stack;
+    double *ilag, *pmax;
+} tail_cpm;
+
+/*
+ * Forward half of the critical path from topological position p0 on, for durations of which
+ * none before p0 changed (earlier starts are then unchanged): each start pulled from its
+ * predecessors, pmax[i] the largest finish of positions 0 .. i. The same sums, maxima and
+ * initial 0 as kr__round_forward(), so the same doubles; returns the makespan.
+ */
+static double tail_forward(kr__solver *sv, const tail_cpm *c, int p0)
+{
+    const int *topo = sv->dag->topo, *ioff = sv->dag->in_off, *ipred = c->ipred;
+    const double *rt = sv->rt, *ilag = c->ilag;
+    double *es = sv->res, *pmax = c->pmax, span = p0 > 0 ? pmax[p0 - 1] : 0;
+    for (int i = p0; i < sv->n; i++) {
+        int w = topo[i];
+        double st = 0;
+        for (int k = ioff[w]; k < ioff[w + 1]; k++) {
+            int u = ipred[k];
+            double fin = es[u] + rt[u];
+            if (fin + ilag[k] > st)
+                st = fin + ilag[k];
+        }
+        es[w] = st;
+        span = KR_MAX(span, st + rt[w]);
+        pmax[i] = span;
+    }
+    return span;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * The critical ops, found from the sink back along tight arcs (finish + lag within tol of the
+ * successor's start): sv->crit set for them and cleared for the nl listed before, and list[2 ..)
+ * the ops in increasing id (after the source and the sink). An op is critical when a chain of
+ * tight arcs leads from it to the sink: zero float up to tol per arc, the test the network's
+ * dependency arcs use (a float summed over a chain may exceed tol: such ops count too, where
+ * before float was tested as a whole against tol). Costs the critical part of the graph only,
+ * not a backward pass over all nodes. Returns the new nl.
+ */
+static int tail_critical(kr__solver *sv, const tail_cpm *c, int *list, int nl, double tol)
+{
+    const int *ioff = sv->dag->in_off, *ipred = c->ipred;
+    const double *rt = sv->rt, *es = sv->res, *ilag = c->ilag;
+    char *crit = sv->crit;
+    int *stack = c->stack, top = 0;
+    for (int i = 0; i < nl; i++)
+        crit[list[i]] = 0;
+    crit[KR_DAG_SINK] = 1;
+    stack[top++] = KR_DAG_SINK;
+    nl = 2;
+    while (top > 0) {
+        int w = stack[--top];
+        for (int k = ioff[w]; k < ioff[w + 1]; k++) {
+            int u = ipred[k];
+            if (!crit[u] && es[u] + rt[u] + ilag[k] >= es[w] - tol) {
+                crit[u] = 1;
+                stack[top++] = u;
+                if (u >= 2)
+                    list[nl++] = u;
+            }
+        }
+    }
+    qsort(list + 2, (size_t)(nl - 2), sizeof(int), cmp_int);
+    return nl;
+}
+
 /*
  * The fast end (exact mode). The quantized steps end when a quantized critical path has every
  * op at its shortest quantized duration, but times are rounded down, so the last step's real
  * critical path can still be well above the all-fastest plan's (2–3 % of the energy was left
  * in that window on the golden pipelines: issue 15). From the last step's knobs this keeps
  * stepping in real time until the real makespan reaches its minimum: on the real critical
- * graph (ops and dependency arcs with zero float in the real-time CPM), a minimum cut whose
+ * graph (ops and dependency arcs with zero float in the real-time CPM: tail_critical()), a minimum cut whose
  * capacity is the effective energy of moving each op to its next faster Pareto option (∞ for
  * an op already at its fastest, the source and sink, and every dependency arc) chooses the ops
  * to speed up; every critical path crosses the cut, so the real makespan drops or stays (a
@@ -163,31 +240,40 @@ static int push_knob_step(kr_solve_result *f, kr__solver *sv, size_t *scap, doub
 int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *err)
 {
     const kr_dag *dag = sv->dag;
-    int n = sv->n;
+    int n = sv->n, m = dag->in_off[n];
     int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
     double last = f->steps[f->nsteps - 1].knob_time_s;
     long cap_iter = 4L * (n + 16);
-    double fwd = -1; /* >= 0: the knobs' critical path, with rt and res from it */
+    int p0 = -1; /* >= 0: the knobs' durations are in rt, and starts before position p0 in res */
     /* Each iteration's network has only the critical ops (a few hundred of thousands; one op
      * changes per iteration on the golden pipelines): they are numbered in list order, the
      * source and the sink first, so s and t keep ids 0 and 3. pos[v] is read only for the
      * critical ops, each listed (and its pos set) in the same iteration. */
-    int *list = malloc(sizeof(int) * 2 * (size_t)n), *pos = list + n;
-    if (!list)
-        return kr_error_set(err, KR_ENOMEM, "solver: out of memory");
-    int rc = KR_OK;
+    int *list = malloc(sizeof(int) * 2 * (size_t)n), *pos = list ? list + n : NULL;
+    tail_cpm cp = {malloc(sizeof(int) * ((size_t)m + 1)), malloc(sizeof(int) * (size_t)n),
+                  malloc(sizeof(double) * ((size_t)m + 1)), malloc(sizeof(double) * (size_t)n)};
+    int rc = KR_OK, nl = 0;
+    if (!list || !cp.ipred || !cp.stack || !cp.ilag || !cp.pmax) {
+        rc = kr_error_set(err, KR_ENOMEM, "solver: out of memory");
+        goto out;
+    }
+    for (int k = 0; k < m; k++) {
+        cp.ipred[k] = dag->eu[dag->in_e[k]];
+        cp.ilag[k] = dag->lag_s[dag->in_e[k]];
+    }
     for (long it = 0; it < cap_iter; it++) {
-        double span = fwd >= 0 ? fwd : kr__round_cpm(sv);
-        kr__round_lf(sv, sv->rlf, span);
+        if (p0 < 0) {
+            /* The durations of the knobs into rt; no op marked critical (the rounding passes
+             * of a recorded step mark their own in sv->crit). */
+            (void)kr__round_cpm(sv);
+            memset(sv->crit, 0, (size_t)n);
+            p0 = nl = 0;
+        }
+        double span = tail_forward(sv, &cp, p0);
         double tol = 1e-9 * (1 + span);
-        int nl = 2;
+        nl = tail_critical(sv, &cp, list, nl, tol);
         list[0] = KR_DAG_SOURCE;
         list[1] = KR_DAG_SINK;
-        for (int v = 0; v < n; v++) {
-            sv->crit[v] = sv->rlf[v] - sv->res[v] - sv->rt[v] <= tol;
-            if (sv->crit[v] && v >= 2)
-                list[nl++] = v;
-        }
         for (int i = 0; i < nl; i++)
             pos[list[i]] = i;
         if (kr__flow_reset(&sv->flow, 2 * nl, 2 * nl + 8)) {
@@ -221,27 +307,36 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
         }
         if (kr__flow_min_cut(&sv->flow, s, t, sv->mark) >= KR__EX_INF / 2)
             break;
+        p0 = n;
         for (int i = 2; i < nl; i++) {
             int v = list[i];
             if (sv->mark[KR__LNODE(i)] && !sv->mark[KR__RNODE(i)]) {
                 sv->knob[v] = kr__round_pareto_step(sv, v, sv->knob[v], -1);
                 sv->rt[v] = sv->vopt[v][sv->knob[v]].time_s;
+                p0 = KR_MIN(p0, sv->tpos[v]);
             }
         }
         /* A step is recorded once the makespan has dropped by a quarter unit (the rounding
-         * passes are what costs; each recorded step gets them). */
-        double ns = kr__round_forward(sv); /* rt is current: only the cut's ops changed */
-        fwd = ns; /* the next iteration's knobs, unless a step is recorded below */
+         * passes are what costs; each recorded step gets them). Otherwise the next iteration
+         * goes on from these knobs: only the cut's ops changed, so starts before the first of
+         * them stand. */
+        double ns = tail_forward(sv, &cp, p0);
+        p0 = n; /* res is complete */
         if (!(ns < last - 0.25 * sv->cfg.unit_time_s))
             continue;
-        fwd = -1;
+        p0 = -1;
         if (sv->cfg.final_pass)
             ns = kr__round_improve(sv, ns, ns);
         if ((rc = push_knob_step(f, sv, scap, ns, err)))
             break;
         last = ns;
     }
+out:
     free(list);
+    free(cp.ipred);
+    free(cp.stack);
+    free(cp.ilag);
+    free(cp.pmax);
     if (rc)
         return rc;
     /* The last speed-ups may have lowered the makespan by less than the quarter unit: that
