@@ -56,16 +56,23 @@ int kr__ex_build(kr__solver *sv)
         !sv->exl || !sv->inexl ||
         kr__flow_reset(&sv->flow, N + 2, 2 * (n + dag->nedges + 2 * N) + 4 * N + 16))
         return KR_ENOMEM;
-    for (int v = 0; v < n; v++)
-        sv->opa[v] = kr__flow_arc(&sv->flow, KR__LNODE(v), KR__RNODE(v), 0);
-    for (int e = 0; e < dag->nedges; e++)
-        sv->depa[e] = kr__flow_arc(&sv->flow, KR__RNODE(dag->eu[e]), KR__LNODE(dag->ev[e]), 0);
     /* Balance arcs: node v_R's imbalance is lb(v) >= 0 and v_L's is −lb(v) <= 0 (the hull's
      * costs strictly decrease with the duration), so only s → v_R and v_L → t can carry
-     * anything; the others are not built (they cost every search a look). */
-    for (int x = 0; x < N; x++) {
-        sv->sa[x] = x == s || (x & 1) == 0 ? -1 : kr__flow_arc(&sv->flow, s, x, 0);
-        sv->ta[x] = x == t || (x & 1) == 1 ? -1 : kr__flow_arc(&sv->flow, x, t, 0);
+     * anything; the others are not built (they cost every search a look). Each op's arcs are
+     * made together (its operation arc, balance arcs and out-going dependency arcs), so that
+     * a node's adjacency list lies in a few nearby stretches of the arc arrays (measured on
+     * (32,256): 30.3 -> 26.0 s with 2 threads; arcs in topological order instead: 30.2 s). */
+    for (int x = 0; x < N; x++)
+        sv->sa[x] = sv->ta[x] = -1;
+    for (int v = 0; v < n; v++) {
+        int xl = KR__LNODE(v), xr = KR__RNODE(v);
+        sv->opa[v] = kr__flow_arc(&sv->flow, xl, xr, 0);
+        sv->ta[xl] = kr__flow_arc(&sv->flow, xl, t, 0);
+        sv->sa[xr] = kr__flow_arc(&sv->flow, s, xr, 0);
+        for (int k = dag->out_off[v]; k < dag->out_off[v + 1]; k++) {
+            int e = dag->out_e[k];
+            sv->depa[e] = kr__flow_arc(&sv->flow, xr, KR__LNODE(dag->ev[e]), 0);
+        }
     }
     if (sv->flow.m != 2 * (n + dag->nedges + N) || kr__flow_hub(&sv->flow, s, t))
         return KR_ENOMEM; /* an arc could not be added */
