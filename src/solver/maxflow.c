@@ -163,26 +163,34 @@ static inline int64_t res(const kr__flow *f, int a, int rev)
     return f->cap[a ^ rev];
 }
 
-/* The hub's part of a BFS: labels its arcs' heads and drops the arcs at 0 from its list. */
-static inline int bfs_hub(kr__flow *f, kr__hub *h, int u, int *q, int qt, int rev)
+/* Drops the hub's arcs without residual capacity from its list (they are listed again when
+ * they gain some: kr__flow_gained) and rewinds its DFS place. */
+static inline void hub_prune(kr__flow *f, kr__hub *h, int rev)
 {
     int k2 = 0;
     for (int k = 0; k < h->n; k++) {
         int a = h->arc[k];
-        if (res(f, a, rev) <= 0) {
+        if (res(f, a, rev) <= 0)
             h->in[a] = 0;
-            continue;
-        }
-        h->arc[k2++] = a;
-        int w = f->head[a];
+        else
+            h->arc[k2++] = a;
+    }
+    h->n = k2;
+    h->i = 0;
+}
+
+/* The hub's part of a BFS: labels its arcs' heads (after dropping the arcs at 0). */
+static inline int bfs_hub(kr__flow *f, kr__hub *h, int u, int *q, int qt, int rev)
+{
+    hub_prune(f, h, rev);
+    for (int k = 0; k < h->n; k++) {
+        int w = f->head[h->arc[k]];
         if (f->level[w] < 0) {
             f->level[w] = f->level[u] + 1;
             f->iter[w] = f->first[w];
             q[qt++] = w;
         }
     }
-    h->n = k2;
-    h->i = 0;
     return qt;
 }
 
@@ -350,11 +358,32 @@ int64_t kr__flow_min_cut_rev(kr__flow *f, int s, int t, char *mark)
             break;
         flow += pushed;
     }
-    /* At a maximum flow a forward BFS never reaches t, so it labels exactly the source side. */
-    (void)bfs(f, s, t);
+    /* The source side: the nodes reachable from s in the residual graph, by a walk on marks
+     * alone (no levels; the last BFS's labels and list stay as they are). s's arcs come from
+     * its hub list, which drops its empty arcs as a BFS would. */
     memset(mark, 0, (size_t)f->n);
-    for (int i = 0; i < f->nseen; i++)
-        mark[f->seen[i]] = 1;
+    int *stack = f->queue, top = 0; /* each node is pushed once */
+    mark[s] = 1;
+    stack[top++] = s;
+    while (top > 0) {
+        int u = stack[--top];
+        if (u == f->hs.node) {
+            hub_prune(f, &f->hs, 0);
+            for (int k = 0; k < f->hs.n; k++) {
+                int w = f->head[f->hs.arc[k]];
+                if (!mark[w]) {
+                    mark[w] = 1;
+                    stack[top++] = w;
+                }
+            }
+            continue;
+        }
+        for (int a = f->first[u]; a >= 0; a = f->next[a])
+            if (f->cap[a] > 0 && !mark[f->head[a]]) {
+                mark[f->head[a]] = 1;
+                stack[top++] = f->head[a];
+            }
+    }
     return flow;
 }
 
