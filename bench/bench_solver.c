@@ -15,7 +15,8 @@
  *     the gap of exact's frontier, of exact refined for the deadline (kr_solve_refine) and of
  *     the lowtime model to it (largest, median); then again at the knob times of the frontier
  *     steps those deadlines chose, where "exact" is the frontier point itself (no unused time
- *     between a step and its deadline). CBC is given
+ *     between a step and its deadline); where CBC finds a plan below the refined one, how many
+ *     instructions the two plans differ at. CBC is given
  *     KR_BENCH_MILP_S seconds per deadline (default 60) and KR_BENCH_JOBS parallel solves
  *     (default 1); a deadline it cannot prove within 1e-6 is reported with CBC's interval.
  *
@@ -333,8 +334,11 @@ static void section_milp(void)
          * and the deadline unused). Deadlines K..N-1: the knob times of the steps the grid
          * chose (each once), where "exact" is the frontier point itself. */
         double thi = tfr + 0.03 * (tfr - tlo), t[32], best[3][32], lo[32], hi[32], rcpu = 0;
-        int st[32], N = K;
+        int st[32], N = K, rstep[32], ndiff[32], nops = d.n - 2;
         int fds[32][2];
+        int *cbck = malloc(sizeof(int) * (size_t)nops), *refk = malloc(sizeof(int) * (size_t)nops);
+        if (!cbck || !refk)
+            return;
         pid_t pids[32];
         for (int i = 0; i < K; i++)
             t[i] = tlo + (thi - tlo) * i / (K - 1);
@@ -371,6 +375,7 @@ static void section_milp(void)
             if (i < K)
                 rcpu += proc_cpu_s() - c0;
             best[2][i] = f[0].steps[step].energy_j;
+            rstep[i] = step;
         }
         fflush(stdout);
         for (int i0 = 0; i0 < N; i0 += jobs) {
@@ -380,9 +385,10 @@ static void section_milp(void)
                 pids[i] = fork();
                 if (pids[i] == 0) {
                     double res[3];
-                    res[2] = kr_test_milp(&d, &o, 85.0, 1, t[i], best[2][i], max_s, 1e-6, &res[0], &res[1]);
+                    res[2] = kr_test_milp(&d, &o, 85.0, 1, t[i], best[2][i], max_s, 1e-6, &res[0], &res[1], cbck);
                     ssize_t wn = write(fds[i][1], res, sizeof res);
-                    _exit(wn == (ssize_t)sizeof res ? 0 : 1);
+                    ssize_t wk = write(fds[i][1], cbck, sizeof(int) * (size_t)nops);
+                    _exit(wn == (ssize_t)sizeof res && wk == (ssize_t)(sizeof(int) * (size_t)nops) ? 0 : 1);
                 }
                 close(fds[i][1]);
             }
@@ -390,6 +396,17 @@ static void section_milp(void)
                 double res[3] = {NAN, NAN, -2};
                 if (read(fds[i][0], res, sizeof res) != (ssize_t)sizeof res)
                     res[2] = -2;
+                /* Where CBC found a plan below the refined one (the cutoff lets it return that
+                 * plan itself), how many instructions it changes: how far the better plan lies
+                 * from the local search. */
+                ndiff[i] = -1;
+                if (read(fds[i][0], cbck, sizeof(int) * (size_t)nops) == (ssize_t)(sizeof(int) * (size_t)nops) &&
+                    res[1] < best[2][i] * (1 - 1e-9) && cbck[0] >= 0 &&
+                    kr_solve_result_config(&f[0], rstep[i], refk) == KR_OK) {
+                    ndiff[i] = 0;
+                    for (int v = 0; v < nops; v++)
+                        ndiff[i] += cbck[v] != refk[v];
+                }
                 close(fds[i][0]);
                 waitpid(pids[i], NULL, 0);
                 lo[i] = res[0];
@@ -414,11 +431,29 @@ static void section_milp(void)
             double b = kr_solve_result_bound(&f[0], t[i]);
             bmax = fmax(bmax, ref / b - 1);
             printf("  (%d,%d) %s %.4f s: bound %.3f  MILP %s [%.3f, %.3f]  exact %.3f (%+.4f%%)  refined %.3f "
-                   "(%+.4f%%)  lowtime %.3f (%+.4f%%)\n",
+                   "(%+.4f%%)  lowtime %.3f (%+.4f%%)",
                    S, M, i < K ? "deadline" : "step at", t[i], b, st[i] == 1 ? "optimum" : "unproven", lo[i],
                    fmin(hi[i], best[2][i]), best[0][i], 100 * g[0][i], best[2][i], 100 * g[2][i], best[1][i],
                    100 * g[1][i]);
+            if (ndiff[i] >= 0)
+                printf("  CBC's plan: %d of %d instructions differ from the refined one", ndiff[i], nops);
+            printf("\n");
         }
+        int nbet = 0, dmin = nops, dmax = 0;
+        for (int i = 0; i < N; i++)
+            if (ndiff[i] >= 0) {
+                nbet++;
+                dmin = ndiff[i] < dmin ? ndiff[i] : dmin;
+                dmax = ndiff[i] > dmax ? ndiff[i] : dmax;
+            }
+        if (nbet)
+            printf("(%d,%d) CBC found plans below the refined one at %d of %d times; they differ from it at %d-%d of %d "
+                   "instructions\n",
+                   S, M, nbet, N, dmin, dmax, nops);
+        else
+            printf("(%d,%d) CBC found no plan below the refined one at any of %d times\n", S, M, N);
+        free(cbck);
+        free(refk);
         printf("(%d,%d) refine: %.4f s CPU for %d deadlines\n", S, M, rcpu, K);
         for (int set = 0; set < 2; set++) {
             int i0 = set ? K : 0, i1 = set ? N : K, proven = 0;

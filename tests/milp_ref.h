@@ -63,11 +63,13 @@ static inline int kr_test_dominated(const kr_option_set *set, int i, double P)
  * cutoff_j (INFINITY: none) is an energy some plan meeting the deadline achieves; CBC then
  * prunes everything above it. frac_gap: CBC stops when its incumbent is within this fraction
  * of its lower bound (1e-9: proven optimum). Fills [*lo_j, *hi_j] ∋ the optimum (hi: CBC's
- * incumbent, INFINITY without one). Returns 1 when CBC finished (optimal within frac_gap),
- * 0 when infeasible (or nothing is below the cutoff), −1 when it stopped at max_s.
+ * incumbent, INFINITY without one) and, when choice is not NULL, the incumbent's options.
+ * Returns 1 when CBC finished (optimal within frac_gap), 0 when infeasible (or nothing is
+ * below the cutoff), −1 when it stopped at max_s.
  */
 static inline int kr_test_milp(const kr_dag *d, const kr_options *o, double P, int G, double deadline_s,
-                               double cutoff_j, double max_s, double frac_gap, double *lo_j, double *hi_j)
+                               double cutoff_j, double max_s, double frac_gap, double *lo_j, double *hi_j,
+                               int *choice)
 {
     int n = d->n, S = o->num_stages;
     Cbc_Model *m = Cbc_newModel();
@@ -174,6 +176,14 @@ static inline int kr_test_milp(const kr_dag *d, const kr_options *o, double P, i
     int rc;
     *lo_j = Cbc_getBestPossibleObjValue(m);
     *hi_j = Cbc_getColSolution(m) != NULL && Cbc_getObjValue(m) < 1e29 ? Cbc_getObjValue(m) : INFINITY;
+    /* The incumbent's option per instruction (node v ≥ 2 at choice[v − 2]; −1 without one). */
+    const double *x = Cbc_getColSolution(m);
+    for (int v = 2; choice && v < n; v++) {
+        choice[v - 2] = -1;
+        for (int c = first[v]; x && isfinite(*hi_j) && c < first[v + 1]; c++)
+            if (x[c] > 0.5)
+                choice[v - 2] = c - first[v];
+    }
     if (Cbc_isProvenOptimal(m)) {
         rc = 1;
         *lo_j = fmin(*lo_j, *hi_j);

@@ -511,7 +511,7 @@ static void check_vs_milp(int S, int M, int K, double frac_gap, double max_s)
                 cut = fmin(cut, f[0].steps[k].energy_j);
         /* CBC's proven interval [lo, opt] holds the optimum; with frac_gap 1e-9 it is the
          * optimum. The cutoff is the exact plan's energy, so CBC's incumbent is at most it. */
-        int r = kr_test_milp(&d, &o, 85.0, 1, t, cut, max_s, frac_gap, &lo, &opt);
+        int r = kr_test_milp(&d, &o, 85.0, 1, t, cut, max_s, frac_gap, &lo, &opt, NULL);
         assert_int_equal(r, 1);
         assert_true(isfinite(opt));
         double bound = kr_solve_result_bound(&f[0], t);
