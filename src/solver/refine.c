@@ -1,7 +1,7 @@
 /*
  * refine.c — kr_solve_refine: a per-deadline local search on a frontier's plans (the passes
- * of rounding.c with wider windows, from several starts, then seeded kicks); the best plan
- * found joins the frontier as a new step.
+ * of rounding.c with wider windows and, on small graphs, slow-and-repair moves, from several
+ * starts, then seeded kicks); the best plan found joins the frontier as a new step.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -20,9 +20,97 @@ static double knob_eff(const kr__solver *sv)
 }
 
 /*
+ * Speeds up ops of the real critical graph until the real makespan meets the budget: each
+ * round, a minimum cut of the critical graph whose capacities are the effective energy of
+ * moving each op to its next faster Pareto option (∞ for op `pin`, for ops at their fastest,
+ * for the source and sink and for every tight dependency arc) chooses the ops, as the fast end
+ * does (steps.c); every critical path crosses the cut, so the makespan falls or another path
+ * becomes critical. Returns 1 when the budget is met, 0 when some critical path can go no
+ * faster (the knobs are then partly changed: the caller restores them).
+ */
+static int cut_repair(kr__solver *sv, int pin, double budget)
+{
+    const kr_dag *dag = sv->dag;
+    int n = sv->n, s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
+    for (int it = 0; it < 4 * n; it++) {
+        double span = kr__round_cpm_lf(sv, sv->rlf);
+        if (span <= budget + 1e-12)
+            return 1;
+        double tol = 1e-9 * (1 + span);
+        if (kr__flow_reset(&sv->flow, 2 * n, 2 * (n + dag->nedges) + 8))
+            return 0;
+        for (int v = 0; v < n; v++)
+            sv->crit[v] = sv->rlf[v] - sv->res[v] - sv->rt[v] <= tol;
+        for (int v = 0; v < n; v++) {
+            if (!sv->crit[v])
+                continue;
+            int64_t c = KR__EX_INF;
+            int fo = v >= 2 && v != pin ? kr__round_pareto_step(sv, v, sv->knob[v], -1) : -1;
+            if (fo >= 0)
+                c = KR_MAX(1, llround((kr__opt_eff(sv, v, fo) - kr__opt_eff(sv, v, sv->knob[v])) * KR__EX_SCALE) + 1);
+            kr__flow_arc(&sv->flow, KR__LNODE(v), KR__RNODE(v), c);
+        }
+        for (int u = 0; u < n; u++) {
+            if (!sv->crit[u])
+                continue;
+            for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
+                int v = sv->osucc[k];
+                if (sv->crit[v] && sv->res[u] + sv->rt[u] + sv->olags[k] >= sv->res[v] - tol)
+                    kr__flow_arc(&sv->flow, KR__RNODE(u), KR__LNODE(v), KR__EX_INF);
+            }
+        }
+        if (kr__flow_min_cut(&sv->flow, s, t, sv->mark) >= KR__EX_INF / 2)
+            return 0;
+        for (int v = 2; v < n; v++)
+            if (sv->crit[v] && sv->mark[KR__LNODE(v)] && !sv->mark[KR__RNODE(v)])
+                sv->knob[v] = kr__round_pareto_step(sv, v, sv->knob[v], -1);
+    }
+    return 0;
+}
+
+/*
+ * Slow-and-repair moves on the knobs in sv->knob: each op in turn one Pareto step slower,
+ * then each two steps slower; the time it costs is bought back by cut_repair() (any number of
+ * ops, anywhere on the critical graph, each one step faster per round) and the room left is
+ * handed out by the final pass; a move is kept when the whole energy (effective energy plus
+ * static power over the makespan) falls. These reach plans that differ from the start at many
+ * ops spread over stages, which windows of a few neighbours do not (docs/solver.md, issue 15
+ * round 8). Returns the moves kept.
+ */
+static int slow_repair(kr__solver *sv, double budget)
+{
+    int n = sv->n, kept = 0;
+    size_t nb = sizeof(int) * (size_t)n;
+    double PS = sv->cfg.static_power_w * sv->opts->num_stages;
+    double e0 = knob_eff(sv) + PS * kr__round_cpm(sv);
+    for (int uu = 2; uu < 2 * n; uu++) {
+        int u = uu % n, so = sv->knob[u];
+        for (int j = 0; j <= uu / n && so >= 0 && u >= 2; j++)
+            so = kr__round_pareto_step(sv, u, so, +1);
+        if (u < 2 || so < 0)
+            continue;
+        memcpy(sv->kbak, sv->knob, nb);
+        sv->knob[u] = so;
+        if (cut_repair(sv, u, budget)) {
+            (void)kr__round_cpm(sv);
+            (void)kr__round_final(sv, budget);
+            double e = knob_eff(sv) + PS * kr__round_cpm(sv);
+            if (e < e0 - 1e-9) {
+                e0 = e;
+                kept++;
+                continue;
+            }
+        }
+        memcpy(sv->knob, sv->kbak, nb);
+    }
+    return kept;
+}
+
+/*
  * The deadline search (kr_solve_refine): the rounding passes for the budget, then rounds of
- * the exchange pass, the final pass and a window sweep centred on every op (not only the
- * critical ones, as after each step), while a round lowers the effective energy; at most
+ * the exchange pass, the final pass, a window sweep centred on every op (not only the
+ * critical ones, as after each step) and, up to KR__EXCHANGE_MAX_OPS instructions, the
+ * slow-and-repair moves, while a round lowers the effective energy; at most
  * KR__REFINE_ROUNDS rounds. Every move keeps the real critical path within the budget, and
  * static power is charged for the whole budget-bounded makespan, so lowering the effective
  * energy at a makespan within the budget lowers the plan's energy only when the makespan does
@@ -44,6 +132,8 @@ static double deadline_search(kr__solver *sv, double budget)
         sv->wnodes = 5000;
         kr__round_sweep(sv, budget, 1);
         sv->wops = sv->wnodes = 0;
+        if (sv->n - 2 <= KR__EXCHANGE_MAX_OPS)
+            (void)slow_repair(sv, budget);
         double e = knob_eff(sv);
         if (!(e < prev - 1e-9))
             break;
@@ -159,6 +249,22 @@ static int kicks(refine_run *rr, int k0, int nkick, kr_error *err)
     return KR_OK;
 }
 
+/* After the kicks: slow-and-repair moves from the best plan while they keep finding some (at
+ * most 4 rounds), each followed by the deadline search; kept as the kicks are. */
+static int repair_rounds(refine_run *rr, int k0, kr_error *err)
+{
+    kr__solver *sv = &rr->sv;
+    for (int round = 0; round < 4; round++) {
+        if (rr->found)
+            memcpy(sv->knob + 2, rr->bestk, sizeof(int) * (size_t)rr->f->nops);
+        else if (kr_solve_result_config(rr->f, k0, sv->knob + 2) != KR_OK)
+            return kr_error_set(err, KR_EINVAL, "refine: no plan at step %d", k0);
+        if (!slow_repair(sv, rr->deadline_s) || !search_keep(rr, k0))
+            break;
+    }
+    return KR_OK;
+}
+
 /* Appends the best plan to the frontier as a new step; its index in *step_out. */
 static int append_best(refine_run *rr, int *step_out, kr_error *err)
 {
@@ -205,6 +311,8 @@ int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_c
         rc = from_starts(&rr, start, ns, err);
     if (rc == KR_OK && f->nops <= KR__EXCHANGE_MAX_OPS)
         rc = kicks(&rr, k0, KR__REFINE_KICKS, err);
+    if (rc == KR_OK && f->nops <= KR__EXCHANGE_MAX_OPS)
+        rc = repair_rounds(&rr, k0, err);
     if (rc == KR_OK && rr.found)
         rc = append_best(&rr, step_out, err);
     free(rr.bestk);
