@@ -343,7 +343,7 @@ int64_t kr__flow_min_cut(kr__flow *f, int s, int t, char *mark)
         for (int i = 0; i < f->nseen; i++)
             mark[f->seen[i]] = 1;
     } else {
-        kr__flow_reach(f, s, 0, mark);
+        kr__flow_reach(f, s, mark);
     }
     return flow;
 }
@@ -358,16 +358,23 @@ int64_t kr__flow_min_cut_rev(kr__flow *f, int s, int t, char *mark)
             break;
         flow += pushed;
     }
-    /* The source side: the nodes reachable from s in the residual graph, by a walk on marks
-     * alone (no levels; the last BFS's labels and list stay as they are). s's arcs come from
-     * its hub list, which drops its empty arcs as a BFS would. */
+    /* The source side by a walk on marks alone (no levels: the last BFS's labels and list
+     * stay as they are). */
+    kr__flow_reach(f, s, mark);
+    return flow;
+}
+
+void kr__flow_reach(kr__flow *f, int s, char *mark)
+{
     memset(mark, 0, (size_t)f->n);
     int *stack = f->queue, top = 0; /* each node is pushed once */
-    mark[s] = 1;
     stack[top++] = s;
+    mark[s] = 1;
     while (top > 0) {
         int u = stack[--top];
         if (u == f->hs.node) {
+            /* The hub's list holds every arc of it with residual capacity (and drops its
+             * empty ones here, as a BFS would). */
             hub_prune(f, &f->hs, 0);
             for (int k = 0; k < f->hs.n; k++) {
                 int w = f->head[f->hs.arc[k]];
@@ -380,24 +387,6 @@ int64_t kr__flow_min_cut_rev(kr__flow *f, int s, int t, char *mark)
         }
         for (int a = f->first[u]; a >= 0; a = f->next[a])
             if (f->cap[a] > 0 && !mark[f->head[a]]) {
-                mark[f->head[a]] = 1;
-                stack[top++] = f->head[a];
-            }
-    }
-    return flow;
-}
-
-void kr__flow_reach(const kr__flow *f, int s, int64_t thresh, char *mark)
-{
-    memset(mark, 0, (size_t)f->n);
-    int *stack = f->queue;
-    int top = 0;
-    stack[top++] = s;
-    mark[s] = 1;
-    while (top > 0) {
-        int u = stack[--top];
-        for (int a = f->first[u]; a >= 0; a = f->next[a])
-            if (f->cap[a] > thresh && !mark[f->head[a]]) {
                 mark[f->head[a]] = 1;
                 stack[top++] = f->head[a];
             }

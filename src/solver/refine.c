@@ -21,49 +21,30 @@ static double knob_eff(const kr__solver *sv)
 
 /*
  * Speeds up ops of the real critical graph until the real makespan meets the budget: each
- * round, a minimum cut of the critical graph whose capacities are the effective energy of
- * moving each op to its next faster Pareto option (∞ for op `pin`, for ops at their fastest,
- * for the source and sink and for every tight dependency arc) chooses the ops, as the fast end
- * does (steps.c); every critical path crosses the cut, so the makespan falls or another path
- * becomes critical. Returns 1 when the budget is met, 0 when some critical path can go no
+ * round, a minimum cut of the critical graph (kr__round_speedup(), as the fast end does; op
+ * `pin` is not sped up) moves the ops it crosses one Pareto step faster; every critical path
+ * crosses the cut, so the makespan falls or another path becomes critical. list holds 2 ×
+ * sv->n ints of scratch. Returns 1 when the budget is met, 0 when some critical path can go no
  * faster (the knobs are then partly changed: the caller restores them).
  */
-static int cut_repair(kr__solver *sv, int pin, double budget)
+static int cut_repair(kr__solver *sv, int pin, double budget, int *list)
 {
-    const kr_dag *dag = sv->dag;
-    int n = sv->n, s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
+    int n = sv->n;
     for (int it = 0; it < 4 * n; it++) {
         double span = kr__round_cpm_lf(sv, sv->rlf);
         if (span <= budget + 1e-12)
             return 1;
         double tol = 1e-9 * (1 + span);
-        if (kr__flow_reset(&sv->flow, 2 * n, 2 * (n + dag->nedges) + 8))
-            return 0;
-        for (int v = 0; v < n; v++)
-            sv->crit[v] = sv->rlf[v] - sv->res[v] - sv->rt[v] <= tol;
+        int nl = 2;
+        list[0] = KR_DAG_SOURCE;
+        list[1] = KR_DAG_SINK;
         for (int v = 0; v < n; v++) {
-            if (!sv->crit[v])
-                continue;
-            int64_t c = KR__EX_INF;
-            int fo = v >= 2 && v != pin ? kr__round_pareto_step(sv, v, sv->knob[v], -1) : -1;
-            if (fo >= 0)
-                c = KR_MAX(1, llround((kr__opt_eff(sv, v, fo) - kr__opt_eff(sv, v, sv->knob[v])) * KR__EX_SCALE) + 1);
-            kr__flow_arc(&sv->flow, KR__LNODE(v), KR__RNODE(v), c);
+            sv->crit[v] = v < 2 || sv->rlf[v] - sv->res[v] - sv->rt[v] <= tol;
+            if (v >= 2 && sv->crit[v])
+                list[nl++] = v;
         }
-        for (int u = 0; u < n; u++) {
-            if (!sv->crit[u])
-                continue;
-            for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
-                int v = sv->osucc[k];
-                if (sv->crit[v] && sv->res[u] + sv->rt[u] + sv->olags[k] >= sv->res[v] - tol)
-                    kr__flow_arc(&sv->flow, KR__RNODE(u), KR__LNODE(v), KR__EX_INF);
-            }
-        }
-        if (kr__flow_min_cut(&sv->flow, s, t, sv->mark) >= KR__EX_INF / 2)
+        if (kr__round_speedup(sv, list, list + n, nl, tol, pin) < 0)
             return 0;
-        for (int v = 2; v < n; v++)
-            if (sv->crit[v] && sv->mark[KR__LNODE(v)] && !sv->mark[KR__RNODE(v)])
-                sv->knob[v] = kr__round_pareto_step(sv, v, sv->knob[v], -1);
     }
     return 0;
 }
@@ -82,16 +63,21 @@ static int slow_repair(kr__solver *sv, double budget)
     int n = sv->n, kept = 0;
     size_t nb = sizeof(int) * (size_t)n;
     double PS = sv->cfg.static_power_w * sv->opts->num_stages;
+    int *list = malloc(sizeof(int) * 2 * (size_t)n);
+    if (!list)
+        return 0; /* no move: the plan stays as it is */
     double e0 = knob_eff(sv) + PS * kr__round_cpm(sv);
     for (int uu = 2; uu < 2 * n; uu++) {
         int u = uu % n, so = sv->knob[u];
-        for (int j = 0; j <= uu / n && so >= 0 && u >= 2; j++)
+        if (u < 2)
+            continue; /* the source and sink */
+        for (int j = 0; j <= uu / n && so >= 0; j++)
             so = kr__round_pareto_step(sv, u, so, +1);
-        if (u < 2 || so < 0)
+        if (so < 0)
             continue;
         memcpy(sv->kbak, sv->knob, nb);
         sv->knob[u] = so;
-        if (cut_repair(sv, u, budget)) {
+        if (cut_repair(sv, u, budget, list)) {
             (void)kr__round_cpm(sv);
             (void)kr__round_final(sv, budget);
             double e = knob_eff(sv) + PS * kr__round_cpm(sv);
@@ -103,6 +89,7 @@ static int slow_repair(kr__solver *sv, double budget)
         }
         memcpy(sv->knob, sv->kbak, nb);
     }
+    free(list);
     return kept;
 }
 

@@ -6,6 +6,7 @@
  * bound, bb.c), all against the budget max(real critical path, T · unit). See each pass's
  * comment for its cost and measured effect.
  */
+#include <math.h>
 #include <string.h>
 
 #include "solver/solver_internal.h"
@@ -161,6 +162,61 @@ int kr__round_pareto_step(const kr__solver *sv, int v, int k, int dir)
  * Measured effect: tests/test_solver.c and docs/solver.md (largest gap to brute force on
  * GPU-like options 1.5 % → 0.6 % before the window search existed).
  */
+/*
+ * One speed-up cut of the real critical graph (exact mode: the fast end, steps.c, and the
+ * refine's repairs, refine.c). list[0 .. nl) holds the source, the sink, then the critical ops
+ * (sv->crit set for each), sv->res and sv->rt their real earliest starts and durations; tol
+ * is the tightness tolerance of a dependency arc. The network has only these ops, numbered in
+ * list order (so s and t keep ids 0 and 3; pos[] is scratch of sv->n ints, read only for
+ * listed ops), and the tight arcs between them (from the DAG's out-edge rows). An op's arc
+ * costs the effective energy of moving it to its next faster Pareto option (∞ at its fastest,
+ * for the source and sink, for op `pin` and for every dependency arc); every critical path
+ * crosses the minimum cut, whose ops get that option (knob and real time). Returns the least
+ * topological position of a changed op, −1 when the cut is infinite (some critical path can
+ * go no faster) and −2 when out of memory.
+ */
+int kr__round_speedup(kr__solver *sv, const int *list, int *pos, int nl, double tol, int pin)
+{
+    const kr_dag *dag = sv->dag;
+    int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
+    for (int i = 0; i < nl; i++)
+        pos[list[i]] = i;
+    if (kr__flow_reset(&sv->flow, 2 * nl, 2 * nl + 8))
+        return -2;
+    for (int i = 0; i < nl; i++) {
+        int v = list[i];
+        if (!sv->crit[v])
+            continue;
+        int64_t c = KR__EX_INF;
+        int fo = sv->gidx[v] >= 0 && v != pin ? kr__round_pareto_step(sv, v, sv->knob[v], -1) : -1;
+        if (fo >= 0)
+            c = KR_MAX(1, llround((kr__opt_eff(sv, v, fo) - kr__opt_eff(sv, v, sv->knob[v])) * KR__EX_SCALE) + 1);
+        kr__flow_arc(&sv->flow, KR__LNODE(i), KR__RNODE(i), c);
+    }
+    for (int i = 0; i < nl; i++) {
+        int u = list[i];
+        if (!sv->crit[u])
+            continue;
+        for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
+            int v = sv->osucc[k];
+            if (sv->crit[v] && sv->res[u] + sv->rt[u] + sv->olags[k] >= sv->res[v] - tol)
+                kr__flow_arc(&sv->flow, KR__RNODE(i), KR__LNODE(pos[v]), KR__EX_INF);
+        }
+    }
+    if (kr__flow_min_cut(&sv->flow, s, t, sv->mark) >= KR__EX_INF / 2)
+        return -1;
+    int p0 = sv->n;
+    for (int i = 2; i < nl; i++) {
+        int v = list[i];
+        if (sv->mark[KR__LNODE(i)] && !sv->mark[KR__RNODE(i)]) {
+            sv->knob[v] = kr__round_pareto_step(sv, v, sv->knob[v], -1);
+            sv->rt[v] = sv->vopt[v][sv->knob[v]].time_s;
+            p0 = KR_MIN(p0, sv->tpos[v]);
+        }
+    }
+    return p0;
+}
+
 /* Exchange trial: u moves from ku to its next slower option su (saving `save`), w one or two
  * Pareto steps faster; kept if the real critical path meets the budget. Returns 1 if kept. */
 static int exchange_try(kr__solver *sv, int u, int ku, int su, int w, double save, double budget)

@@ -143,14 +143,15 @@ void kr__flow_pop(kr__flow *f, int m_old);
 /* Augments a maximum flow from s to t on the current residual capacities; returns its value. */
 int64_t kr__flow_max(kr__flow *f, int s, int t);
 /* A maximum flow as kr__flow_max, then the source side of the source-minimal minimum cut in
- * mark[] (1/0): what kr__flow_reach(f, s, 0, mark) gives, without walking the graph again. */
+ * mark[] (1/0): what kr__flow_reach(f, s, mark) gives, without walking the graph again. */
 int64_t kr__flow_min_cut(kr__flow *f, int s, int t, char *mark);
 /* The same cut, by a maximum flow whose phases search backwards from t (they visit what can
  * reach t, which near a maximum flow is far less than what s reaches), then one walk of the
  * source side from s. Uses the hubs when set. */
 int64_t kr__flow_min_cut_rev(kr__flow *f, int s, int t, char *mark);
-/* Marks in mark[] (1/0) the nodes reachable from s through arcs with residual > thresh. */
-void kr__flow_reach(const kr__flow *f, int s, int64_t thresh, char *mark);
+/* Marks in mark[] (1/0) the nodes reachable from s through arcs with residual capacity (the
+ * hub's arcs from its list, pruned of empty ones). */
+void kr__flow_reach(kr__flow *f, int s, char *mark);
 
 /* ---- the frontier tracer (solver.c and the files listed above) ---------------------- */
 
@@ -289,6 +290,7 @@ double kr__round_forward(kr__solver *sv);
 void kr__round_lf(kr__solver *sv, double *lf, double span);
 int kr__round_final(kr__solver *sv, double span);
 int kr__round_pareto_step(const kr__solver *sv, int v, int k, int dir);
+int kr__round_speedup(kr__solver *sv, const int *list, int *pos, int nl, double tol, int pin);
 void kr__round_exchange(kr__solver *sv, double budget);
 void kr__round_window(kr__solver *sv, double budget);
 void kr__round_sweep(kr__solver *sv, double budget, int every);

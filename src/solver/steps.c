@@ -241,14 +241,11 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
 {
     const kr_dag *dag = sv->dag;
     int n = sv->n, m = dag->in_off[n];
-    int s = KR__LNODE(KR_DAG_SOURCE), t = KR__RNODE(KR_DAG_SINK);
     double last = f->steps[f->nsteps - 1].knob_time_s;
     long cap_iter = 4L * (n + 16);
     int p0 = -1; /* >= 0: the knobs' durations are in rt, and starts before position p0 in res */
     /* Each iteration's network has only the critical ops (a few hundred of thousands; one op
-     * changes per iteration on the golden pipelines): they are numbered in list order, the
-     * source and the sink first, so s and t keep ids 0 and 3. pos[v] is read only for the
-     * critical ops, each listed (and its pos set) in the same iteration. */
+     * changes per iteration on the golden pipelines): kr__round_speedup() on the list. */
     int *list = malloc(sizeof(int) * 2 * (size_t)n), *pos = list ? list + n : NULL;
     tail_cpm cp = {malloc(sizeof(int) * ((size_t)m + 1)), malloc(sizeof(int) * (size_t)n),
                   malloc(sizeof(double) * ((size_t)m + 1)), malloc(sizeof(double) * (size_t)n)};
@@ -274,48 +271,13 @@ int kr__step_tail(kr_solve_result *f, kr__solver *sv, size_t *scap, kr_error *er
         nl = tail_critical(sv, &cp, list, nl, tol);
         list[0] = KR_DAG_SOURCE;
         list[1] = KR_DAG_SINK;
-        for (int i = 0; i < nl; i++)
-            pos[list[i]] = i;
-        if (kr__flow_reset(&sv->flow, 2 * nl, 2 * nl + 8)) {
+        p0 = kr__round_speedup(sv, list, pos, nl, tol, -1);
+        if (p0 == -2) {
             rc = kr_error_set(err, KR_ENOMEM, "solver: out of memory");
             break;
         }
-        for (int i = 0; i < nl; i++) {
-            int v = list[i];
-            if (!sv->crit[v])
-                continue;
-            int64_t c = KR__EX_INF;
-            if (sv->gidx[v] >= 0) {
-                int fo = kr__round_pareto_step(sv, v, sv->knob[v], -1);
-                if (fo >= 0)
-                    c = llround((kr__opt_eff(sv, v, fo) - kr__opt_eff(sv, v, sv->knob[v])) * KR__EX_SCALE) + 1;
-                if (c < 1)
-                    c = 1;
-            }
-            kr__flow_arc(&sv->flow, KR__LNODE(i), KR__RNODE(i), c);
-        }
-        /* The tight dependency arcs between critical ops (the DAG's out-edge rows). */
-        for (int i = 0; i < nl; i++) {
-            int u = list[i];
-            if (!sv->crit[u])
-                continue;
-            for (int k = dag->out_off[u]; k < dag->out_off[u + 1]; k++) {
-                int v = sv->osucc[k];
-                if (sv->crit[v] && sv->res[u] + sv->rt[u] + sv->olags[k] >= sv->res[v] - tol)
-                    kr__flow_arc(&sv->flow, KR__RNODE(i), KR__LNODE(pos[v]), KR__EX_INF);
-            }
-        }
-        if (kr__flow_min_cut(&sv->flow, s, t, sv->mark) >= KR__EX_INF / 2)
+        if (p0 < 0)
             break;
-        p0 = n;
-        for (int i = 2; i < nl; i++) {
-            int v = list[i];
-            if (sv->mark[KR__LNODE(i)] && !sv->mark[KR__RNODE(i)]) {
-                sv->knob[v] = kr__round_pareto_step(sv, v, sv->knob[v], -1);
-                sv->rt[v] = sv->vopt[v][sv->knob[v]].time_s;
-                p0 = KR_MIN(p0, sv->tpos[v]);
-            }
-        }
         /* A step is recorded once the makespan has dropped by a quarter unit (the rounding
          * passes are what costs; each recorded step gets them). Otherwise the next iteration
          * goes on from these knobs: only the cut's ops changed, so starts before the first of
