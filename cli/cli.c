@@ -109,7 +109,7 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
-int cli_parse_exchange(const char *cmd, const char *s, int *out)
+int cli_parse_auto_on_off(const char *cmd, const char *flag, const char *s, int *out)
 {
     if (strcmp(s, "auto") == 0)
         *out = 0;
@@ -118,8 +118,13 @@ int cli_parse_exchange(const char *cmd, const char *s, int *out)
     else if (strcmp(s, "off") == 0)
         *out = -1;
     else
-        return cli_usage_error(cmd, "--exchange: expected auto, on or off, found '%s'", s);
+        return cli_usage_error(cmd, "%s: expected auto, on or off, found '%s'", flag, s);
     return 0;
+}
+
+int cli_parse_exchange(const char *cmd, const char *s, int *out)
+{
+    return cli_parse_auto_on_off(cmd, "--exchange", s, out);
 }
 
 int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_config *o)

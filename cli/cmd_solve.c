@@ -86,7 +86,7 @@ static const char usage_head[] =
 
 /* What the options set. */
 typedef struct solve_args {
-    const char *optpath, *jobpath, *frontier, *plans, *select, *schedule, *model, *fdir, *var, *exch;
+    const char *optpath, *jobpath, *frontier, *plans, *select, *schedule, *model, *fdir, *var, *exch, *polish;
     int stages, mbs, virt, gps, max_steps, bound_refine, threads, quiet, json, refine;
     double unit, power, lag;
 } solve_args;
@@ -152,6 +152,11 @@ static const cli_opt solve_opts[] = {
         "                       off (default, as in optimize and compare), on, or auto (on up to\n"
         "                       256 instructions); on gives better plans, slower\n",
         cli_set_str, solve_args, exch),
+    CLI_OPT("polish", 1,
+        "  --polish MODE        exact model: after the steps, each step's plan against its neighbours'\n"
+        "                       plans carried to its time, the cheaper kept: auto (default: where the\n"
+        "                       exchange passes run), on (also without them: cheap) or off\n",
+        cli_set_str, solve_args, polish),
     CLI_OPT("frontier-out", 1,
         "  --frontier-out FILE  the frontier, one row per step, with each step's lower bound and gap\n",
         cli_set_str, solve_args, frontier),
@@ -227,7 +232,7 @@ int cmd_solve(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv))
         return cli_opt_usage(stdout, &solve_set);
-    solve_args a = {.model = "exact", .var = "kareus", .exch = "off", .unit = 0.001, .power = -1};
+    solve_args a = {.model = "exact", .var = "kareus", .exch = "off", .polish = "auto", .unit = 0.001, .power = -1};
     int next, rc;
     if ((rc = cli_opt_parse(&solve_set, argc, argv, 1, &a, &next)))
         return rc;
@@ -250,7 +255,8 @@ int cmd_solve(int argc, char **argv)
     kr_solver_config_default(&cfg);
     if (kr_cost_model_parse(model, &cfg.cost_model))
         return cli_usage_error("solve", "--cost-model: expected exact or lowtime, found '%s'", model);
-    if ((rc = cli_parse_exchange("solve", a.exch, &cfg.exchange)))
+    if ((rc = cli_parse_exchange("solve", a.exch, &cfg.exchange)) ||
+        (rc = cli_parse_auto_on_off("solve", "--polish", a.polish, &cfg.polish)))
         return rc;
     kr_schedule sch = KR_SCHEDULE_1F1B;
     if (schedule && kr_schedule_parse(schedule, &sch))

@@ -468,6 +468,51 @@ static void exact_threads_same_result(void **state)
     kr_options_free(&o);
 }
 
+/* The polish (kr_solver_config.polish) keeps every step's quantized figures, never makes a
+ * step slower or dearer, and lowers some: with the exchange passes (the default up to 256
+ * instructions) and without them (polish forced on). The polished plans' figures are checked
+ * against their stored plans by frontier_energy_accounting (the default polishes). */
+static void polish_never_worse(void **state)
+{
+    (void)state;
+    static const int cases[][3] = {{2, 4, 0}, {4, 8, -1}, {2, 8, 0}};
+    for (size_t c = 0; c < 3; c++) {
+        kr_options o;
+        kr_dag d;
+        kr_error e = {0};
+        load_1f1b(cases[c][0], cases[c][1], &o, &d);
+        kr_solver_config cfg;
+        kr_solver_config_default(&cfg);
+        cfg.exchange = cases[c][2];
+        kr_solve_result off, on;
+        cfg.polish = -1;
+        assert_int_equal(kr_solve(&d, &o, &cfg, &off, &e), KR_OK);
+        cfg.polish = cfg.exchange < 0 ? 1 : 0;
+        assert_int_equal(kr_solve(&d, &o, &cfg, &on, &e), KR_OK);
+        assert_int_equal(off.nsteps, on.nsteps);
+        int lower = 0;
+        double sum_off = 0, sum_on = 0;
+        for (int k = 0; k < on.nsteps; k++) {
+            const kr_solver_step *a = &off.steps[k], *b = &on.steps[k];
+            assert_int_equal(a->quant_time, b->quant_time);
+            assert_memory_equal(&a->model_cost_j, &b->model_cost_j, sizeof(double));
+            assert_true(b->knob_time_s <= a->knob_time_s + 1e-12);
+            assert_true(b->energy_j <= a->energy_j);
+            assert_true(b->bound_j <= b->energy_j * (1 + 1e-12));
+            lower += b->energy_j < a->energy_j;
+            sum_off += a->energy_j;
+            sum_on += b->energy_j;
+        }
+        print_message("polish (%d,%d), exchange %d: %d of %d steps lower, mean energy %+.4f%%\n", cases[c][0],
+                      cases[c][1], cases[c][2], lower, on.nsteps, 100 * (sum_on / sum_off - 1));
+        assert_true(lower >= on.nsteps / 10);
+        kr_solve_result_free(&off);
+        kr_solve_result_free(&on);
+        kr_dag_free(&d);
+        kr_options_free(&o);
+    }
+}
+
 /*
  * Bound <= MILP optimum <= plan energy (issue 15) at K deadlines from the fastest plan to past
  * the energy minimum, on the golden options of the first S stages, both cost models. Prints
@@ -938,6 +983,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(exact_matches_brute_force),
     cmocka_unit_test(exact_not_worse_than_lowtime),
     cmocka_unit_test(exact_threads_same_result),
+    cmocka_unit_test(polish_never_worse),
     cmocka_unit_test(bound_below_milp_below_plans),
     cmocka_unit_test(bound_with_lags),
     cmocka_unit_test(frontier_energy_accounting),

@@ -59,6 +59,10 @@ typedef struct kr_solver_config {
                                  one thread, 0 = automatic (2 from KR_SOLVE_THREAD_OPS
                                  instructions up when two or more CPUs are online). The
                                  result is the same in every case. */
+    int polish;               /* Exact mode, with final_pass: after the trace, each step's plan
+                                 is compared with its neighbours' plans carried to its makespan,
+                                 and the cheaper kept (docs/solver.md); 0 = where the exchange
+                                 passes run (default), 1 = always, −1 = never. */
 } kr_solver_config;
 
 /* threads = 0: the graph size from which the recording thread runs (below it, handing each

@@ -295,6 +295,7 @@ void kr__round_exchange(kr__solver *sv, double budget);
 void kr__round_window(kr__solver *sv, double budget);
 void kr__round_sweep(kr__solver *sv, double budget, int every);
 double kr__round_improve(kr__solver *sv, double span0, double budget);
+int kr__step_polish(kr_solve_result *f, kr__solver *sv, kr_error *err);
 
 /* bb.c: branch and bound over the ops marked in sv->bfree within `limit` nodes; applies the
  * best plan if it beats the current knobs and meets the budget. Returns 1 if it did. */
