@@ -69,12 +69,16 @@ if [ -f "$mock" ]; then
   if [ "$rc" -ne 0 ]; then
     echo "FAIL: mock measurement -> exit $rc" >&2; cat "$TMP/err.txt" >&2; fails=$((fails + 1))
   else
+    # Within 5 %: the window's power is the counter's energy between two edges over the time
+    # between them, each edge placed between two polls, over a window of about 1 s; a poll
+    # delayed by the scheduler moves an edge (2.1 % was seen with two test suites sharing 2
+    # cores). A unit or accounting fault is off by far more.
     check=$(awk -v out="$out" 'BEGIN {
       n = split(out, lines, "\n"); t = 0; e = 0; k = 0; bad = ""
       for (i = 1; i <= n; i++) {
         if (lines[i] ~ /^    "time_s":/) { split(lines[i], a, ": "); sub(",", "", a[2]); t = a[2] + 0 }
         if (lines[i] ~ /^    "energy_j":/ && t > 0) { split(lines[i], a, ": "); sub(",", "", a[2]); e = a[2] + 0
-          r = e / (300 * t); if (r < 0.98 || r > 1.02) bad = bad " " r; k++; t = 0 }
+          r = e / (300 * t); if (r < 0.95 || r > 1.05) bad = bad " " r; k++; t = 0 }
       }
       print k, (bad == "" ? "ok" : "bad" bad) }')
     lines=$(wc -l <"$TMP/details.jsonl")
@@ -83,7 +87,7 @@ if [ -f "$mock" ]; then
       echo "FAIL: mock measurement output (energy check: $check, detail lines: $lines):" >&2; echo "$out" | head -30 >&2
       fails=$((fails + 1))
     else
-      echo "ok: mock measurement: 2 configs, energy = 300 W x time within 2 %, sim columns, 2 detail lines"
+      echo "ok: mock measurement: 2 configs, energy = 300 W x time within 5 %, sim columns, 2 detail lines"
     fi
   fi
   # Search mode: the search's strategy with the GPU backend; every measurement lands in the
