@@ -81,7 +81,8 @@ static const cli_opt optimize_opts[] = {
         "  --unit-time SEC    solver time step (default 0.001)\n",
         cli_set_optimize, optimize_args, o),
     CLI_OPT("exchange", 1,
-        "  --exchange MODE    solver's knob exchanges and window search: off (default), on, auto\n",
+        "  --exchange MODE    solver's knob exchanges and window search: off (default), on, auto\n"
+        "                     (on or auto up to 256 instructions: also the frontier's polish)\n",
         cli_set_optimize, optimize_args, o),
     CLI_OPT("backend", 1,
         "  --backend NAME     sim (default), replay (recorded measurements) or gpu (CUDA profiler)\n",

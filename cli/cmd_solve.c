@@ -150,7 +150,7 @@ static const cli_opt solve_opts[] = {
     CLI_OPT("exchange", 1,
         "  --exchange MODE      exact model: knob exchanges and window search after each step:\n"
         "                       off (default, as in optimize and compare), on, or auto (on up to\n"
-        "                       256 instructions); on gives better plans, slower\n",
+        "                       256 instructions); on gives better plans, slower (and the polish)\n",
         cli_set_str, solve_args, exch),
     CLI_OPT("polish", 1,
         "  --polish MODE        exact model: after the steps, each step's plan against its neighbours'\n"
