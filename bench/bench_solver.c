@@ -202,7 +202,7 @@ static void section_speed(int want_bound)
                 cfg.threads = 1;
             }
             if (m == 3) {
-                if (d.n - 2 > 256) /* the exchange passes' gate (kr_solver_config.exchange) */
+                if (d.n - 2 > KR_SOLVE_EXCHANGE_OPS)
                     continue;
                 cfg.polish = -1;
             }

@@ -122,11 +122,6 @@ int cli_parse_auto_on_off(const char *cmd, const char *flag, const char *s, int 
     return 0;
 }
 
-int cli_parse_exchange(const char *cmd, const char *s, int *out)
-{
-    return cli_parse_auto_on_off(cmd, "--exchange", s, out);
-}
-
 int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_config *o)
 {
     long v = 0;
@@ -147,7 +142,7 @@ int cli_optimize_option(const char *cmd, int code, const char *arg, kr_optimize_
             return cli_usage_error(cmd, "--cost-model: expected exact or lowtime, found '%s'", arg);
         return 0;
     case CLI_OPT_UNIT: return cli_parse_double(cmd, "--unit-time", arg, 1e-6, 1.0, &o->unit_time_s);
-    case CLI_OPT_EXCHANGE: return cli_parse_exchange(cmd, arg, &o->exchange);
+    case CLI_OPT_EXCHANGE: return cli_parse_auto_on_off(cmd, "--exchange", arg, &o->exchange);
     default: return cli_usage_error(cmd, "unknown option");
     }
 }

@@ -32,10 +32,8 @@ int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, lon
 int cli_parse_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
 
-/* --exchange MODE of the exact solver: auto (0), on (1) or off (-1); anything else prints the
- * usage error and returns 2. */
-int cli_parse_exchange(const char *cmd, const char *s, int *out);
-/* The same for any option FLAG of that form (e.g. --polish). */
+/* An option FLAG of the form auto|on|off (--exchange, --polish of the exact solver): auto (0),
+ * on (1) or off (-1); anything else prints the usage error and returns 2. */
 int cli_parse_auto_on_off(const char *cmd, const char *flag, const char *s, int *out);
 
 /* getopt codes of the options optimize and compare share, and their handler: sets the field

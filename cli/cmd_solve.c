@@ -255,7 +255,7 @@ int cmd_solve(int argc, char **argv)
     kr_solver_config_default(&cfg);
     if (kr_cost_model_parse(model, &cfg.cost_model))
         return cli_usage_error("solve", "--cost-model: expected exact or lowtime, found '%s'", model);
-    if ((rc = cli_parse_exchange("solve", a.exch, &cfg.exchange)) ||
+    if ((rc = cli_parse_auto_on_off("solve", "--exchange", a.exch, &cfg.exchange)) ||
         (rc = cli_parse_auto_on_off("solve", "--polish", a.polish, &cfg.polish)))
         return rc;
     kr_schedule sch = KR_SCHEDULE_1F1B;

@@ -65,6 +65,10 @@ typedef struct kr_solver_config {
                                  passes run (default), 1 = always, −1 = never. */
 } kr_solver_config;
 
+/* exchange = 0 (and polish = 0): the largest graph, in instructions, where the exchange passes
+ * (and the frontier's polish) run. */
+#define KR_SOLVE_EXCHANGE_OPS 256
+
 /* threads = 0: the graph size from which the recording thread runs (below it, handing each
  * step over costs about what recording it does). */
 #define KR_SOLVE_THREAD_OPS 4096

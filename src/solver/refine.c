@@ -361,16 +361,13 @@ int kr__step_polish(kr_solve_result *f, kr__solver *sv, kr_error *err)
                 kr_solver_step *st = &f->steps[k];
                 int *pk = P + (size_t)k * w;
                 memcpy(sv->knob + 2, P + (size_t)src * w, nb);
-                double span = kr__round_cpm(sv);
-                if (span > bud[k] + 1e-12) {
-                    if (dir == 0 || !cut_repair(sv, -1, bud[k], list))
-                        continue;
-                    span = kr__round_cpm(sv);
-                }
+                /* Starts and durations of the carried plan (cut_repair() leaves them current). */
+                if (kr__round_cpm(sv) > bud[k] + 1e-12 && (dir == 0 || !cut_repair(sv, -1, bud[k], list)))
+                    continue;
                 (void)kr__round_final(sv, bud[k]);
                 if (memcmp(sv->knob + 2, pk, nb) == 0)
                     continue;
-                span = kr__round_improve(sv, kr__round_cpm(sv), bud[k]);
+                double span = kr__round_improve(sv, kr__round_cpm(sv), bud[k]);
                 kr_solver_step c = *st;
                 kr__step_figures(sv, &c, span);
                 if (span <= bud[k] + 1e-12 && c.energy_j < st->energy_j * (1 - 1e-12)) {
@@ -383,22 +380,8 @@ int kr__step_polish(kr_solve_result *f, kr__solver *sv, kr_error *err)
         if (changed == before)
             break;
     }
-    if (changed == 0)
-        goto out;
-    /* The plans again, from the first step (snapshots and changes as the trace stored them). */
-    free(f->plan_snap);
-    free(f->plan_off);
-    free(f->plan_chg);
-    free(f->plan_last);
-    f->plan_snap = f->plan_chg = f->plan_last = NULL;
-    f->plan_off = NULL;
-    memset(f->plan_cap, 0, sizeof f->plan_cap);
-    for (int k = 0; k < ns && rc == KR_OK; k++) {
-        f->nsteps = k;
-        if (kr__step_plan_push(f, P + (size_t)k * w))
-            rc = kr_error_set(err, KR_ENOMEM, "solver: out of memory storing the polished plans");
-    }
-    f->nsteps = ns;
+    if (changed > 0 && kr__step_plans_rewrite(f, P))
+        rc = kr_error_set(err, KR_ENOMEM, "solver: out of memory storing the polished plans");
 out:
     free(P);
     free(list);

@@ -382,7 +382,7 @@ double kr__round_improve(kr__solver *sv, double span0, double budget)
     /* A final pass that changed no knob leaves the critical path as it was; one that did
      * left every op's real time in rt (it writes each op's). */
     double span = kr__round_final(sv, budget) ? kr__round_forward(sv) : span0;
-    if (cfg->exchange > 0 || (cfg->exchange == 0 && sv->n - 2 <= KR__EXCHANGE_MAX_OPS)) {
+    if (kr__exchange_runs(cfg, sv->n - 2)) {
         kr__round_exchange(sv, KR_MAX(span, budget));
         /* The final pass reads the earliest starts in sv->res: the exchange pass's last
          * critical path may have been of a rejected trial, so compute them afresh (stale

@@ -510,8 +510,7 @@ int kr__sv_solve(const kr_dag *dag, const kr_options *opts, const kr_solver_conf
         goto done;
     /* The polish where the exchange passes run (polish 0) or where asked (1). */
     if (cfg->cost_model == KR_COST_EXACT && !relax_only && cfg->final_pass &&
-        (cfg->polish > 0 ||
-         (cfg->polish == 0 && (cfg->exchange > 0 || (cfg->exchange == 0 && sv.n - 2 <= KR__EXCHANGE_MAX_OPS)))) &&
+        (cfg->polish > 0 || (cfg->polish == 0 && kr__exchange_runs(cfg, sv.n - 2))) &&
         (rc = kr__step_polish(out, &sv, err)))
         goto done;
     for (int k = 0; k < out->nsteps; k++) {

@@ -165,7 +165,7 @@ void kr__flow_reach(kr__flow *f, int s, char *mark);
 #define KR__WINDOW_MAX 10      /* Largest window (the deadline search's; array sizes). */
 #define KR__BOUND_REFINE 8     /* Lower bound: relaxation grid = unit / min(8, 2048 / ops), >= 1 */
 #define KR__BOUND_FINE_OPS 512 /* Lower bound: above this many ops, the main run is the relaxation. */
-#define KR__EXCHANGE_MAX_OPS 256 /* Exchange pass and window search: largest graph (rounding.c). */
+#define KR__EXCHANGE_MAX_OPS KR_SOLVE_EXCHANGE_OPS /* Exchange pass and window search: largest graph. */
 #define KR__EXCHANGE_ALL_OPS 64  /* Exchange pass: any op as partner up to this size. */
 
 /* AOA node ids: v_L = 2v, v_R = 2v + 1. Arc ids: op v → v, edge e → n + e. */
@@ -303,6 +303,14 @@ int kr__bb_search(kr__solver *sv, double budget, long limit);
 
 /* steps.c: storing plans and steps, the fast end, the dominated flags. */
 int kr__step_plan_push(kr_solve_result *f, const int *opt);
+/* Stores every step's plan anew from P (nsteps × nops options, step by step); 0 or KR_ENOMEM. */
+int kr__step_plans_rewrite(kr_solve_result *f, const int *P);
+/* Whether the exchange passes (and, with polish 0, the polish) run on a graph of n_ops
+ * instructions under cfg->exchange. */
+static inline int kr__exchange_runs(const kr_solver_config *cfg, int n_ops)
+{
+    return cfg->exchange > 0 || (cfg->exchange == 0 && n_ops <= KR__EXCHANGE_MAX_OPS);
+}
 /* Records a step from durations d (sv->d, or a snapshot of it: see solver.c's recorder). */
 int kr__step_push(kr_solve_result *f, kr__solver *sv, size_t *scap, double change, long T, const long *d,
                   kr_error *err);

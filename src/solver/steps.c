@@ -95,6 +95,24 @@ int kr__step_plan_push(kr_solve_result *f, const int *opt)
     return 0;
 }
 
+int kr__step_plans_rewrite(kr_solve_result *f, const int *P)
+{
+    int ns = f->nsteps, rc = 0;
+    free(f->plan_snap);
+    free(f->plan_off);
+    free(f->plan_chg);
+    free(f->plan_last);
+    f->plan_snap = f->plan_chg = f->plan_last = NULL;
+    f->plan_off = NULL;
+    memset(f->plan_cap, 0, sizeof f->plan_cap);
+    for (int k = 0; k < ns && rc == 0; k++) {
+        f->nsteps = k; /* kr__step_plan_push stores the plan of step f->nsteps */
+        rc = kr__step_plan_push(f, P + (size_t)k * (size_t)f->nops);
+    }
+    f->nsteps = ns;
+    return rc;
+}
+
 int kr__step_push(kr_solve_result *f, kr__solver *sv, size_t *scap, double change, long T, const long *d,
                   kr_error *err)
 {
