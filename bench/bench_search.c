@@ -272,23 +272,18 @@ static void time_cli(void)
 
 /* ---- the physics prior on perturbed simulated GPUs (issue 16) ------------------------------ */
 
-/* A perturbed constant: index and half-width of its uniform relative perturbation. */
-typedef struct pert {
-    int param;
-    double rel;
-} pert;
-
-/* The "GPUs": the simulator with these constants scaled by U(1 − rel, 1 + rel) each (stated
- * uncertainty: kernel efficiencies ±15 %, voltage at f_max ±5 % and the curve's shape ±20 %,
- * dynamic-power coefficient ±10 %, comm kernels' per-CTA bandwidth ±20 % and saturation ±15 %,
- * the comm bandwidth's clock exponent ±20 %, overheads ±20 %, the overlap slowdown ±20 %). */
-static const pert perts[] = {
-    {KR_GPU_P_gemm_eff, 0.15},       {KR_GPU_P_attn_eff, 0.15},       {KR_GPU_P_attn_bwd_eff, 0.15},
-    {KR_GPU_P_v_max, 0.05},          {KR_GPU_P_v_exp, 0.20},          {KR_GPU_P_dyn_coeff_w, 0.10},
-    {KR_GPU_P_tuned_cta_Bps, 0.20},  {KR_GPU_P_tuned_cap_frac, 0.15}, {KR_GPU_P_busbw_per_cta_Bps, 0.20},
-    {KR_GPU_P_comm_clock_exp, 0.20}, {KR_GPU_P_host_op_s, 0.20},      {KR_GPU_P_launch_s, 0.20},
-    {KR_GPU_P_sync_s, 0.20},         {KR_GPU_P_kappa_tensor, 0.20},   {KR_GPU_P_mem_eff, 0.10},
-    {KR_GPU_P_attn_activity, 0.10},
+/* The "GPUs": the simulator with the constants that have a stated uncertainty
+ * (kr_gpu_param_uncertainty: kernel efficiencies ±15 %, voltage at f_max ±5 % and the curve's
+ * shape ±20 %, dynamic-power coefficient ±10 %, comm kernels' per-CTA bandwidth ±20 % and
+ * saturation ±15 %, the comm bandwidth's clock exponent ±20 %, overheads ±20 %, the overlap
+ * slowdown ±20 %, HBM efficiency and attention's activity ±10 %) each scaled by U(1 − u, 1 + u),
+ * in this order (the order of the draws, unchanged since issue 16 round 1, so the GPUs are the
+ * same ones). */
+static const int perts[] = {
+    KR_GPU_P_gemm_eff,       KR_GPU_P_attn_eff,       KR_GPU_P_attn_bwd_eff,     KR_GPU_P_v_max,
+    KR_GPU_P_v_exp,          KR_GPU_P_dyn_coeff_w,    KR_GPU_P_tuned_cta_Bps,    KR_GPU_P_tuned_cap_frac,
+    KR_GPU_P_busbw_per_cta_Bps, KR_GPU_P_comm_clock_exp, KR_GPU_P_host_op_s,     KR_GPU_P_launch_s,
+    KR_GPU_P_sync_s,         KR_GPU_P_kappa_tensor,   KR_GPU_P_mem_eff,          KR_GPU_P_attn_activity,
 };
 
 static double urand(unsigned long long *st)
@@ -303,17 +298,11 @@ static void perturb(kr_gpu *g, unsigned long long seed)
     for (int k = 0; k < 4; k++)
         urand(&st);
     for (size_t i = 0; i < sizeof perts / sizeof perts[0]; i++) {
-        double v = kr_gpu_param_value(g, perts[i].param);
-        double f = 1 + perts[i].rel * (2 * urand(&st) - 1);
-        kr_gpu_param_set(g, perts[i].param, v * f);
+        double v = kr_gpu_param_value(g, perts[i]);
+        double f = 1 + kr_gpu_param_uncertainty(perts[i]) * (2 * urand(&st) - 1);
+        kr_gpu_param_set(g, perts[i], v * f);
     }
-    g->tuned_cap_frac = fmin(g->tuned_cap_frac, 1.0);
-    g->gemm_eff = fmin(g->gemm_eff, 0.98);
-    g->attn_eff = fmin(g->attn_eff, 0.98);
-    g->attn_bwd_eff = fmin(g->attn_bwd_eff, 0.98);
-    g->mem_eff = fmin(g->mem_eff, 0.98);
-    if (g->v_max < g->v_min + 0.02)
-        g->v_max = g->v_min + 0.02;
+    kr_gpu_clamp(g);
 }
 
 /* A backend that measures with the simulator on its job and records what it measured, in
@@ -481,7 +470,7 @@ static void bench_prior(int ngpus, int seeds)
     printf("\nphysics prior (issue 16): the \"GPU\" is the simulator with %zu constants perturbed (uniform, seeded):",
            sizeof perts / sizeof perts[0]);
     for (size_t i = 0; i < sizeof perts / sizeof perts[0]; i++)
-        printf("%s %s ±%.0f%%", i ? "," : "", kr_gpu_param(perts[i].param)->field, 100 * perts[i].rel);
+        printf("%s %s ±%.0f%%", i ? "," : "", kr_gpu_param(perts[i])->field, 100 * kr_gpu_param_uncertainty(perts[i]));
     printf("\nthe prior is the nominal simulator; %d GPUs x every partition of both jobs x %d seeds; bo default "
            "options, with and without --prior\n",
            ngpus, seeds);
@@ -545,6 +534,8 @@ static void bench_prior(int ngpus, int seeds)
                             o.bo_init = atoi(getenv("KR_BENCH_PRIOR_INIT"));
                         if (wp && getenv("KR_BENCH_PRIOR_BATCH"))
                             o.bo_batch = atoi(getenv("KR_BENCH_PRIOR_BATCH"));
+                        if (wp && getenv("KR_BENCH_PRIOR_SENS")) /* 0: the line alone */
+                            o.prior_sens = atoi(getenv("KR_BENCH_PRIOR_SENS")) ? 0 : -1;
                         kr_partition_frontier f;
                         kr_search_stats fs;
                         rb->n = 0;
@@ -702,6 +693,26 @@ static int a100_prior(void *ud, const kr_partition *p, const kr_config *c, doubl
     return rc;
 }
 
+/* The prior with one GPU constant scaled (its sensitivity features). */
+static int a100_prior_sens(void *ud, const kr_partition *p, const kr_config *c, int param, double factor, double *t,
+                           double *e)
+{
+    (void)p;
+    const a100 *a = ud;
+    int r = a100_row(a, c);
+    if (r < 0)
+        return KR_ENOTFOUND;
+    kr_gpu g = *a->prior_gpu;
+    kr_gpu_param_set(&g, param, kr_gpu_param_value(&g, param) * factor);
+    kr_gpu_clamp(&g);
+    kr_sim_result res;
+    kr_error err = {0};
+    int rc = kr_sim_calib_predict(&a->cs, &g, r, &res, &err);
+    *t = res.time_s;
+    *e = res.energy_j;
+    return rc;
+}
+
 static void bench_a100(void)
 {
     a100 *a = calloc(1, sizeof *a);
@@ -809,6 +820,8 @@ static void bench_a100(void)
             if (k) {
                 o.prior_fn = a100_prior;
                 o.prior_ud = a;
+                if (!getenv("KR_BENCH_PRIOR_SENS") || atoi(getenv("KR_BENCH_PRIOR_SENS")))
+                    o.prior_sens_fn = a100_prior_sens;
             }
             kr_partition_frontier f;
             a->n = 0;

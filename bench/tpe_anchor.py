@@ -86,11 +86,11 @@ def quality(ref_pts, pts, P):
     return hv(pareto(pts, P), rt, ry) / h_ref if h_ref > 0 else 1.0
 
 
-# bench_search.c's perturbed constants and half-widths (keep in step with its perts[]).
-PERTS = [("gemm_eff", 0.15), ("attn_eff", 0.15), ("attn_bwd_eff", 0.15), ("v_max", 0.05), ("v_exp", 0.20),
-         ("dyn_coeff_w", 0.10), ("tuned_cta_Bps", 0.20), ("tuned_cap_frac", 0.15), ("busbw_per_cta_Bps", 0.20),
-         ("comm_clock_exp", 0.20), ("host_op_s", 0.20), ("launch_s", 0.20), ("sync_s", 0.20),
-         ("kappa_tensor", 0.20), ("mem_eff", 0.10), ("attn_activity", 0.10)]
+# bench_search.c's perturbed constants, in its order (the order of the draws); each half-width is
+# the catalog's stated uncertainty (`kareus catalog --gpu G --json`: params.<name>.uncertainty).
+PERTS = ["gemm_eff", "attn_eff", "attn_bwd_eff", "v_max", "v_exp", "dyn_coeff_w", "tuned_cta_Bps",
+         "tuned_cap_frac", "busbw_per_cta_Bps", "comm_clock_exp", "host_op_s", "launch_s", "sync_s",
+         "kappa_tensor", "mem_eff", "attn_activity"]
 
 
 def perturbed_jobs(K, job, g, tmp):
@@ -103,7 +103,8 @@ def perturbed_jobs(K, job, g, tmp):
     cat = run_json([K, "catalog", "--gpu", gname, "--json"])["params"]
     r = random.Random(4242 + g)
     params = {}
-    for name, rel in PERTS:
+    for name in PERTS:
+        rel = cat[name]["uncertainty"]
         params[name] = cat[name]["value"] * (1 + rel * (2 * r.random() - 1))
     for name in ("tuned_cap_frac",):
         params[name] = min(params[name], 1.0)

@@ -64,6 +64,9 @@ static json_t *gpu_json(const kr_gpu *g)
         json_object_set_new(p, "unit", json_string(pi->unit));
         json_object_set_new(p, "description", json_string(pi->description));
         json_object_set_new(p, "source", json_string(g->source[i]));
+        /* The stated uncertainty (relative half-width; 0: taken as a fact) that bo's
+         * sensitivity features and bench_search's perturbed GPUs use. */
+        json_object_set_new(p, "uncertainty", json_real(kr_gpu_param_uncertainty(i)));
         json_object_set_new(params, pi->field, p);
     }
     json_object_set_new(o, "params", params);

@@ -380,13 +380,23 @@ int cmd_search(int argc, char **argv)
                    "\"hypervolume_eff\": %.9g, \"hypervolume_total\": %.9g, \"reference\": {\"time_s\": %.9g, "
                    "\"eff_energy_j\": %.9g, \"energy_j\": %.9g, \"source\": \"%s\"}, "
                    "\"frontier_size_eff\": %ld, \"frontier_size_total\": %ld, \"wall_s\": %.6f, "
-                   "\"json\": \"%s\", \"csv\": \"%s\"}%s\n",
+                   "\"json\": \"%s\", \"csv\": \"%s\"",
                    f->key, kr_variant_name(f->variant), s->space_size, s->recorded, s->evaluated, s->measured, s->from_log,
                    100.0 * (double)s->evaluated / (double)s->space_size, s->batches, s->stop,
                    s->prior ? "true" : "false", num_or_null(s->gain_eff, g1, sizeof g1),
                    num_or_null(s->gain_total, g2, sizeof g2), s->hv_eff, s->hv_total, s->ref_time_s,
                    s->ref_eff_energy_j, s->ref_energy_j, s->ref_from_sim ? "simulator" : "measured",
-                   s->front_eff, s->front_total, s->wall_s, jn, cn, i + 1 < nres ? "," : "");
+                   s->front_eff, s->front_total, s->wall_s, jn, cn);
+            /* What the prior's sensitivity features say of each constant (relative changes). */
+            if (s->prior_nsens > 0) {
+                printf(", \"prior_fit\": {");
+                for (int j = 0; j < s->prior_nsens; j++)
+                    printf("%s\"%s\": {\"time\": %s, \"energy\": %s}", j ? ", " : "",
+                           kr_gpu_param(s->prior_sens_param[j])->field, num_or_null(s->prior_sens_time[j], g1, sizeof g1),
+                           num_or_null(s->prior_sens_energy[j], g2, sizeof g2));
+                printf("}");
+            }
+            printf("}%s\n", i + 1 < nres ? "," : "");
         }
         printf("  ],\n  \"total\": {\"measurements\": %ld, \"measured_now\": %ld, \"space_size\": %ld, "
                "\"percent_of_space\": %.2f, \"wall_s\": %.6f}\n}\n",

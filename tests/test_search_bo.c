@@ -494,9 +494,10 @@ static void bo_with_a_prior(void **state)
     o.seed = 5;
     long before = fi->ncfg;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f1, &st, &e), KR_OK);
-    /* The initial design: the prior's 16 best frontier points, greedily by hypervolume. */
+    /* The initial design: the prior's 12 best frontier points, greedily by hypervolume (then 4
+     * picked the same way from the refitted models: not the prior's next 4 in general). */
     assert_true(fi->ncfg - before >= 16);
-    assert_greedy_prior_design(&fx.job, p, &fi->cfg[before], 16);
+    assert_greedy_prior_design(&fx.job, p, &fi->cfg[before], 12);
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f2x, &st2, &e), KR_OK);
     assert_same(&f1, &f2x);
     assert_int_equal(st.prior, 1);
@@ -531,8 +532,66 @@ static void bo_with_a_prior(void **state)
     kr_frontier_free(&f1);
     kr_frontier_free(&f2x);
     kr_backend_destroy(b);
-    /* Resume with a prior: fwd_mlp (540): 16 initial points, batches of 4; call 23 is mid-batch 2. */
+    /* Resume with a prior: fwd_mlp (540): 12 initial points, the 4 refitted ones, then batches of
+     * 4; call 23 is mid-batch 2. */
     crash_and_resume_prior(KR_STRATEGY_BO, 23, &fx.job);
+}
+
+/* The relative change the time model's sensitivity feature of GPU parameter `param` fitted (NaN
+ * when the search had no such feature). */
+static double sens_time(const kr_search_stats *st, int param)
+{
+    for (int j = 0; j < st->prior_nsens; j++)
+        if (st->prior_sens_param[j] == param)
+            return st->prior_sens_time[j];
+    return NAN;
+}
+
+/* A measured GPU (the simulator on a job whose GPU differs from the prior's in one constant,
+ * within its stated uncertainty):
+ * the sensitivity features find which constant and about how much, from the search's own
+ * measurements; with prior_sens < 0 there are none. */
+static void bo_prior_sensitivities_find_a_changed_constant(void **state)
+{
+    (void)state;
+    fixture fx;
+    setup_fixture(&fx);
+    const kr_partition *p = kr_partition_find(&fx.set, "fwd_mlp");
+    static const struct {
+        int param;
+        double factor, lo, hi;
+    } cases[] = {
+        {KR_GPU_P_gemm_eff, 1.08, 0.05, 0.11},
+        {KR_GPU_P_tuned_cta_Bps, 0.87, -0.17, -0.09},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kr_job truth = fx.job;
+        kr_gpu_param_set(&truth.gpu, cases[c].param, kr_gpu_param_value(&truth.gpu, cases[c].param) * cases[c].factor);
+        assert_true(fabs(cases[c].factor - 1) <= kr_gpu_param_uncertainty(cases[c].param));
+        kr_backend_open_config bc;
+        memset(&bc, 0, sizeof bc);
+        bc.job = &truth;
+        kr_backend *b = NULL;
+        kr_error e = {0};
+        assert_int_equal(kr_backend_open("sim", &bc, &b, &e), KR_OK);
+        kr_search_config o;
+        kr_search_config_default(&o);
+        o.prior = &fx.job;
+        kr_partition_frontier f;
+        kr_search_stats st;
+        assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f, &st, &e), KR_OK);
+        assert_true(st.prior_nsens >= 10 && st.prior_nsens <= KR_SEARCH_SENS_MAX);
+        double d = sens_time(&st, cases[c].param);
+        assert_true(d >= cases[c].lo && d <= cases[c].hi);
+        kr_frontier_free(&f);
+        o.prior_sens = -1;
+        assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f, &st, &e), KR_OK);
+        assert_int_equal(st.prior_nsens, 0);
+        kr_frontier_free(&f);
+        kr_backend_destroy(b);
+    }
+    assert_true(kr_gpu_param_uncertainty(KR_GPU_P_sm_count) == 0);
+    assert_true(kr_gpu_param_uncertainty(-1) == 0 && kr_gpu_param_uncertainty(KR_GPU_NPARAMS) == 0);
 }
 
 static const struct CMUnitTest tests[] = {
@@ -545,6 +604,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(artifact_resumes_after_a_crash_mid_batch),
     cmocka_unit_test(clock_only_spaces_are_measured_at_every_clock),
     cmocka_unit_test(bo_with_a_prior),
+    cmocka_unit_test(bo_prior_sensitivities_find_a_changed_constant),
 };
 
 KR_TEST_MAIN(tests)

@@ -102,6 +102,17 @@ const kr_gpu_param_info *kr_gpu_param(int i);
 double kr_gpu_param_value(const kr_gpu *gpu, int i);
 /* Sets parameter i. */
 void kr_gpu_param_set(kr_gpu *gpu, int i, double v);
+/* The stated uncertainty of parameter i of a catalog (uncalibrated) entry: the relative
+ * half-width within which the true value is believed to lie (docs/search.md, "Sensitivity
+ * features"): kernel efficiencies ±15 %, voltage at f_max ±5 % and the curve's shape ±20 %,
+ * dynamic-power coefficient ±10 %, comm kernels' per-CTA bandwidth ±20 % and saturation ±15 %,
+ * the comm bandwidth's clock exponent ±20 %, overheads ±20 %, the overlap slowdown ±20 %, HBM
+ * efficiency and attention's power activity ±10 %. 0 for a parameter taken as a fact (SM
+ * count, clocks, board limits, tile shapes, …) or out of range. */
+double kr_gpu_param_uncertainty(int i);
+/* Brings a changed entry back within its physical limits: efficiencies at most 0.98,
+ * tuned_cap_frac at most 1, v_max at least v_min + 0.02 V. */
+void kr_gpu_clamp(kr_gpu *gpu);
 
 /* A transformer model (dense, GQA, SwiGLU, RMSNorm, RoPE). */
 typedef struct kr_model {

@@ -207,14 +207,26 @@ typedef struct kr_search_config {
        prior's GPU: nominal or calibrated constants) predicts every configuration of the
        partition, and each surrogate models the measurement as a + b·prediction (log scale,
        fitted per partition by ridge-regularised least squares toward b = 1) plus a GP on the
-       residual; the initial design is the prior's 16 best frontier points. The prior
-       job must describe the same model and parallelism as the searched one. */
+       residual (with the prior's sensitivity features: prior_sens below); the initial design
+       is 16 points, the prior's best frontier points (with the features, the last 4 are picked
+       from the models refitted to the first 12). The prior job must describe the same model and
+       parallelism as the searched one. */
     const kr_job *prior;
     /* A prior other than the simulator (e.g. a model of a different space mapped onto this one):
        when set, bo uses it instead of `prior` — predicted time (> 0) and energy of
        configuration c of p; returns KR_OK or an error code (the search fails with it). */
     int (*prior_fn)(void *ud, const kr_partition *p, const kr_config *c, double *time_s, double *energy_j);
     void *prior_ud;
+    /* 0 (default): with a simulator prior, its sensitivity features join the line — the
+       simulator with each GPU constant that has a stated uncertainty (kr_gpu_param_uncertainty)
+       at ± that uncertainty — as a Bayesian linear model whose coefficients have the prior of a
+       constant uniform within its uncertainty (docs/search.md, "Sensitivity features"); with a
+       prior_fn, only when prior_sens_fn is set. < 0: the line a + b·q alone (as before). */
+    int prior_sens;
+    /* prior_fn's sensitivities: its prediction of c with GPU parameter `param` (KR_GPU_P_…)
+       scaled by `factor`; an error drops that point of the feature. NULL: none. */
+    int (*prior_sens_fn)(void *ud, const kr_partition *p, const kr_config *c, int param, double factor,
+                         double *time_s, double *energy_j);
     /* bo's absolute stopping floor: a plane has converged when the expected remaining gain and
        the last batch's gain, measured in a box of at least 10 % of the fastest time and of the
        lowest energy, are below max(bo_stop · HV, bo_stop_abs · t_min · E_min) (E_min: the lowest total energy
@@ -224,6 +236,8 @@ typedef struct kr_search_config {
 } kr_search_config;
 
 void kr_search_config_default(kr_search_config *o);
+
+#define KR_SEARCH_SENS_MAX 32 /* at most this many sensitivity features */
 
 /* What a search did. */
 typedef struct kr_search_stats {
@@ -261,6 +275,15 @@ typedef struct kr_search_stats {
     int prior;             /* 1 if bo used a prior. */
     double prior_b_time;   /* Its fitted slopes b (1: the prior's shape is right) at the end. */
     double prior_b_energy;
+    /* The prior's sensitivity features (kr_search_config.prior_sens) at the end: what the
+       measurements say of each GPU constant the prior varied, as its relative change from the
+       prior's value to first order (0.08: the measurements behave as if the constant were 8 %
+       higher), once from the time model and once from the total-energy model. The two need not
+       agree: each is only the direction that best explains its own quantity. */
+    int prior_nsens;
+    int prior_sens_param[KR_SEARCH_SENS_MAX];  /* KR_GPU_P_… */
+    double prior_sens_time[KR_SEARCH_SENS_MAX];
+    double prior_sens_energy[KR_SEARCH_SENS_MAX];
 } kr_search_stats;
 
 /*

@@ -24,6 +24,10 @@
  * planes) instead of a grid; each plane's reference box also covers the frontier the models
  * predict (widen_ref), so a predicted frontier extension beyond the measured one counts in the
  * acquisition and the stopping rule; batches are BO_PRIOR_BATCH and bo_stop BO_PRIOR_STOP.
+ * With a simulator prior (round 5) the line also takes the prior's sensitivity features — the
+ * simulator with each uncertain GPU constant at ± its stated uncertainty — as a Bayesian linear
+ * model (prior_fit), and the design's last BO_PRIOR_DESIGN − BO_PRIOR_DESIGN_FIXED points are
+ * picked from the models fitted to its first ones (refit_batch).
  * A flat prior, whose frontiers hold fewer than BO_PRIOR_DESIGN configurations (e.g. one clock,
  * where predicted energy follows time), says little about where the frontier is: it keeps the
  * grid design (prior_grid) and the batch, threshold and box of a search without a prior
@@ -60,6 +64,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <lapacke.h>
+
 #include "gp.h"
 #include "search_internal.h"
 
@@ -68,7 +74,8 @@
 #define BO_DEFAULT_STOP_ABS 1e-5 /* with a prior */
 #define BO_SCALE_MARGIN 0.1      /* the absolute rule's box: at least 10 % of t_min and |E_min| */
 #define BO_PRIOR_RIDGE 0.05      /* pull of the prior's slope toward 1, relative to Σ(q − q̄)² */
-#define BO_PRIOR_DESIGN 16       /* initial design with a prior: the prior's 16 best frontier points */
+#define BO_PRIOR_DESIGN 16       /* initial design with a prior: 16 points, of which */
+#define BO_PRIOR_DESIGN_FIXED 12 /* the prior's 12 best frontier points, then 4 from the refitted models */
 #define BO_PRIOR_BATCH 4         /* batch size with a prior */
 #define BO_PRIOR_STOP 0.01       /* bo_stop's default with a prior */
 
@@ -107,9 +114,14 @@ typedef struct bo {
     int ppos[NMODELS]; /* every prior value of the model is > 0 */
     double pa[NMODELS], pb[NMODELS];
     double *prior_v;   /* the memory of pr */
+    int nsens;         /* sensitivity features (0: none) */
+    int spar[KR__SENS_MAX]; /* their GPU parameters */
+    double *sens;      /* nsens × 2 × NMODELS × size: the prior with each constant at ±its uncertainty */
+    double pc[NMODELS][KR__SENS_MAX]; /* their fitted coefficients */
     /* the loop */
     int has_prior;
     int flat;              /* the prior's frontiers hold fewer than BO_PRIOR_DESIGN points */
+    int refit_left;        /* the design's refitted part is still to come (refit_batch) */
     double stop, stop_abs; /* the stopping rule's relative and absolute bounds (≤ 0: none) */
     long n_prev;           /* points before the last batch (0: the initial design counts as one) */
     double *X;             /* n × 2 features of the evaluated points */
@@ -417,6 +429,7 @@ static void bo_free(bo *b)
     kr__front2_free(&b->feff);
     kr__front2_free(&b->ftot);
     free(b->prior_v);
+    free(b->sens);
     free(b->X);
     free(b->cat);
     kr__front2_free(&b->scratch);
@@ -466,6 +479,131 @@ static void prior_line(bo *b, int k, int n, const double *X)
     s->prior_b[k] = slope;
 }
 
+/* Sensitivity feature j of model k at idx on the model's scale: half the change of the prior's
+ * prediction between the constant at +/− its stated uncertainty (0 where undefined). */
+static double sens_j(const bo *b, int k, int j, long idx)
+{
+    size_t sz = (size_t)b->s->size;
+    double p = b->sens[((size_t)(2 * j) * NMODELS + (size_t)k) * sz + (size_t)idx];
+    double m = b->sens[((size_t)(2 * j + 1) * NMODELS + (size_t)k) * sz + (size_t)idx];
+    if (!isfinite(p) || !isfinite(m))
+        return 0;
+    if (b->md[k].log) {
+        if (!(p > 0) || !(m > 0))
+            return 0;
+        return 0.5 * (log(p) - log(m));
+    }
+    return 0.5 * (p - m);
+}
+
+/* C = Φ diag(sw) Φᵀ + s2·I (n × n, row-major) for the n × p centred features Φ. */
+static void blr_cov(const double *Phi, int n, int p, const double *sw, double s2, double *C)
+{
+    for (int i = 0; i < n; i++)
+        for (int l = 0; l <= i; l++) {
+            double v = 0;
+            for (int c = 0; c < p; c++)
+                v += Phi[i * p + c] * sw[c] * Phi[l * p + c];
+            C[i * n + l] = C[l * n + i] = v + (i == l ? s2 : 0);
+        }
+}
+
+/*
+ * With sensitivity features: y ≈ a + b·q + Σ_j c_j J_j, a Bayesian linear model (docs/search.md,
+ * "Sensitivity features"). After centring (a is flat), r = y − ȳ − (q − q̄) = (b − 1)(q − q̄) +
+ * Σ_j c_j (J_j − J̄_j) + ε with b − 1 ~ N(0, σ²/λ) (the line's ridge, λ = BO_PRIOR_RIDGE·Σ(q − q̄)²),
+ * c_j ~ N(0, 1/3) (a constant uniform within ± its uncertainty) and ε ~ N(0, σ²); σ² maximises
+ * the evidence −½ rᵀC⁻¹r − ½ log|C| (C = Φ Σ_w Φᵀ + σ² I) on a grid 10⁻⁹ … 10⁻², and the
+ * coefficients are the posterior means Σ_w Φᵀ C⁻¹ r (n × n solves: n is small). md->y becomes
+ * the residual the GP models; b is kept in [0.25, 4] as the line's.
+ */
+static void prior_fit(bo *b, int k, int n)
+{
+    kr__search *s = b->s;
+    model *md = &b->md[k];
+    int P = b->nsens, p = P + 1;
+    size_t nd = (size_t)n;
+    double *mem = malloc(sizeof(double) * (nd * (size_t)p + nd * nd + 2 * nd + 2 * (size_t)p));
+    long *ix = malloc(sizeof(long) * nd);
+    if (mem == NULL || ix == NULL) {
+        free(mem);
+        free(ix);
+        prior_line(b, k, n, NULL); /* out of memory: the line alone still works */
+        return;
+    }
+    double *Phi = mem, *C = Phi + nd * (size_t)p, *r = C + nd * nd, *al = r + nd, *sw = al + nd,
+           *mean = sw + p;
+    memset(mean, 0, sizeof(double) * (size_t)p);
+    double ym = 0, sqq = 0;
+    for (int i = 0; i < n; i++) {
+        kr_search_space_index(&s->sp, &s->pts[i].config, &ix[i], NULL);
+        Phi[i * p] = prior_q(b, k, ix[i]);
+        for (int j = 0; j < P; j++)
+            Phi[i * p + 1 + j] = sens_j(b, k, j, ix[i]);
+        for (int c = 0; c < p; c++)
+            mean[c] += Phi[i * p + c] / n;
+        ym += md->y[i] / n;
+    }
+    for (int i = 0; i < n; i++) {
+        for (int c = 0; c < p; c++)
+            Phi[i * p + c] -= mean[c];
+        r[i] = md->y[i] - ym - Phi[i * p];
+        sqq += Phi[i * p] * Phi[i * p];
+    }
+    double lam = BO_PRIOR_RIDGE * sqq + 1e-300;
+    for (int j = 0; j < P; j++)
+        sw[1 + j] = 1.0 / 3.0;
+    double best = -INFINITY, bs2 = 1e-6;
+    for (int g = 0; g <= 14; g++) {
+        double s2 = pow(10.0, -9.0 + 0.5 * g);
+        sw[0] = s2 / lam;
+        blr_cov(Phi, n, p, sw, s2, C);
+        if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, C, n) != 0)
+            continue;
+        memcpy(al, r, sizeof(double) * nd);
+        LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', n, 1, C, n, al, 1);
+        double ev = 0;
+        for (int i = 0; i < n; i++)
+            ev += -0.5 * r[i] * al[i] - log(C[i * n + i]);
+        if (ev > best) {
+            best = ev;
+            bs2 = s2;
+        }
+    }
+    sw[0] = bs2 / lam;
+    blr_cov(Phi, n, p, sw, bs2, C);
+    double w[KR__SENS_MAX + 1] = {0};
+    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, C, n) == 0) {
+        memcpy(al, r, sizeof(double) * nd);
+        LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', n, 1, C, n, al, 1);
+        for (int c = 0; c < p; c++) {
+            double v = 0;
+            for (int i = 0; i < n; i++)
+                v += Phi[i * p + c] * al[i];
+            w[c] = sw[c] * v;
+        }
+    }
+    double slope = fmin(fmax(1 + w[0], 0.25), 4.0);
+    double a = ym - slope * mean[0];
+    for (int j = 0; j < P; j++) {
+        b->pc[k][j] = w[1 + j];
+        a -= w[1 + j] * mean[1 + j];
+        /* Feature j is half the change across ±u_j: a coefficient of 1 is a change of +u_j. */
+        s->sens_rel[k][j] = w[1 + j] * kr_gpu_param_uncertainty(b->spar[j]);
+    }
+    b->pa[k] = a;
+    b->pb[k] = slope;
+    s->prior_b[k] = slope;
+    for (int i = 0; i < n; i++) {
+        double v = a + slope * prior_q(b, k, ix[i]);
+        for (int j = 0; j < P; j++)
+            v += b->pc[k][j] * sens_j(b, k, j, ix[i]);
+        md->y[i] -= v;
+    }
+    free(mem);
+    free(ix);
+}
+
 /* Fits the three models to the evaluated points and predicts every unevaluated configuration. */
 static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
 {
@@ -490,7 +628,9 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
         if (md->log)
             for (int i = 0; i < n; i++)
                 md->y[i] = log(md->y[i]);
-        if (b->pr[0])
+        if (b->pr[0] && b->nsens)
+            prior_fit(b, k, n);
+        else if (b->pr[0])
             prior_line(b, k, n, X);
         if ((rc = kr__gp_fit(&md->gp, X, cat, md->y, n, 2, md->have_h ? &md->h : NULL, err)))
             return rc;
@@ -513,8 +653,11 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
         if ((rc = kr__gp_predict(&md->gp, b->xc, b->cc, b->m, md->mu, md->var, md->V, err)))
             return rc;
         if (b->pr[0])
-            for (int j = 0; j < b->m; j++)
+            for (int j = 0; j < b->m; j++) {
                 md->mu[j] += b->pa[k] + b->pb[k] * prior_q(b, k, b->cand[j]);
+                for (int l = 0; l < b->nsens; l++)
+                    md->mu[j] += b->pc[k][l] * sens_j(b, k, l, b->cand[j]);
+            }
     }
     return KR_OK;
 }
@@ -534,6 +677,12 @@ static int start(bo *b, long n0, kr_error *err)
         s->prior = 1;
         if ((rc = kr__search_prior_compute(s, b->pr, b->ppos, err)))
             return rc;
+        if (o->prior_sens >= 0 && (o->prior_fn ? o->prior_sens_fn != NULL : o->prior != NULL)) {
+            if ((rc = kr__search_prior_sens(s, &b->sens, &b->nsens, b->spar, err)))
+                return rc;
+            s->nsens = b->nsens;
+            memcpy(s->sens_param, b->spar, sizeof(int) * (size_t)b->nsens);
+        }
     }
     if (b->has_prior && o->bo_init == 0) {
         /* A prior whose frontiers hold fewer than BO_PRIOR_DESIGN configurations says little
@@ -543,6 +692,14 @@ static int start(bo *b, long n0, kr_error *err)
         const double *const *pr = (const double *const *)b->pr;
         rc = kr__search_prior_front_picks(s, pr, BO_PRIOR_DESIGN, picks, &got, err);
         b->flat = rc == KR_OK && got < BO_PRIOR_DESIGN;
+        if (!b->flat && b->nsens > 0) {
+            /* With sensitivity features: the first BO_PRIOR_DESIGN_FIXED as the prior predicts,
+             * the rest once the models are fitted to them (refit_batch). With the line alone a
+             * refit moves no point on or off the predicted frontiers (a + b·q is monotone in q),
+             * and measured it was worse (docs/search.md, round 5): the 16 at once. */
+            got = KR_MIN(got, BO_PRIOR_DESIGN_FIXED);
+            b->refit_left = 1;
+        }
         if (rc == KR_OK)
             rc = b->flat ? kr__search_prior_grid(s, err) : kr__search_prior_eval_picks(s, pr, picks, got, err);
     } else {
@@ -665,10 +822,58 @@ static int fit_and_check(bo *b, int *conv, double *tbest, kr_error *err)
     return *conv ? cover_clocks(b, err) : KR_OK;
 }
 
+/*
+ * The design's last BO_PRIOR_DESIGN − BO_PRIOR_DESIGN_FIXED points (with a prior that is not
+ * flat): picked as the first ones were — greedily by the hypervolume they add, both planes — but
+ * from the models just fitted to the first (the prior's line, its sensitivity features and the
+ * residual GP; posterior means), with the measured points as the base. The first picks are where
+ * the nominal prior puts the frontier; these are where the measurements say it is.
+ */
+static int run_batch(bo *b, double tbest, int *empty, kr_error *err);
+
+static int refit_batch(bo *b, double tbest, int *empty, kr_error *err)
+{
+    kr__search *s = b->s;
+    b->refit_left = 0;
+    size_t sz = (size_t)s->size;
+    double *pv = malloc(sizeof(double) * 3 * sz);
+    if (pv == NULL)
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    double *pp[3] = {pv, pv + sz, pv + 2 * sz};
+    for (long i = 0; i < s->size; i++) {
+        pp[0][i] = s->done[i] ? s->t[i] : NAN;
+        pp[1][i] = s->done[i] ? s->ee[i] : NAN;
+        pp[2][i] = s->done[i] ? s->e[i] : NAN;
+    }
+    for (int j = 0; j < b->m; j++)
+        for (int k = 0; k < NMODELS; k++)
+            pp[k][b->cand[j]] = back(b, k, b->md[k].mu[j]);
+    long picks[BO_PRIOR_DESIGN];
+    int got = 0;
+    int want = (int)KR_MIN((long)(BO_PRIOR_DESIGN - BO_PRIOR_DESIGN_FIXED), kr__search_left(s));
+    int rc = kr__search_front_picks(s, (const double *const *)pp, want, 1, picks, &got, err);
+    if (rc == KR_OK && got > 0) {
+        s->batch++;
+        b->n_prev = s->n;
+        for (int i = 0; i < got && rc == KR_OK; i++)
+            rc = kr__search_eval(s, picks[i], "refit", pp[0][picks[i]], pp[1][picks[i]], err);
+        if (rc == KR_OK)
+            rc = kr__search_batch_end(s, 0, err);
+    }
+    free(pv);
+    *empty = 0;
+    /* Nothing to add (every prediction dominated): the loop goes on with the usual batches. */
+    if (rc == KR_OK && got == 0)
+        return run_batch(b, tbest, empty, err);
+    return rc;
+}
+
 /* Builds the next batch greedily with fantasies and measures it; *empty: nothing to pick. */
 static int run_batch(bo *b, double tbest, int *empty, kr_error *err)
 {
     kr__search *s = b->s;
+    if (b->refit_left > 0)
+        return refit_batch(b, tbest, empty, err);
     kr__rng r;
     kr__rng_seed(&r, s->opt->seed * 0x2545f4914f6cdd1dULL + (uint64_t)s->batch * 7919 + 3);
     for (int i = 0; i < BO_SAMPLES; i++)

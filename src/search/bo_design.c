@@ -98,6 +98,57 @@ int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr
 }
 
 /*
+ * The sensitivity features of a simulator prior: for each constant of the prior's GPU with a
+ * stated uncertainty u_j (kr_gpu_param_uncertainty), the simulator's prediction of every
+ * configuration with that constant at (1 + u_j) and at (1 − u_j) times its value (the others
+ * nominal, the entry clamped to its physical limits), into sens[(2j + side)·3·size + model·size +
+ * idx] (models: time, effective energy, total energy; NaN where the simulator cannot predict).
+ * *np gets the number of constants (at most KR__SENS_MAX); par[j] their parameter indices.
+ * With a prior_fn the same comes from prior_sens_fn (a parameter it cannot vary is NaN).
+ */
+int kr__search_prior_sens(kr__search *s, double **sens_out, int *np, int *par, kr_error *err)
+{
+    const kr_search_config *o = s->opt;
+    const kr_job *pj = o->prior_fn ? NULL : o->prior;
+    int n = 0;
+    for (int i = 0; i < KR_GPU_NPARAMS && n < KR__SENS_MAX; i++)
+        if (kr_gpu_param_uncertainty(i) > 0 && (pj == NULL || kr_gpu_param_value(&pj->gpu, i) != 0))
+            par[n++] = i;
+    *np = n;
+    size_t sz = (size_t)s->size;
+    double *sens = malloc(sizeof(double) * (size_t)n * 2 * 3 * sz);
+    if (sens == NULL && n > 0)
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    for (int j = 0; j < n; j++)
+        for (int side = 0; side < 2; side++) {
+            double u = kr_gpu_param_uncertainty(par[j]), factor = side ? 1 - u : 1 + u;
+            kr_job job;
+            if (pj) {
+                job = *pj;
+                kr_gpu_param_set(&job.gpu, par[j], kr_gpu_param_value(&job.gpu, par[j]) * factor);
+                kr_gpu_clamp(&job.gpu);
+            }
+            double *out = sens + (size_t)(2 * j + side) * 3 * sz;
+            for (long i = 0; i < s->size; i++) {
+                kr_config c;
+                kr_search_space_config(&s->sp, i, &c);
+                kr_measurement m;
+                memset(&m, 0, sizeof m);
+                kr_error e = {0};
+                int rc = pj ? kr_sim_measure(&job, s->p, &c, &m, &e)
+                            : o->prior_sens_fn(o->prior_ud, s->p, &c, par[j], factor, &m.time_s, &m.energy_j);
+                if (rc || !(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
+                    m.time_s = m.energy_j = NAN;
+                out[i] = m.time_s;
+                out[sz + (size_t)i] = m.energy_j - s->job->static_power_w * m.time_s;
+                out[2 * sz + (size_t)i] = m.energy_j;
+            }
+        }
+    *sens_out = sens;
+    return KR_OK;
+}
+
+/*
  * The rest of the initial design with a prior when its frontiers hold fewer than
  * BO_PRIOR_DESIGN points (kr__search_prior_front_design): a grid that identifies the prior's line and a
  * first residual — clocks {highest, middle, lowest} × comm-SM counts {lowest, (middle,) highest}
@@ -140,6 +191,12 @@ int kr__search_prior_grid(kr__search *s, kr_error *err)
 int kr__search_prior_front_picks(kr__search *s, const double *const pr[3], int k, long *picks, int *picked_n,
                                  kr_error *err)
 {
+    return kr__search_front_picks(s, pr, k, 0, picks, picked_n, err);
+}
+
+int kr__search_front_picks(kr__search *s, const double *const pr[3], int k, int from_done, long *picks, int *picked_n,
+                           kr_error *err)
+{
     kr__front2 full[2], got[2];
     memset(full, 0, sizeof full);
     memset(got, 0, sizeof got);
@@ -155,6 +212,9 @@ int kr__search_prior_front_picks(kr__search *s, const double *const pr[3], int k
         f->hv = kr__front2_hv(f);
         got[pl].rt = f->rt;
         got[pl].ry = f->ry;
+        for (long i = 0; from_done && i < s->size && rc == KR_OK; i++)
+            if (s->done[i] && isfinite(pr[0][i]) && isfinite(pr[1 + pl][i]))
+                rc = kr__front2_add(&got[pl], pr[0][i], pr[1 + pl][i]);
     }
     for (int it = 0; it < k && rc == KR_OK && kr__search_left(s) > 0; it++) {
         long best = -1;

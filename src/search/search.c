@@ -308,6 +308,12 @@ static void fill_stats(const kr__search *s, long recorded, double t0, kr_search_
     stats->prior = s->prior;
     stats->prior_b_time = s->prior ? s->prior_b[0] : NAN;
     stats->prior_b_energy = s->prior ? s->prior_b[2] : NAN;
+    stats->prior_nsens = s->nsens;
+    for (int j = 0; j < s->nsens; j++) {
+        stats->prior_sens_param[j] = s->sens_param[j];
+        stats->prior_sens_time[j] = s->sens_rel[0][j];
+        stats->prior_sens_energy[j] = s->sens_rel[2][j];
+    }
 }
 
 /* Runs the strategy on s (set up); the frontier into out. */

@@ -98,6 +98,8 @@ const char *kr__replay_files(const kr_backend *b);
 
 /* ---- the search context ------------------------------------------------------------------- */
 
+#define KR__SENS_MAX KR_SEARCH_SENS_MAX /* sensitivity features (bo_design.c) */
+
 typedef struct kr__search {
     const kr_job *job;
     const kr_partition *p;
@@ -120,6 +122,9 @@ typedef struct kr__search {
     double gain_eff, gain_total; /* bo: last remaining-gain estimates / (t_min·|E_min|), or NaN */
     int prior;                   /* bo: 1 with a prior */
     double prior_b[3];           /* bo: fitted slopes (time, eff energy, total energy) */
+    int nsens;                   /* bo: sensitivity features, their parameters and the fitted */
+    int sens_param[KR__SENS_MAX]; /* relative changes (time, eff energy, total energy) */
+    double sens_rel[3][KR__SENS_MAX];
 } kr__search;
 
 /* Evaluates configuration idx (from the log if recorded, else measured and logged). A
@@ -147,11 +152,16 @@ int kr__search_lhs_design(kr__search *s, long n0, kr_error *err);
 /* The prior's prediction of every configuration: pr[0] time, pr[1] effective energy, pr[2]
  * total energy (s->size each, caller's memory); ppos[k] = 1 if every pr[k] value is > 0. */
 int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr_error *err);
+/* The prior's sensitivity features (bo_design.c: the simulator with each uncertain constant of
+ * the prior's GPU at ±its stated uncertainty; *sens_out is malloc'd). */
+int kr__search_prior_sens(kr__search *s, double **sens_out, int *np, int *par, kr_error *err);
 /* Up to k of the prior's best frontier points (greedy by predicted hypervolume, both planes),
  * in order of choice, into picks (k entries); *picked_n says how many. Measures nothing. */
 int kr__search_prior_front_picks(kr__search *s, const double *const pr[3], int k, long *picks, int *picked_n,
                                  kr_error *err);
 /* Measures picks[0..n) in order while the budget lasts (the prior's design). */
+int kr__search_front_picks(kr__search *s, const double *const pr[3], int k, int from_done, long *picks, int *picked_n,
+                           kr_error *err);
 int kr__search_prior_eval_picks(kr__search *s, const double *const pr[3], const long *picks, int n, kr_error *err);
 /* The grid that completes a prior design of fewer than k frontier points. */
 int kr__search_prior_grid(kr__search *s, kr_error *err);

@@ -40,6 +40,45 @@ double kr_gpu_param_value(const kr_gpu *gpu, int i)
     }
 }
 
+double kr_gpu_param_uncertainty(int i)
+{
+    switch (i) {
+    case KR_GPU_P_gemm_eff:
+    case KR_GPU_P_attn_eff:
+    case KR_GPU_P_attn_bwd_eff:
+    case KR_GPU_P_tuned_cap_frac:
+        return 0.15;
+    case KR_GPU_P_v_max:
+        return 0.05;
+    case KR_GPU_P_dyn_coeff_w:
+    case KR_GPU_P_mem_eff:
+    case KR_GPU_P_attn_activity:
+        return 0.10;
+    case KR_GPU_P_v_exp:
+    case KR_GPU_P_tuned_cta_Bps:
+    case KR_GPU_P_busbw_per_cta_Bps:
+    case KR_GPU_P_comm_clock_exp:
+    case KR_GPU_P_host_op_s:
+    case KR_GPU_P_launch_s:
+    case KR_GPU_P_sync_s:
+    case KR_GPU_P_kappa_tensor:
+        return 0.20;
+    default:
+        return 0;
+    }
+}
+
+void kr_gpu_clamp(kr_gpu *g)
+{
+    g->tuned_cap_frac = fmin(g->tuned_cap_frac, 1.0);
+    g->gemm_eff = fmin(g->gemm_eff, 0.98);
+    g->attn_eff = fmin(g->attn_eff, 0.98);
+    g->attn_bwd_eff = fmin(g->attn_bwd_eff, 0.98);
+    g->mem_eff = fmin(g->mem_eff, 0.98);
+    if (g->v_max < g->v_min + 0.02)
+        g->v_max = g->v_min + 0.02;
+}
+
 void kr_gpu_param_set(kr_gpu *gpu, int i, double v)
 {
     switch (i) {
