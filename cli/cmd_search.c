@@ -18,17 +18,26 @@ static const char usage_head[] =
     "usage: kareus search [--job FILE] [--partition KEY|all] [--strategy exhaustive|bo|artifact]\n"
     "                     [--variant kareus|sequential|default-overlap] [--log FILE|none] [--seed N]\n"
     "                     [--out DIR] [--backend sim|replay|gpu] [--replay [KEY=]FILE]... [--max-evals N]\n"
-    "                     [--stop X] [--budget N] [--clock-step MHZ] [--prior none|sim|FILE] [--json]\n"
-    "                     [--quiet]\n\n";
+    "                     [--stop X] [--budget N] [--clock-step MHZ] [--prior none|sim|FILE]\n"
+    "                     [--prior-features auto|on|off] [--json] [--quiet]\n\n";
 
 /* What the options set. */
 typedef struct search_args {
     const char *job, *part, *strat, *var, *logpath, *out, *backend, *prior_spec;
     const char *replay[64];
-    int nreplay, json, quiet, step;
+    int nreplay, json, quiet, step, prior_sens;
     long seed, max_evals, budget;
     double stop;
 } search_args;
+
+static int set_prior_features(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    search_args *a = ctx;
+    int v = 0, rc = cli_parse_auto_on_off(cmd, "--prior-features", arg, &v);
+    a->prior_sens = v < 0 ? -1 : 0; /* on and auto: the default */
+    return rc;
+}
 
 static int set_replay(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 {
@@ -97,6 +106,11 @@ static const cli_opt search_opts[] = {
         "                      none, sim (the job's GPU) or FILE (a GPU entry, e.g. a calibrated one);\n"
         "                      default sim with --backend gpu, none with sim and replay\n",
         cli_set_str, search_args, prior_spec),
+    CLI_OPT_FN("prior-features", 1,
+        "  --prior-features auto|on|off  with a simulator prior, also fit how each GPU constant with\n"
+        "                      a stated uncertainty moves the predictions (its sensitivity features;\n"
+        "                      --json reports them as prior_fit); off: the prior's line alone (default on)\n",
+        set_prior_features),
     CLI_OPT("json", 0,
         "  --json              print a JSON summary on stdout instead of a table\n",
         cli_set_flag, search_args, json),
@@ -250,6 +264,7 @@ int cmd_search(int argc, char **argv)
                                &prior_job, &use_prior)))
         return rc;
     opt.prior = use_prior ? &prior_job : NULL;
+    opt.prior_sens = a.prior_sens;
     /* Which partitions. */
     kr_partition_set *all = malloc(sizeof *all), *sel = malloc(sizeof *sel);
     kr_search_log *log = NULL;

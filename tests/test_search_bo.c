@@ -594,6 +594,71 @@ static void bo_prior_sensitivities_find_a_changed_constant(void **state)
     assert_true(kr_gpu_param_uncertainty(-1) == 0 && kr_gpu_param_uncertainty(KR_GPU_NPARAMS) == 0);
 }
 
+/* prior_fn / prior_sens_fn computing what the simulator prior computes (ud: the prior job). */
+static int sim_prior_fn(void *ud, const kr_partition *p, const kr_config *c, double *t, double *e)
+{
+    kr_measurement m;
+    kr_error err = {0};
+    int rc = kr_sim_measure(ud, p, c, &m, &err);
+    *t = m.time_s;
+    *e = m.energy_j;
+    return rc;
+}
+
+static int sim_prior_sens_fn(void *ud, const kr_partition *p, const kr_config *c, int param, double factor, double *t,
+                             double *e)
+{
+    kr_job job = *(const kr_job *)ud;
+    kr_gpu_param_set(&job.gpu, param, kr_gpu_param_value(&job.gpu, param) * factor);
+    kr_gpu_clamp(&job.gpu);
+    return sim_prior_fn(&job, p, c, t, e);
+}
+
+/* The same prior through prior_fn and prior_sens_fn takes the same decisions as the simulator
+ * prior with its features; without prior_sens_fn a prior_fn has none. */
+static void bo_prior_sens_fn_matches_the_simulator_prior(void **state)
+{
+    (void)state;
+    fixture fx;
+    setup_fixture(&fx);
+    const kr_partition *p = kr_partition_find(&fx.set, "bwd_mlp");
+    kr_job truth = fx.job;
+    kr_gpu_param_set(&truth.gpu, KR_GPU_P_kappa_tensor, kr_gpu_param_value(&truth.gpu, KR_GPU_P_kappa_tensor) * 1.15);
+    kr_backend_open_config bc;
+    memset(&bc, 0, sizeof bc);
+    bc.job = &truth;
+    kr_backend *b = NULL;
+    kr_error e = {0};
+    assert_int_equal(kr_backend_open("sim", &bc, &b, &e), KR_OK);
+    kr_search_config o;
+    kr_search_config_default(&o);
+    o.prior = &fx.job;
+    kr_partition_frontier f1, f2, f3;
+    kr_search_stats s1, s2, s3;
+    assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f1, &s1, &e), KR_OK);
+    o.prior_fn = sim_prior_fn;
+    o.prior_sens_fn = sim_prior_sens_fn;
+    o.prior_ud = &fx.job;
+    assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f2, &s2, &e), KR_OK);
+    assert_same(&f1, &f2);
+    assert_int_equal(s1.evaluated, s2.evaluated);
+    assert_true(s1.prior_nsens > 0 && s2.prior_nsens >= s1.prior_nsens);
+    for (int j = 0, k = 0; j < s2.prior_nsens; j++) {
+        /* prior_fn has no GPU entry to skip zero-valued constants: it lists every uncertain one */
+        while (k < s1.prior_nsens && s1.prior_sens_param[k] != s2.prior_sens_param[j])
+            k++;
+        if (k < s1.prior_nsens)
+            assert_true(s1.prior_sens_time[k] == s2.prior_sens_time[j]);
+    }
+    o.prior_sens_fn = NULL;
+    assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f3, &s3, &e), KR_OK);
+    assert_int_equal(s3.prior_nsens, 0);
+    kr_frontier_free(&f1);
+    kr_frontier_free(&f2);
+    kr_frontier_free(&f3);
+    kr_backend_destroy(b);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gp_interpolates_and_knows_its_uncertainty),
     cmocka_unit_test(gbrt_fits_steps_and_is_deterministic),
@@ -605,6 +670,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(clock_only_spaces_are_measured_at_every_clock),
     cmocka_unit_test(bo_with_a_prior),
     cmocka_unit_test(bo_prior_sensitivities_find_a_changed_constant),
+    cmocka_unit_test(bo_prior_sens_fn_matches_the_simulator_prior),
 };
 
 KR_TEST_MAIN(tests)

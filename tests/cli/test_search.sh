@@ -137,6 +137,13 @@ expect_exit 0 "usage: kareus search" -- search --help
 expect_exit 0 "\"prior\": true" -- search --partition fwd_mlp --prior sim --log none --out "$TMP/pr" --json --quiet
 expect_exit 0 "\"stop\": \"converged (eff " -- search --partition fwd_mlp --prior sim --log none --out "$TMP/pr" --json --quiet
 expect_exit 0 "\"prior\": false" -- search --partition fwd_mlp --log none --out "$TMP/pr" --json --quiet
+# The prior's sensitivity features: reported as prior_fit (each constant's fitted change; 0 here,
+# where the "GPU" is the prior itself), none with --prior-features off, a bad value is exit 2.
+expect_exit 0 "\"prior_fit\": {" -- search --partition fwd_mlp --prior sim --log none --out "$TMP/pr" --json --quiet
+expect_exit 0 "\"gemm_eff\": {\"time\": 0, \"energy\": 0}" -- search --partition fwd_mlp --prior sim --log none --out "$TMP/pr" --json --quiet
+out=$("$KAREUS" search --partition fwd_mlp --prior sim --prior-features off --log none --out "$TMP/pr" --json --quiet 2>&1)
+if grep -q prior_fit <<<"$out"; then echo "FAIL: --prior-features off still reports prior_fit" >&2; fails=$((fails + 1)); else echo "ok: --prior-features off"; fi
+expect_exit 2 "--prior-features: expected auto, on or off, found 'x'" -- search --partition fwd_mlp --prior sim --prior-features x --log none --out "$TMP/pr"
 echo '{"name": "x"' > "$TMP/badgpu.json"
 expect_exit 2 "--prior $TMP/badgpu.json: expected none, sim or a GPU entry file" -- search --partition fwd_mlp --prior "$TMP/badgpu.json" --log none --out "$TMP/pr"
 # compose: a frontier lacking clocks is an error naming the key and the clocks, or a warning with
