@@ -38,6 +38,7 @@ typedef struct args {
     int sim;               /* --sim: the simulator's prediction next to each measurement */
     const char *sim_gpu;   /* --sim-gpu FILE: ... with this GPU entry (e.g. a calibrated one) */
     const char *prior;     /* --prior none|sim|FILE (search mode; NULL: sim) */
+    int prior_sens;        /* --prior-features: 0 on (default), -1 off */
     const char *configs[MAX_CONFIGS];
     int nconfigs;
     int plan, calibrate, check, json, quick, quiet;
@@ -46,6 +47,15 @@ typedef struct args {
     kr_profiler_comm comm;
     kr_profiler_config o;
 } args;
+
+static int set_prior_features(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    args *a = ctx;
+    int v = 0, rc = cli_parse_auto_on_off(cmd, "--prior-features", arg, &v);
+    a->prior_sens = v < 0 ? -1 : 0; /* on and auto: the default */
+    return rc;
+}
 
 static int set_seed(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 {
@@ -114,6 +124,10 @@ static const cli_opt profile_opts[] = {
         "  --prior SPEC     search mode, bo: the simulator's prediction as the prior mean: sim (default:\n"
         "                   the job's GPU), FILE (a GPU entry, e.g. from --calibrate) or none\n",
         cli_set_str, args, prior),
+    CLI_OPT_FN("prior-features", 1,
+        "  --prior-features auto|on|off  search mode: also fit how each uncertain GPU constant moves\n"
+        "                   the prior's predictions (default on; off: the prior's line alone)\n",
+        set_prior_features),
     CLI_OPT("out", 1,
         "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
         "                   --calibrate: the entry (default gpu-calibrated.json)\n",
@@ -660,6 +674,7 @@ static int mode_search(const args *a, const kr_job *job, kr_variant var)
     if (prc)
         return prc;
     opt.prior = use_prior ? &prior_job : NULL;
+    opt.prior_sens = a->prior_sens;
     kr_error err = {0};
     kr_partition_set *set = malloc(sizeof *set);
     if (set == NULL)
