@@ -679,18 +679,25 @@ static int a100_measure(kr_backend *b, const kr_partition *p, const kr_config *c
 static const kr_measure_ops a100_measure_ops = {a100_measure};
 static const kr_backend_class a100_class = {.name = "a100-rows", .caps = KR_BACKEND_MEASURE, .measure = &a100_measure_ops};
 
-static int a100_prior(void *ud, const kr_partition *p, const kr_config *c, double *t, double *e)
+/* The prior's prediction of c's row with GPU entry g (kr_sim_calib_predict). */
+static int a100_predict(const a100 *a, const kr_gpu *g, const kr_config *c, double *t, double *e)
 {
-    const a100 *a = ud;
     int r = a100_row(a, c);
     if (r < 0)
         return KR_ENOTFOUND;
     kr_sim_result res;
     kr_error err = {0};
-    int rc = kr_sim_calib_predict(&a->cs, a->prior_gpu, r, &res, &err);
+    int rc = kr_sim_calib_predict(&a->cs, g, r, &res, &err);
     *t = res.time_s;
     *e = res.energy_j;
     return rc;
+}
+
+static int a100_prior(void *ud, const kr_partition *p, const kr_config *c, double *t, double *e)
+{
+    (void)p;
+    const a100 *a = ud;
+    return a100_predict(a, a->prior_gpu, c, t, e);
 }
 
 /* The prior with one GPU constant scaled (its sensitivity features). */
@@ -699,18 +706,10 @@ static int a100_prior_sens(void *ud, const kr_partition *p, const kr_config *c, 
 {
     (void)p;
     const a100 *a = ud;
-    int r = a100_row(a, c);
-    if (r < 0)
-        return KR_ENOTFOUND;
     kr_gpu g = *a->prior_gpu;
     kr_gpu_param_set(&g, param, kr_gpu_param_value(&g, param) * factor);
     kr_gpu_clamp(&g);
-    kr_sim_result res;
-    kr_error err = {0};
-    int rc = kr_sim_calib_predict(&a->cs, &g, r, &res, &err);
-    *t = res.time_s;
-    *e = res.energy_j;
-    return rc;
+    return a100_predict(a, &g, c, t, e);
 }
 
 static void bench_a100(void)

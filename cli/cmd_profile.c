@@ -38,7 +38,7 @@ typedef struct args {
     int sim;               /* --sim: the simulator's prediction next to each measurement */
     const char *sim_gpu;   /* --sim-gpu FILE: ... with this GPU entry (e.g. a calibrated one) */
     const char *prior;     /* --prior none|sim|FILE (search mode; NULL: sim) */
-    int prior_sens;        /* --prior-features: 0 on (default), -1 off */
+    int prior_sens;        /* --prior-features: 0 auto, 1 on (both: on), -1 off (kr_search_config.prior_sens) */
     const char *configs[MAX_CONFIGS];
     int nconfigs;
     int plan, calibrate, check, json, quick, quiet;
@@ -47,15 +47,6 @@ typedef struct args {
     kr_profiler_comm comm;
     kr_profiler_config o;
 } args;
-
-static int set_prior_features(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
-{
-    (void)o;
-    args *a = ctx;
-    int v = 0, rc = cli_parse_auto_on_off(cmd, "--prior-features", arg, &v);
-    a->prior_sens = v < 0 ? -1 : 0; /* on and auto: the default */
-    return rc;
-}
 
 static int set_seed(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 {
@@ -124,10 +115,10 @@ static const cli_opt profile_opts[] = {
         "  --prior SPEC     search mode, bo: the simulator's prediction as the prior mean: sim (default:\n"
         "                   the job's GPU), FILE (a GPU entry, e.g. from --calibrate) or none\n",
         cli_set_str, args, prior),
-    CLI_OPT_FN("prior-features", 1,
+    CLI_OPT("prior-features", 1,
         "  --prior-features auto|on|off  search mode: also fit how each uncertain GPU constant moves\n"
         "                   the prior's predictions (default on; off: the prior's line alone)\n",
-        set_prior_features),
+        cli_set_auto_on_off, args, prior_sens),
     CLI_OPT("out", 1,
         "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
         "                   --calibrate: the entry (default gpu-calibrated.json)\n",

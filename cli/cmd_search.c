@@ -30,15 +30,6 @@ typedef struct search_args {
     double stop;
 } search_args;
 
-static int set_prior_features(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
-{
-    (void)o;
-    search_args *a = ctx;
-    int v = 0, rc = cli_parse_auto_on_off(cmd, "--prior-features", arg, &v);
-    a->prior_sens = v < 0 ? -1 : 0; /* on and auto: the default */
-    return rc;
-}
-
 static int set_replay(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 {
     (void)o;
@@ -106,11 +97,11 @@ static const cli_opt search_opts[] = {
         "                      none, sim (the job's GPU) or FILE (a GPU entry, e.g. a calibrated one);\n"
         "                      default sim with --backend gpu, none with sim and replay\n",
         cli_set_str, search_args, prior_spec),
-    CLI_OPT_FN("prior-features", 1,
+    CLI_OPT("prior-features", 1,
         "  --prior-features auto|on|off  with a simulator prior, also fit how each GPU constant with\n"
         "                      a stated uncertainty moves the predictions (its sensitivity features;\n"
         "                      --json reports them as prior_fit); off: the prior's line alone (default on)\n",
-        set_prior_features),
+        cli_set_auto_on_off, search_args, prior_sens),
     CLI_OPT("json", 0,
         "  --json              print a JSON summary on stdout instead of a table\n",
         cli_set_flag, search_args, json),

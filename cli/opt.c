@@ -52,6 +52,12 @@ int cli_set_int(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
     return cli_parse_int(cmd, dashed(o, d, sizeof d), arg, (int)o->lo, (int)o->hi, field(o, ctx));
 }
 
+int cli_set_auto_on_off(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    char d[64];
+    return cli_parse_auto_on_off(cmd, dashed(o, d, sizeof d), arg, field(o, ctx));
+}
+
 int cli_set_long(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 {
     char d[64];

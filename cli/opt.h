@@ -33,6 +33,8 @@ int cli_set_clear(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 int cli_set_int(const char *cmd, const cli_opt *o, const char *arg, void *ctx);
 int cli_set_long(const char *cmd, const cli_opt *o, const char *arg, void *ctx);
 int cli_set_double(const char *cmd, const cli_opt *o, const char *arg, void *ctx);
+/* auto, on or off into an int: 0, 1, −1 (cli_parse_auto_on_off). */
+int cli_set_auto_on_off(const char *cmd, const cli_opt *o, const char *arg, void *ctx);
 
 /* The options optimize and compare share (--strategy, --seed, --cost-model, --unit-time,
  * --exchange, by the row's name): the field is a kr_optimize_config (cli_optimize_option). */

@@ -537,6 +537,18 @@ static void bo_with_a_prior(void **state)
     crash_and_resume_prior(KR_STRATEGY_BO, 23, &fx.job);
 }
 
+/* The simulator measuring on job (the "GPU" of the prior tests). */
+static kr_backend *sim_backend(const kr_job *job)
+{
+    kr_backend_open_config bc;
+    memset(&bc, 0, sizeof bc);
+    bc.job = job;
+    kr_backend *b = NULL;
+    kr_error e = {0};
+    assert_int_equal(kr_backend_open("sim", &bc, &b, &e), KR_OK);
+    return b;
+}
+
 /* The relative change the time model's sensitivity feature of GPU parameter `param` fitted (NaN
  * when the search had no such feature). */
 static double sens_time(const kr_search_stats *st, int param)
@@ -568,12 +580,8 @@ static void bo_prior_sensitivities_find_a_changed_constant(void **state)
         kr_job truth = fx.job;
         kr_gpu_param_set(&truth.gpu, cases[c].param, kr_gpu_param_value(&truth.gpu, cases[c].param) * cases[c].factor);
         assert_true(fabs(cases[c].factor - 1) <= kr_gpu_param_uncertainty(cases[c].param));
-        kr_backend_open_config bc;
-        memset(&bc, 0, sizeof bc);
-        bc.job = &truth;
-        kr_backend *b = NULL;
+        kr_backend *b = sim_backend(&truth);
         kr_error e = {0};
-        assert_int_equal(kr_backend_open("sim", &bc, &b, &e), KR_OK);
         kr_search_config o;
         kr_search_config_default(&o);
         o.prior = &fx.job;
@@ -624,12 +632,8 @@ static void bo_prior_sens_fn_matches_the_simulator_prior(void **state)
     const kr_partition *p = kr_partition_find(&fx.set, "bwd_mlp");
     kr_job truth = fx.job;
     kr_gpu_param_set(&truth.gpu, KR_GPU_P_kappa_tensor, kr_gpu_param_value(&truth.gpu, KR_GPU_P_kappa_tensor) * 1.15);
-    kr_backend_open_config bc;
-    memset(&bc, 0, sizeof bc);
-    bc.job = &truth;
-    kr_backend *b = NULL;
+    kr_backend *b = sim_backend(&truth);
     kr_error e = {0};
-    assert_int_equal(kr_backend_open("sim", &bc, &b, &e), KR_OK);
     kr_search_config o;
     kr_search_config_default(&o);
     o.prior = &fx.job;

@@ -217,7 +217,7 @@ typedef struct kr_search_config {
        configuration c of p; returns KR_OK or an error code (the search fails with it). */
     int (*prior_fn)(void *ud, const kr_partition *p, const kr_config *c, double *time_s, double *energy_j);
     void *prior_ud;
-    /* 0 (default): with a simulator prior, its sensitivity features join the line — the
+    /* 0 (default; > 0 the same): with a simulator prior, its sensitivity features join the line — the
        simulator with each GPU constant that has a stated uncertainty (kr_gpu_param_uncertainty)
        at ± that uncertainty — as a Bayesian linear model whose coefficients have the prior of a
        constant uniform within its uncertainty (docs/search.md, "Sensitivity features"); with a

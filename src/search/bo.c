@@ -114,10 +114,8 @@ typedef struct bo {
     int ppos[NMODELS]; /* every prior value of the model is > 0 */
     double pa[NMODELS], pb[NMODELS];
     double *prior_v;   /* the memory of pr */
-    int nsens;         /* sensitivity features (0: none) */
-    int spar[KR__SENS_MAX]; /* their GPU parameters */
-    double *sens;      /* nsens × 2 × NMODELS × size: the prior with each constant at ±its uncertainty */
-    double pc[NMODELS][KR__SENS_MAX]; /* their fitted coefficients */
+    double *sens;      /* s->nsens × 2 × NMODELS × size: the prior with each constant at ±its
+                          uncertainty (their parameters and fitted coefficients live in s) */
     /* the loop */
     int has_prior;
     int flat;              /* the prior's frontiers hold fewer than BO_PRIOR_DESIGN points */
@@ -521,7 +519,7 @@ static void prior_fit(bo *b, int k, int n)
 {
     kr__search *s = b->s;
     model *md = &b->md[k];
-    int P = b->nsens, p = P + 1;
+    int P = s->nsens, p = P + 1;
     size_t nd = (size_t)n;
     double *mem = malloc(sizeof(double) * (nd * (size_t)p + nd * nd + 2 * nd + 2 * (size_t)p));
     long *ix = malloc(sizeof(long) * nd);
@@ -586,10 +584,8 @@ static void prior_fit(bo *b, int k, int n)
     double slope = fmin(fmax(1 + w[0], 0.25), 4.0);
     double a = ym - slope * mean[0];
     for (int j = 0; j < P; j++) {
-        b->pc[k][j] = w[1 + j];
+        s->sens_c[k][j] = w[1 + j];
         a -= w[1 + j] * mean[1 + j];
-        /* Feature j is half the change across ±u_j: a coefficient of 1 is a change of +u_j. */
-        s->sens_rel[k][j] = w[1 + j] * kr_gpu_param_uncertainty(b->spar[j]);
     }
     b->pa[k] = a;
     b->pb[k] = slope;
@@ -597,7 +593,7 @@ static void prior_fit(bo *b, int k, int n)
     for (int i = 0; i < n; i++) {
         double v = a + slope * prior_q(b, k, ix[i]);
         for (int j = 0; j < P; j++)
-            v += b->pc[k][j] * sens_j(b, k, j, ix[i]);
+            v += s->sens_c[k][j] * sens_j(b, k, j, ix[i]);
         md->y[i] -= v;
     }
     free(mem);
@@ -628,7 +624,7 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
         if (md->log)
             for (int i = 0; i < n; i++)
                 md->y[i] = log(md->y[i]);
-        if (b->pr[0] && b->nsens)
+        if (b->pr[0] && s->nsens)
             prior_fit(b, k, n);
         else if (b->pr[0])
             prior_line(b, k, n, X);
@@ -655,8 +651,8 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
         if (b->pr[0])
             for (int j = 0; j < b->m; j++) {
                 md->mu[j] += b->pa[k] + b->pb[k] * prior_q(b, k, b->cand[j]);
-                for (int l = 0; l < b->nsens; l++)
-                    md->mu[j] += b->pc[k][l] * sens_j(b, k, l, b->cand[j]);
+                for (int l = 0; l < s->nsens; l++)
+                    md->mu[j] += s->sens_c[k][l] * sens_j(b, k, l, b->cand[j]);
             }
     }
     return KR_OK;
@@ -678,10 +674,8 @@ static int start(bo *b, long n0, kr_error *err)
         if ((rc = kr__search_prior_compute(s, b->pr, b->ppos, err)))
             return rc;
         if (o->prior_sens >= 0 && (o->prior_fn ? o->prior_sens_fn != NULL : o->prior != NULL)) {
-            if ((rc = kr__search_prior_sens(s, &b->sens, &b->nsens, b->spar, err)))
+            if ((rc = kr__search_prior_sens(s, &b->sens, &s->nsens, s->sens_param, err)))
                 return rc;
-            s->nsens = b->nsens;
-            memcpy(s->sens_param, b->spar, sizeof(int) * (size_t)b->nsens);
         }
     }
     if (b->has_prior && o->bo_init == 0) {
@@ -692,7 +686,7 @@ static int start(bo *b, long n0, kr_error *err)
         const double *const *pr = (const double *const *)b->pr;
         rc = kr__search_prior_front_picks(s, pr, BO_PRIOR_DESIGN, picks, &got, err);
         b->flat = rc == KR_OK && got < BO_PRIOR_DESIGN;
-        if (!b->flat && b->nsens > 0) {
+        if (!b->flat && s->nsens > 0) {
             /* With sensitivity features: the first BO_PRIOR_DESIGN_FIXED as the prior predicts,
              * the rest once the models are fitted to them (refit_batch). With the line alone a
              * refit moves no point on or off the predicted frontiers (a + b·q is monotone in q),
@@ -829,9 +823,7 @@ static int fit_and_check(bo *b, int *conv, double *tbest, kr_error *err)
  * residual GP; posterior means), with the measured points as the base. The first picks are where
  * the nominal prior puts the frontier; these are where the measurements say it is.
  */
-static int run_batch(bo *b, double tbest, int *empty, kr_error *err);
-
-static int refit_batch(bo *b, double tbest, int *empty, kr_error *err)
+static int refit_batch(bo *b, int *measured, kr_error *err)
 {
     kr__search *s = b->s;
     b->refit_left = 0;
@@ -861,10 +853,7 @@ static int refit_batch(bo *b, double tbest, int *empty, kr_error *err)
             rc = kr__search_batch_end(s, 0, err);
     }
     free(pv);
-    *empty = 0;
-    /* Nothing to add (every prediction dominated): the loop goes on with the usual batches. */
-    if (rc == KR_OK && got == 0)
-        return run_batch(b, tbest, empty, err);
+    *measured = got > 0; /* else (every prediction dominated) a usual batch on the same fit */
     return rc;
 }
 
@@ -872,8 +861,6 @@ static int refit_batch(bo *b, double tbest, int *empty, kr_error *err)
 static int run_batch(bo *b, double tbest, int *empty, kr_error *err)
 {
     kr__search *s = b->s;
-    if (b->refit_left > 0)
-        return refit_batch(b, tbest, empty, err);
     kr__rng r;
     kr__rng_seed(&r, s->opt->seed * 0x2545f4914f6cdd1dULL + (uint64_t)s->batch * 7919 + 3);
     for (int i = 0; i < BO_SAMPLES; i++)
@@ -928,7 +915,9 @@ static int loop(bo *b, kr_error *err)
         double tbest = 0;
         if ((rc = fit_and_check(b, &conv, &tbest, err)) || conv)
             return rc;
-        if ((rc = run_batch(b, tbest, &empty, err)))
+        int refitted = 0;
+        if ((b->refit_left && (rc = refit_batch(b, &refitted, err))) ||
+            (!refitted && (rc = run_batch(b, tbest, &empty, err))))
             return rc;
         if (empty) {
             snprintf(s->stop, sizeof s->stop, "converged");

@@ -62,35 +62,49 @@ int kr__search_lhs_design(kr__search *s, long n0, kr_error *err)
     return rc;
 }
 
+/* The prior's prediction of configuration i into *c and *m: the simulator on job, or without one
+ * prior_fn (param < 0) or prior_sens_fn (GPU parameter param scaled by factor). */
+static int prior_eval(const kr__search *s, const kr_job *job, int param, double factor, long i, kr_config *c,
+                      kr_measurement *m, kr_error *e)
+{
+    const kr_search_config *o = s->opt;
+    kr_search_space_config(&s->sp, i, c);
+    memset(m, 0, sizeof *m);
+    if (job)
+        return kr_sim_measure(job, s->p, c, m, e);
+    int rc = param < 0 ? o->prior_fn(o->prior_ud, s->p, c, &m->time_s, &m->energy_j)
+                       : o->prior_sens_fn(o->prior_ud, s->p, c, param, factor, &m->time_s, &m->energy_j);
+    if (rc)
+        snprintf(e->msg, sizeof e->msg, "%s", kr_strerror(rc));
+    return rc;
+}
+
+/* Configuration i's time, effective energy and total energy into out[0..2][i]. */
+static void prior_store(const kr__search *s, double *const out[3], long i, double t, double energy)
+{
+    out[0][i] = t;
+    out[1][i] = energy - s->job->static_power_w * t;
+    out[2][i] = energy;
+}
+
 /* The prior's predictions of every configuration (o->prior: the simulator on the prior job). */
 int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr_error *err)
 {
-    const kr_job *pj = s->opt->prior;
+    const kr_job *pj = s->opt->prior_fn ? NULL : s->opt->prior;
     for (int k = 0; k < 3; k++)
         ppos[k] = 1;
     for (long i = 0; i < s->size; i++) {
         kr_config c;
-        kr_search_space_config(&s->sp, i, &c);
         kr_measurement m;
-        memset(&m, 0, sizeof m);
         kr_error e = {0};
-        int rc;
-        if (s->opt->prior_fn) {
-            rc = s->opt->prior_fn(s->opt->prior_ud, s->p, &c, &m.time_s, &m.energy_j);
-            if (rc)
-                snprintf(e.msg, sizeof e.msg, "%s", kr_strerror(rc));
-        } else {
-            rc = kr_sim_measure(pj, s->p, &c, &m, &e);
-        }
+        int rc = prior_eval(s, pj, -1, 1.0, i, &c, &m, &e);
         if (rc)
             return kr_error_set(err, rc, "prior for partition %s (%s) at %d MHz, %d SMs: %s", s->p->key,
                                 pj ? pj->gpu.name : "prior_fn", c.freq_mhz, c.sms, e.msg);
         if (!(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
             return kr_error_set(err, KR_EINVAL, "prior for partition %s: predicted time %g s, energy %g J at %d MHz",
                                 s->p->key, m.time_s, m.energy_j, c.freq_mhz);
-        pr[0][i] = m.time_s;
-        pr[2][i] = m.energy_j;
-        pr[1][i] = m.energy_j - s->job->static_power_w * m.time_s;
+        prior_store(s, pr, i, m.time_s, m.energy_j);
         for (int k = 0; k < 3; k++)
             ppos[k] &= pr[k][i] > 0;
     }
@@ -128,20 +142,16 @@ int kr__search_prior_sens(kr__search *s, double **sens_out, int *np, int *par, k
                 kr_gpu_param_set(&job.gpu, par[j], kr_gpu_param_value(&job.gpu, par[j]) * factor);
                 kr_gpu_clamp(&job.gpu);
             }
-            double *out = sens + (size_t)(2 * j + side) * 3 * sz;
+            double *base = sens + (size_t)(2 * j + side) * 3 * sz;
+            double *const out[3] = {base, base + sz, base + 2 * sz};
             for (long i = 0; i < s->size; i++) {
                 kr_config c;
-                kr_search_space_config(&s->sp, i, &c);
                 kr_measurement m;
-                memset(&m, 0, sizeof m);
                 kr_error e = {0};
-                int rc = pj ? kr_sim_measure(&job, s->p, &c, &m, &e)
-                            : o->prior_sens_fn(o->prior_ud, s->p, &c, par[j], factor, &m.time_s, &m.energy_j);
+                int rc = prior_eval(s, pj ? &job : NULL, par[j], factor, i, &c, &m, &e);
                 if (rc || !(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
                     m.time_s = m.energy_j = NAN;
-                out[i] = m.time_s;
-                out[sz + (size_t)i] = m.energy_j - s->job->static_power_w * m.time_s;
-                out[2 * sz + (size_t)i] = m.energy_j;
+                prior_store(s, out, i, m.time_s, m.energy_j);
             }
         }
     *sens_out = sens;

@@ -311,8 +311,10 @@ static void fill_stats(const kr__search *s, long recorded, double t0, kr_search_
     stats->prior_nsens = s->nsens;
     for (int j = 0; j < s->nsens; j++) {
         stats->prior_sens_param[j] = s->sens_param[j];
-        stats->prior_sens_time[j] = s->sens_rel[0][j];
-        stats->prior_sens_energy[j] = s->sens_rel[2][j];
+        /* Feature j is half the change across ± u_j: a coefficient of 1 is a change of +u_j. */
+        double u = kr_gpu_param_uncertainty(s->sens_param[j]);
+        stats->prior_sens_time[j] = s->sens_c[0][j] * u;
+        stats->prior_sens_energy[j] = s->sens_c[2][j] * u;
     }
 }
 

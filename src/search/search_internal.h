@@ -122,9 +122,9 @@ typedef struct kr__search {
     double gain_eff, gain_total; /* bo: last remaining-gain estimates / (t_min·|E_min|), or NaN */
     int prior;                   /* bo: 1 with a prior */
     double prior_b[3];           /* bo: fitted slopes (time, eff energy, total energy) */
-    int nsens;                   /* bo: sensitivity features, their parameters and the fitted */
-    int sens_param[KR__SENS_MAX]; /* relative changes (time, eff energy, total energy) */
-    double sens_rel[3][KR__SENS_MAX];
+    int nsens;                   /* bo: sensitivity features, their GPU parameters and fitted */
+    int sens_param[KR__SENS_MAX]; /* coefficients (time, eff energy, total energy; a coefficient */
+    double sens_c[3][KR__SENS_MAX]; /* of 1 is the constant + its uncertainty) */
 } kr__search;
 
 /* Evaluates configuration idx (from the log if recorded, else measured and logged). A
