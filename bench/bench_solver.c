@@ -12,11 +12,13 @@
  *  2. The bound: the gap energy / bound − 1 over the undominated frontier points of each row.
  *  3. exact vs the lowtime model's true energy at equal time on (4,16), (8,32), (8,64).
  *  4. The MILP optimum (CBC, tests/milp_ref.h) at 10 deadlines of (2,4), (2,8), (3,6), (4,8):
- *     the gap of exact's frontier, of exact refined for the deadline (kr_solve_refine) and of
- *     the lowtime model to it (largest, median); then again at the knob times of the frontier
- *     steps those deadlines chose, where "exact" is the frontier point itself (no unused time
- *     between a step and its deadline); where CBC finds a plan below the refined one, how many
- *     instructions the two plans differ at. CBC is given
+ *     the gap to it of exact's plan for the deadline (refined by kr_solve_refine, as `kareus
+ *     solve --select deadline=S` writes it by default), of exact's frontier step (the cheapest
+ *     step meeting the deadline, what --no-refine writes) and of the lowtime model (largest,
+ *     median); then again at the knob times of the frontier steps those deadlines chose, where
+ *     the frontier step is the frontier point itself (no unused time between a step and its
+ *     deadline); where CBC finds a plan below the refined one, how many instructions the two
+ *     plans differ at. CBC is given
  *     KR_BENCH_MILP_S seconds per deadline (default 60) and KR_BENCH_JOBS parallel solves
  *     (default 1); a deadline it cannot prove within 1e-6 is reported with CBC's interval.
  *
@@ -438,7 +440,7 @@ static void section_milp(void)
                 g[m][i] = isfinite(best[m][i]) ? best[m][i] / ref - 1 : NAN;
             double b = kr_solve_result_bound(&f[0], t[i]);
             bmax = fmax(bmax, ref / b - 1);
-            printf("  (%d,%d) %s %.4f s: bound %.3f  MILP %s [%.3f, %.3f]  exact %.3f (%+.4f%%)  refined %.3f "
+            printf("  (%d,%d) %s %.4f s: bound %.3f  MILP %s [%.3f, %.3f]  frontier step %.3f (%+.4f%%)  refined %.3f "
                    "(%+.4f%%)  lowtime %.3f (%+.4f%%)",
                    S, M, i < K ? "deadline" : "step at", t[i], b, st[i] == 1 ? "optimum" : "unproven", lo[i],
                    fmin(hi[i], best[2][i]), best[0][i], 100 * g[0][i], best[2][i], 100 * g[2][i], best[1][i],
@@ -474,8 +476,8 @@ static void section_milp(void)
                     if (isfinite(g[m][i]))
                         v[n++] = g[m][i];
                 qsort(v, (size_t)n, sizeof v[0], cmp_double);
-                printf("(%d,%d) %-7s gap to the MILP optimum at %d %s (%d proven): largest %.4f%%, median %.4f%%\n",
-                       S, M, m == 2 ? "refined" : m ? "lowtime" : "exact", n,
+                printf("(%d,%d) %-30s gap to the MILP optimum at %d %s (%d proven): largest %.4f%%, median %.4f%%\n",
+                       S, M, m == 2 ? "exact, the deadline's plan" : m ? "lowtime model" : "exact's frontier step", n,
                        set ? "frontier steps' own times" : "grid deadlines", proven, n ? 100 * v[n - 1] : NAN,
                        n ? 100 * v[n / 2] : NAN);
             }

@@ -79,6 +79,9 @@ static void print_summary(const kr_solve_result *f, const kr_solver_config *cfg,
            cfg->gpus_per_stage, ndom);
 }
 
+/* Deadline plans are refined by default up to this many instructions ((16,128) 1F1B: 4,096). */
+#define REFINE_AUTO_MAX 4096
+
 static const char usage_head[] =
     "usage: kareus solve --options FILE.csv (--stages S --microbatches M | --job FILE)\n"
     "                    [--frontier-out FILE.csv] [options]\n"
@@ -87,7 +90,7 @@ static const char usage_head[] =
 /* What the options set. */
 typedef struct solve_args {
     const char *optpath, *jobpath, *frontier, *plans, *select, *schedule, *model, *fdir, *var, *exch, *polish;
-    int stages, mbs, virt, gps, max_steps, bound_refine, threads, quiet, json, refine;
+    int stages, mbs, virt, gps, max_steps, bound_refine, threads, quiet, json, refine, no_refine;
     double unit, power, lag;
 } solve_args;
 
@@ -169,9 +172,14 @@ static const cli_opt solve_opts[] = {
         cli_set_str, solve_args, select),
     CLI_OPT("refine", 0,
         "  --refine             improve the plan of every deadline=S of --select (local search and branch\n"
-        "                       and bound on windows of ops; about 0.02-0.6 s each on small pipelines): a\n"
-        "                       better plan joins the frontier as a new step, with its bound and gap\n",
+        "                       and bound on windows of ops; a better plan joins the frontier as a new\n"
+        "                       step, with its bound and gap); the default up to 4,096 instructions\n"
+        "                       (about 0.02-3 s a deadline up to (8,64), 16 s at (16,128)): this forces\n"
+        "                       it on larger pipelines\n",
         cli_set_flag, solve_args, refine),
+    CLI_OPT("no-refine", 0,
+        "  --no-refine          a deadline's plan is the cheapest frontier step meeting it, unrefined\n",
+        cli_set_flag, solve_args, no_refine),
     CLI_OPT("quiet", 0,
         "  --quiet              no summary on stdout\n",
         cli_set_flag, solve_args, quiet),
@@ -203,8 +211,8 @@ static void print_json(const kr_solve_result *f, const kr_solver_config *cfg, co
 }
 
 /* --refine: kr_solve_refine for every deadline=S of the --select list, before the selection
- * (which then picks the refined step as the cheapest one meeting S). A malformed entry is left
- * for kr_solve_select to report. */
+ * (which then picks the refined step as the cheapest one meeting S). A malformed entry, or a
+ * deadline no plan meets, is left for kr_solve_select to report. */
 static int refine_deadlines(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg,
                             kr_solve_result *f, const char *select, int quiet, kr_error *err)
 {
@@ -217,6 +225,8 @@ static int refine_deadlines(const kr_dag *dag, const kr_options *opts, const kr_
         for (int i = 0; i < f->nsteps; i++)
             if (f->steps[i].time_s <= t && f->steps[i].energy_j < before)
                 before = f->steps[i].energy_j;
+        if (!isfinite(before))
+            continue; /* no plan meets it: kr_solve_select says so, with the fastest time */
         int step;
         int rc = kr_solve_refine(dag, opts, cfg, f, t, &step, err);
         if (rc)
@@ -240,7 +250,8 @@ int cmd_solve(int argc, char **argv)
         return cli_usage_error("solve", "unexpected argument '%s'", argv[next]);
     const char *optpath = a.optpath, *jobpath = a.jobpath, *frontier = a.frontier, *plans = a.plans;
     const char *select = a.select, *schedule = a.schedule, *model = a.model, *fdir = a.fdir, *var = a.var;
-    int stages = a.stages, mbs = a.mbs, virt = a.virt, quiet = a.quiet, json = a.json, refine = a.refine;
+    int stages = a.stages, mbs = a.mbs, virt = a.virt, quiet = a.quiet, json = a.json, refine = a.refine,
+        no_refine = a.no_refine;
     int *sel = NULL, nsel = 0; /* the selected steps whose plans were written, for --json */
     if ((optpath == NULL) == (fdir == NULL))
         return cli_usage_error("solve", "expected exactly one of --options FILE.csv and --frontiers DIR");
@@ -249,6 +260,8 @@ int cmd_solve(int argc, char **argv)
         return cli_usage_error("solve", "--variant: expected kareus, sequential or default-overlap, found '%s'", var);
     if (select && !plans)
         return cli_usage_error("solve", "--select needs --plans DIR");
+    if (refine && no_refine)
+        return cli_usage_error("solve", "--refine and --no-refine exclude each other");
     if (refine && (!select || !strstr(select, "deadline=")))
         return cli_usage_error("solve", "--refine needs --select with a deadline=S");
     kr_solver_config cfg;
@@ -315,7 +328,22 @@ int cmd_solve(int argc, char **argv)
     kr_solve_result f;
     memset(&f, 0, sizeof f);
     int status = 0;
-    if ((rc = kr_dag_pipeline(sch, stages, mbs, virt, lags, &dag, &err)) || (rc = kr_solve(&dag, &opts, &cfg, &f, &err)) ||
+    if ((rc = kr_dag_pipeline(sch, stages, mbs, virt, lags, &dag, &err))) {
+        status = cli_report(rc, &err);
+        goto done;
+    }
+    /* A deadline's plan is refined by default with the exact cost model up to REFINE_AUTO_MAX
+     * instructions (the lowtime model's plans stay lowtime's); --refine forces it, --no-refine
+     * keeps the frontier's step. */
+    if (!refine && !no_refine && select && strstr(select, "deadline=") && cfg.cost_model == KR_COST_EXACT) {
+        if (dag.n - 2 <= REFINE_AUTO_MAX)
+            refine = 1;
+        else if (!quiet)
+            fprintf(stderr, "kareus solve: note: deadline plans not refined (%d instructions, above %d): --refine "
+                            "refines them (about 16 s a deadline at (16,128))\n",
+                    dag.n - 2, REFINE_AUTO_MAX);
+    }
+    if ((rc = kr_solve(&dag, &opts, &cfg, &f, &err)) ||
         (refine && (rc = refine_deadlines(&dag, &opts, &cfg, &f, select, quiet || json, &err))) ||
         (frontier && (rc = kr_solve_result_write_csv(&f, frontier, &err)))) {
         status = cli_report(rc, &err);
