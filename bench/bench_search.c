@@ -24,6 +24,7 @@
  * columns print as zeros), KR_BENCH_JOB=0|1 (the default or the CP job only). KR_BENCH_VERBOSE prints
  * every run, KR_BENCH_DIAG each run below 0.99 with the truth's frontier and what it measured,
  * KR_BENCH_ORACLE the median count of a greedy search that knows the truth (a floor for to.99).
+ * KR_BENCH_A100_SEEDS (1-10, default 10): seeds of the A100 replay.
  */
 #include <math.h>
 #include <stdio.h>
@@ -799,18 +800,19 @@ static void bench_a100(void)
     kr_search_stats st;
     if (kr_search_partition(&sjob, &part, b, NULL, &o, &ref, &st, &e))
         die("a100 exhaustive", &e);
+    int S = getenv("KR_BENCH_A100_SEEDS") ? atoi(getenv("KR_BENCH_A100_SEEDS")) : 10;
+    S = S < 1 || S > 10 ? 10 : S;
     printf("\nmeasured A100 partition replayed (%s: %d rows; the %d default-clock rows = %d windows x 2 blocks x 20 "
            "CTAs = %ld configurations searched; prior calibrated on the %d 1200 MHz rows only, kr_sim_calib_fit, RMS "
-           "log error %.3f, %.1f s); seeds 1-10, medians:\n",
-           path, cs->n, nmax, a->nwin, st.space_size, n1200, rms, tf);
+           "log error %.3f, %.1f s); seeds 1-%d, medians:\n",
+           path, cs->n, nmax, a->nwin, st.space_size, n1200, rms, tf, S);
     printf("  %-22s %8s %8s %8s %8s %10s %8s %8s\n", "prior", "stop n", "stop%", "Q_eff", "Q_tot", "Q>=.99", "to.99 n",
            "to.99%");
     const char *names[3] = {"none", "catalog a100 (*)", "fit on 1200 MHz rows"};
     const kr_gpu *gpus[3] = {NULL, &cs->job.gpu, &fitted};
     long size = st.space_size;
     for (int k = 0; k < 3; k++) {
-        enum { S = 10 };
-        double vn[S], vq1[S], vq2[S], vto[S];
+        double vn[10], vq1[10], vq2[10], vto[10];
         int ok = 0;
         for (int sd = 0; sd < S; sd++) {
             kr_search_config_default(&o);
