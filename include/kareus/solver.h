@@ -159,7 +159,8 @@ double kr_solve_result_bound(const kr_solve_result *f, double time_s);
  * to f as a new step (its figures, plan, bound and gap, with time_s its real makespan in both
  * cost models; dominated flags recomputed) and *step_out is its index; otherwise *step_out is
  * that cheapest step. dag, opts and cfg (static power, GPUs per stage) must be those f was
- * solved with. Cost: 0.02–0.6 s CPU per deadline on the golden (2,4) … (4,8) (docs/solver.md).
+ * solved with. Cost: 0.02–0.6 s CPU per deadline on the golden (2,4) … (4,8), 2–3 s at (8,64),
+ * about 16 s at (16,128) and 5 min at (32,256) (docs/solver.md).
  * Returns KR_OK, KR_ERANGE (no step meets the deadline), KR_EINVAL (another DAG) or KR_ENOMEM.
  */
 int kr_solve_refine(const kr_dag *dag, const kr_options *opts, const kr_solver_config *cfg, kr_solve_result *f,
@@ -190,7 +191,9 @@ int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_err
  *   frugal        the step with the lowest energy (whole cluster)
  *   N             N steps spread evenly in time along the Pareto front of (time, energy)
  *   all           every step
- *   deadline=S    the lowest-energy step with time <= S seconds
+ *   deadline=S    the lowest-energy step with time <= S seconds (a frontier step: call
+ *                 kr_solve_refine(…, S, …) first for a plan made for S, as `kareus solve` does
+ *                 by default up to 4,096 instructions)
  *   budget=J      the fastest step with energy <= J joules
  *   artifact10    the Kareus artifact's 10-point rule (kareus-method.md §6) on the part of the
  *                 frontier the artifact's lowtime run covers — from the energy-minimal step m to
