@@ -340,7 +340,7 @@ int cmd_solve(int argc, char **argv)
             refine = 1;
         else if (!quiet)
             fprintf(stderr, "kareus solve: note: deadline plans not refined (%d instructions, above %d): --refine "
-                            "refines them (about 16 s a deadline at (16,128))\n",
+                            "refines them (minutes each: about 5 min a deadline at (32,256))\n",
                     dag.n - 2, REFINE_AUTO_MAX);
     }
     if ((rc = kr_solve(&dag, &opts, &cfg, &f, &err)) ||

@@ -111,6 +111,9 @@ if e1=$(refined_ok rf 1) && e2=$(refined_ok rf2 1) && e0=$(refined_ok nr 0) && [
     "than the unrefined one ($e0 J)"
 else
   echo "FAIL: the refined plan (see above)" >&2; fails=$((fails + 1)); fi
+# Above 4,096 instructions the deadline's plan is the frontier step, with a note saying so.
+expect_exit 0 "deadline plans not refined (4112 instructions, above 4096)" -- solve --options "$G/opts_S8.csv" \
+  --stages 8 --microbatches 257 --max-steps 1 --plans "$TMP/big" --select deadline=1000
 expect_exit 2 "--refine and --no-refine exclude each other" -- solve --options "$G/opts_S2.csv" --stages 2 \
   --microbatches 8 --plans "$TMP/p" --select deadline=1.5 --refine --no-refine
 expect_exit 2 "--refine needs --select with a deadline=S" -- solve --options "$G/opts_S2.csv" --stages 2 \
