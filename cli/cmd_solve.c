@@ -173,9 +173,9 @@ static const cli_opt solve_opts[] = {
     CLI_OPT("refine", 0,
         "  --refine             improve the plan of every deadline=S of --select (local search and branch\n"
         "                       and bound on windows of ops; a better plan joins the frontier as a new\n"
-        "                       step, with its bound and gap); the default up to 4,096 instructions\n"
-        "                       (about 0.02-3 s a deadline up to (8,64), 16 s at (16,128)): this forces\n"
-        "                       it on larger pipelines\n",
+        "                       step, with its bound and gap); the default with the exact cost model up\n"
+        "                       to 4,096 instructions (about 0.02-3 s a deadline up to (8,64), 16 s at\n"
+        "                       (16,128)): this forces it on larger pipelines and with lowtime\n",
         cli_set_flag, solve_args, refine),
     CLI_OPT("no-refine", 0,
         "  --no-refine          a deadline's plan is the cheapest frontier step meeting it, unrefined\n",
