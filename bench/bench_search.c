@@ -76,6 +76,13 @@ static double quality(const kr_partition_frontier *ref, const kr_partition_front
     return h_ref > 0 ? h / h_ref : 1.0;
 }
 
+/* KR_BENCH_PRIOR_SENS=0: the prior's line alone, without its sensitivity features (round 4). */
+static int prior_features(void)
+{
+    const char *v = getenv("KR_BENCH_PRIOR_SENS");
+    return !v || atoi(v) != 0;
+}
+
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -535,8 +542,8 @@ static void bench_prior(int ngpus, int seeds)
                             o.bo_init = atoi(getenv("KR_BENCH_PRIOR_INIT"));
                         if (wp && getenv("KR_BENCH_PRIOR_BATCH"))
                             o.bo_batch = atoi(getenv("KR_BENCH_PRIOR_BATCH"));
-                        if (wp && getenv("KR_BENCH_PRIOR_SENS")) /* 0: the line alone */
-                            o.prior_sens = atoi(getenv("KR_BENCH_PRIOR_SENS")) ? 0 : -1;
+                        if (wp && !prior_features())
+                            o.prior_sens = -1;
                         kr_partition_frontier f;
                         kr_search_stats fs;
                         rb->n = 0;
@@ -821,7 +828,7 @@ static void bench_a100(void)
             if (k) {
                 o.prior_fn = a100_prior;
                 o.prior_ud = a;
-                if (!getenv("KR_BENCH_PRIOR_SENS") || atoi(getenv("KR_BENCH_PRIOR_SENS")))
+                if (prior_features())
                     o.prior_sens_fn = a100_prior_sens;
             }
             kr_partition_frontier f;

@@ -684,7 +684,7 @@ static int start(bo *b, long n0, kr_error *err)
         int got = 0;
         long picks[BO_PRIOR_DESIGN];
         const double *const *pr = (const double *const *)b->pr;
-        rc = kr__search_prior_front_picks(s, pr, BO_PRIOR_DESIGN, picks, &got, err);
+        rc = kr__search_front_picks(s, pr, BO_PRIOR_DESIGN, 0, picks, &got, err);
         b->flat = rc == KR_OK && got < BO_PRIOR_DESIGN;
         if (!b->flat && s->nsens > 0) {
             /* With sensitivity features: the first BO_PRIOR_DESIGN_FIXED as the prior predicts,

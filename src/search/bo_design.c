@@ -197,13 +197,9 @@ int kr__search_prior_grid(kr__search *s, kr_error *err)
  * configurations a frontier most likely needs, spread over the prior's time and energy range,
  * which is what identifies the line a + b·q. Ties go to the lower index; when nothing adds
  * (a frontier of fewer than k points) the rest of the design is the grid (kr__search_prior_grid).
+ * With from_done the measured configurations (their values in pr) start the picked set: the
+ * design's refitted part (bo.c, refit_batch), with pr the refitted models' predictions.
  */
-int kr__search_prior_front_picks(kr__search *s, const double *const pr[3], int k, long *picks, int *picked_n,
-                                 kr_error *err)
-{
-    return kr__search_front_picks(s, pr, k, 0, picks, picked_n, err);
-}
-
 int kr__search_front_picks(kr__search *s, const double *const pr[3], int k, int from_done, long *picks, int *picked_n,
                            kr_error *err)
 {

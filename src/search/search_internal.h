@@ -155,13 +155,12 @@ int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr
 /* The prior's sensitivity features (bo_design.c: the simulator with each uncertain constant of
  * the prior's GPU at ±its stated uncertainty; *sens_out is malloc'd). */
 int kr__search_prior_sens(kr__search *s, double **sens_out, int *np, int *par, kr_error *err);
-/* Up to k of the prior's best frontier points (greedy by predicted hypervolume, both planes),
- * in order of choice, into picks (k entries); *picked_n says how many. Measures nothing. */
-int kr__search_prior_front_picks(kr__search *s, const double *const pr[3], int k, long *picks, int *picked_n,
-                                 kr_error *err);
-/* Measures picks[0..n) in order while the budget lasts (the prior's design). */
+/* Up to k of the best frontier points of the predictions pr (greedy by predicted hypervolume,
+ * both planes), in order of choice, into picks (k entries); *picked_n says how many. With
+ * from_done the measured configurations start the picked set. Measures nothing. */
 int kr__search_front_picks(kr__search *s, const double *const pr[3], int k, int from_done, long *picks, int *picked_n,
                            kr_error *err);
+/* Measures picks[0..n) in order while the budget lasts (the prior's design). */
 int kr__search_prior_eval_picks(kr__search *s, const double *const pr[3], const long *picks, int n, kr_error *err);
 /* The grid that completes a prior design of fewer than k frontier points. */
 int kr__search_prior_grid(kr__search *s, kr_error *err);
