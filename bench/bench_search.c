@@ -24,7 +24,8 @@
  * columns print as zeros), KR_BENCH_JOB=0|1 (the default or the CP job only). KR_BENCH_VERBOSE prints
  * every run, KR_BENCH_DIAG each run below 0.99 with the truth's frontier and what it measured,
  * KR_BENCH_ORACLE the median count of a greedy search that knows the truth (a floor for to.99).
- * KR_BENCH_A100_SEEDS (1-10, default 10): seeds of the A100 replay.
+ * KR_BENCH_A100_SEEDS (1-10, default 10): seeds of the A100 replay. KR_BENCH_PRIOR_SENS=0: the
+ * prior's line alone (round 4); KR_BENCH_PRIOR_CALIB=0: its features without calibration (round 5).
  */
 #include <math.h>
 #include <stdio.h>
@@ -80,6 +81,13 @@ static double quality(const kr_partition_frontier *ref, const kr_partition_front
 static int prior_features(void)
 {
     const char *v = getenv("KR_BENCH_PRIOR_SENS");
+    return !v || atoi(v) != 0;
+}
+
+/* KR_BENCH_PRIOR_CALIB=0: the features on the nominal prior, without calibration (round 5). */
+static int prior_calibration(void)
+{
+    const char *v = getenv("KR_BENCH_PRIOR_CALIB");
     return !v || atoi(v) != 0;
 }
 
@@ -544,6 +552,8 @@ static void bench_prior(int ngpus, int seeds)
                             o.bo_batch = atoi(getenv("KR_BENCH_PRIOR_BATCH"));
                         if (wp && !prior_features())
                             o.prior_sens = -1;
+                        if (wp && !prior_calibration())
+                            o.prior_calib = -1;
                         kr_partition_frontier f;
                         kr_search_stats fs;
                         rb->n = 0;
@@ -720,6 +730,19 @@ static int a100_prior_sens(void *ud, const kr_partition *p, const kr_config *c, 
     return a100_predict(a, &g, c, t, e);
 }
 
+/* The prior with several GPU constants scaled (its calibration). */
+static int a100_prior_at(void *ud, const kr_partition *p, const kr_config *c, int n, const int *param,
+                         const double *factor, double *t, double *e)
+{
+    (void)p;
+    const a100 *a = ud;
+    kr_gpu g = *a->prior_gpu;
+    for (int j = 0; j < n; j++)
+        kr_gpu_param_set(&g, param[j], kr_gpu_param_value(&g, param[j]) * factor[j]);
+    kr_gpu_clamp(&g);
+    return a100_predict(a, &g, c, t, e);
+}
+
 static void bench_a100(void)
 {
     a100 *a = calloc(1, sizeof *a);
@@ -830,6 +853,9 @@ static void bench_a100(void)
                 o.prior_ud = a;
                 if (prior_features())
                     o.prior_sens_fn = a100_prior_sens;
+                o.prior_at_fn = a100_prior_at;
+                if (!prior_calibration())
+                    o.prior_calib = -1;
             }
             kr_partition_frontier f;
             a->n = 0;

@@ -39,6 +39,7 @@ typedef struct args {
     const char *sim_gpu;   /* --sim-gpu FILE: ... with this GPU entry (e.g. a calibrated one) */
     const char *prior;     /* --prior none|sim|FILE (search mode; NULL: sim) */
     int prior_sens;        /* --prior-features: 0 auto, 1 on (both: on), -1 off (kr_search_config.prior_sens) */
+    int prior_calib;       /* --prior-calibrate: the same (kr_search_config.prior_calib) */
     const char *configs[MAX_CONFIGS];
     int nconfigs;
     int plan, calibrate, check, json, quick, quiet;
@@ -119,6 +120,10 @@ static const cli_opt profile_opts[] = {
         "  --prior-features auto|on|off  search mode: also fit how each uncertain GPU constant moves\n"
         "                   the prior's predictions (default on; off: the prior's line alone)\n",
         cli_set_auto_on_off, args, prior_sens),
+    CLI_OPT("prior-calibrate", 1,
+        "  --prior-calibrate auto|on|off  search mode, with the features: also calibrate the prior's\n"
+        "                   GPU constants to the measurements before each fit (default on)\n",
+        cli_set_auto_on_off, args, prior_calib),
     CLI_OPT("out", 1,
         "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
         "                   --calibrate: the entry (default gpu-calibrated.json)\n",
@@ -666,6 +671,7 @@ static int mode_search(const args *a, const kr_job *job, kr_variant var)
         return prc;
     opt.prior = use_prior ? &prior_job : NULL;
     opt.prior_sens = a->prior_sens;
+    opt.prior_calib = a->prior_calib;
     kr_error err = {0};
     kr_partition_set *set = malloc(sizeof *set);
     if (set == NULL)

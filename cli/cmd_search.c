@@ -25,7 +25,7 @@ static const char usage_head[] =
 typedef struct search_args {
     const char *job, *part, *strat, *var, *logpath, *out, *backend, *prior_spec;
     const char *replay[64];
-    int nreplay, json, quiet, step, prior_sens;
+    int nreplay, json, quiet, step, prior_sens, prior_calib;
     long seed, max_evals, budget;
     double stop;
 } search_args;
@@ -102,6 +102,12 @@ static const cli_opt search_opts[] = {
         "                      a stated uncertainty moves the predictions (its sensitivity features;\n"
         "                      --json reports them as prior_fit); off: the prior's line alone (default on)\n",
         cli_set_auto_on_off, search_args, prior_sens),
+    CLI_OPT("prior-calibrate", 1,
+        "  --prior-calibrate auto|on|off  with the features, also calibrate the prior's GPU constants to\n"
+        "                      the measurements before each fit and model them against the calibrated\n"
+        "                      simulator (--json: prior_calibrated); off: the features on the nominal\n"
+        "                      prior (default on)\n",
+        cli_set_auto_on_off, search_args, prior_calib),
     CLI_OPT("json", 0,
         "  --json              print a JSON summary on stdout instead of a table\n",
         cli_set_flag, search_args, json),
@@ -256,6 +262,7 @@ int cmd_search(int argc, char **argv)
         return rc;
     opt.prior = use_prior ? &prior_job : NULL;
     opt.prior_sens = a.prior_sens;
+    opt.prior_calib = a.prior_calib;
     /* Which partitions. */
     kr_partition_set *all = malloc(sizeof *all), *sel = malloc(sizeof *sel);
     kr_search_log *log = NULL;
@@ -400,6 +407,14 @@ int cmd_search(int argc, char **argv)
                     printf("%s\"%s\": {\"time\": %s, \"energy\": %s}", j ? ", " : "",
                            kr_gpu_param(s->prior_sens_param[j])->field, num_or_null(s->prior_sens_time[j], g1, sizeof g1),
                            num_or_null(s->prior_sens_energy[j], g2, sizeof g2));
+                printf("}");
+            }
+            /* The calibrated relative change of each constant (one value from time and energy). */
+            if (s->prior_calibrated) {
+                printf(", \"prior_calibrated\": {");
+                for (int j = 0; j < s->prior_nsens; j++)
+                    printf("%s\"%s\": %s", j ? ", " : "", kr_gpu_param(s->prior_sens_param[j])->field,
+                           num_or_null(s->prior_calib[j], g1, sizeof g1));
                 printf("}");
             }
             printf("}%s\n", i + 1 < nres ? "," : "");

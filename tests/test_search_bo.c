@@ -494,10 +494,20 @@ static void bo_with_a_prior(void **state)
     o.seed = 5;
     long before = fi->ncfg;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f1, &st, &e), KR_OK);
-    /* The initial design: the prior's 12 best frontier points, greedily by hypervolume (then 4
-     * picked the same way from the refitted models: not the prior's next 4 in general). */
+    /* The initial design: the prior's 8 best frontier points, greedily by hypervolume (then 2 × 4
+     * picked the same way from the calibrated models: not the prior's next 8 in general). */
+    assert_true(fi->ncfg - before >= 16);
+    assert_greedy_prior_design(&fx.job, p, &fi->cfg[before], 8);
+    assert_int_equal(st.prior_calibrated, 1);
+    /* Without calibration: 12 (then 4 from the refitted models). */
+    o.prior_calib = -1;
+    before = fi->ncfg;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f2x, &st2, &e), KR_OK);
     assert_true(fi->ncfg - before >= 16);
     assert_greedy_prior_design(&fx.job, p, &fi->cfg[before], 12);
+    assert_int_equal(st2.prior_calibrated, 0);
+    kr_frontier_free(&f2x);
+    o.prior_calib = 0;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f2x, &st2, &e), KR_OK);
     assert_same(&f1, &f2x);
     assert_int_equal(st.prior, 1);
@@ -532,8 +542,8 @@ static void bo_with_a_prior(void **state)
     kr_frontier_free(&f1);
     kr_frontier_free(&f2x);
     kr_backend_destroy(b);
-    /* Resume with a prior: fwd_mlp (540): 12 initial points, the 4 refitted ones, then batches of
-     * 4; call 23 is mid-batch 2. */
+    /* Resume with a prior: fwd_mlp (540): 8 initial points, the 2 × 4 calibrated ones, then
+     * batches of 4; call 23 is mid-batch 2. */
     crash_and_resume_prior(KR_STRATEGY_BO, 23, &fx.job);
 }
 
@@ -559,10 +569,21 @@ static double sens_time(const kr_search_stats *st, int param)
     return NAN;
 }
 
+/* The calibrated relative change of GPU parameter `param` (NaN when not calibrated). */
+static double calib_of(const kr_search_stats *st, int param)
+{
+    for (int j = 0; st->prior_calibrated && j < st->prior_nsens; j++)
+        if (st->prior_sens_param[j] == param)
+            return st->prior_calib[j];
+    return NAN;
+}
+
 /* A measured GPU (the simulator on a job whose GPU differs from the prior's in one constant,
- * within its stated uncertainty):
- * the sensitivity features find which constant and about how much, from the search's own
- * measurements; with prior_sens < 0 there are none. */
+ * within its stated uncertainty and clamped to its physical limits like any GPU entry): the
+ * calibration finds which constant and how much from the search's own measurements (within
+ * 0.005 of the true relative change; the time model's features add almost nothing then); the
+ * sensitivity features alone (prior_calib < 0) find its sign and roughly its size (within 0.07:
+ * each model fits its own coefficients, to first order); with prior_sens < 0 there are none. */
 static void bo_prior_sensitivities_find_a_changed_constant(void **state)
 {
     (void)state;
@@ -571,15 +592,20 @@ static void bo_prior_sensitivities_find_a_changed_constant(void **state)
     const kr_partition *p = kr_partition_find(&fx.set, "fwd_mlp");
     static const struct {
         int param;
-        double factor, lo, hi;
+        double factor;
     } cases[] = {
-        {KR_GPU_P_gemm_eff, 1.08, 0.05, 0.11},
-        {KR_GPU_P_tuned_cta_Bps, 0.87, -0.17, -0.09},
+        {KR_GPU_P_gemm_eff, 1.08}, /* clamped to 0.98: +3.7 % */
+        {KR_GPU_P_tuned_cta_Bps, 0.87},
+        {KR_GPU_P_gemm_eff, 0.92},
+        {KR_GPU_P_mem_eff, 0.93},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int par = cases[c].param;
         kr_job truth = fx.job;
-        kr_gpu_param_set(&truth.gpu, cases[c].param, kr_gpu_param_value(&truth.gpu, cases[c].param) * cases[c].factor);
-        assert_true(fabs(cases[c].factor - 1) <= kr_gpu_param_uncertainty(cases[c].param));
+        kr_gpu_param_set(&truth.gpu, par, kr_gpu_param_value(&truth.gpu, par) * cases[c].factor);
+        kr_gpu_clamp(&truth.gpu);
+        double rel = kr_gpu_param_value(&truth.gpu, par) / kr_gpu_param_value(&fx.job.gpu, par) - 1;
+        assert_true(fabs(cases[c].factor - 1) <= kr_gpu_param_uncertainty(par) && fabs(rel) > 0.03);
         kr_backend *b = sim_backend(&truth);
         kr_error e = {0};
         kr_search_config o;
@@ -589,12 +615,22 @@ static void bo_prior_sensitivities_find_a_changed_constant(void **state)
         kr_search_stats st;
         assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f, &st, &e), KR_OK);
         assert_true(st.prior_nsens >= 10 && st.prior_nsens <= KR_SEARCH_SENS_MAX);
-        double d = sens_time(&st, cases[c].param);
-        assert_true(d >= cases[c].lo && d <= cases[c].hi);
+        assert_int_equal(st.prior_calibrated, 1);
+        assert_true(fabs(calib_of(&st, par) - rel) <= 0.005);
+        assert_true(fabs(sens_time(&st, par) - rel) <= 0.01);
+        kr_frontier_free(&f);
+        o.prior_calib = -1;
+        assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f, &st, &e), KR_OK);
+        assert_int_equal(st.prior_calibrated, 0);
+        assert_true(isnan(calib_of(&st, par)));
+        double d = sens_time(&st, par);
+        assert_true(d * rel > 0 && fabs(d - rel) <= 0.07);
         kr_frontier_free(&f);
         o.prior_sens = -1;
+        o.prior_calib = 0;
         assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f, &st, &e), KR_OK);
         assert_int_equal(st.prior_nsens, 0);
+        assert_int_equal(st.prior_calibrated, 0);
         kr_frontier_free(&f);
         kr_backend_destroy(b);
     }
@@ -613,6 +649,16 @@ static int sim_prior_fn(void *ud, const kr_partition *p, const kr_config *c, dou
     return rc;
 }
 
+static int sim_prior_at_fn(void *ud, const kr_partition *p, const kr_config *c, int n, const int *param,
+                           const double *factor, double *t, double *e)
+{
+    kr_job job = *(const kr_job *)ud;
+    for (int j = 0; j < n; j++)
+        kr_gpu_param_set(&job.gpu, param[j], kr_gpu_param_value(&job.gpu, param[j]) * factor[j]);
+    kr_gpu_clamp(&job.gpu);
+    return sim_prior_fn(&job, p, c, t, e);
+}
+
 static int sim_prior_sens_fn(void *ud, const kr_partition *p, const kr_config *c, int param, double factor, double *t,
                              double *e)
 {
@@ -622,8 +668,9 @@ static int sim_prior_sens_fn(void *ud, const kr_partition *p, const kr_config *c
     return sim_prior_fn(&job, p, c, t, e);
 }
 
-/* The same prior through prior_fn and prior_sens_fn takes the same decisions as the simulator
- * prior with its features; without prior_sens_fn a prior_fn has none. */
+/* The same prior through prior_fn, prior_sens_fn and prior_at_fn takes the same decisions as the
+ * simulator prior with its features and calibration; without prior_at_fn a prior_fn is not
+ * calibrated, without prior_sens_fn it has no features. */
 static void bo_prior_sens_fn_matches_the_simulator_prior(void **state)
 {
     (void)state;
@@ -642,9 +689,11 @@ static void bo_prior_sens_fn_matches_the_simulator_prior(void **state)
     assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f1, &s1, &e), KR_OK);
     o.prior_fn = sim_prior_fn;
     o.prior_sens_fn = sim_prior_sens_fn;
+    o.prior_at_fn = sim_prior_at_fn;
     o.prior_ud = &fx.job;
     assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f2, &s2, &e), KR_OK);
     assert_same(&f1, &f2);
+    assert_true(s1.prior_calibrated && s2.prior_calibrated);
     assert_int_equal(s1.evaluated, s2.evaluated);
     assert_true(s1.prior_nsens > 0 && s2.prior_nsens >= s1.prior_nsens);
     for (int j = 0, k = 0; j < s2.prior_nsens; j++) {
@@ -652,8 +701,13 @@ static void bo_prior_sens_fn_matches_the_simulator_prior(void **state)
         while (k < s1.prior_nsens && s1.prior_sens_param[k] != s2.prior_sens_param[j])
             k++;
         if (k < s1.prior_nsens)
-            assert_true(s1.prior_sens_time[k] == s2.prior_sens_time[j]);
+            assert_true(s1.prior_sens_time[k] == s2.prior_sens_time[j] && s1.prior_calib[k] == s2.prior_calib[j]);
     }
+    /* Without prior_at_fn a prior_fn is not calibrated (its features still apply). */
+    o.prior_at_fn = NULL;
+    kr_frontier_free(&f2);
+    assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f2, &s2, &e), KR_OK);
+    assert_true(s2.prior_nsens > 0 && !s2.prior_calibrated);
     o.prior_sens_fn = NULL;
     assert_int_equal(kr_search_partition(&truth, p, b, NULL, &o, &f3, &s3, &e), KR_OK);
     assert_int_equal(s3.prior_nsens, 0);

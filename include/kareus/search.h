@@ -207,10 +207,11 @@ typedef struct kr_search_config {
        prior's GPU: nominal or calibrated constants) predicts every configuration of the
        partition, and each surrogate models the measurement as a + b·prediction (log scale,
        fitted per partition by ridge-regularised least squares toward b = 1) plus a GP on the
-       residual (with the prior's sensitivity features: prior_sens below); the initial design
-       is 16 points, the prior's best frontier points (with the features, the last 4 are picked
-       from the models refitted to the first 12). The prior job must describe the same model and
-       parallelism as the searched one. */
+       residual (with the prior's sensitivity features: prior_sens below, and its calibration:
+       prior_calib); the initial design is 16 points, the prior's best frontier points (with
+       calibration the first 8, then two batches of 4 picked the same way from the calibrated
+       models; with the features alone the first 12, then 4 from the refitted models). The prior
+       job must describe the same model and parallelism as the searched one. */
     const kr_job *prior;
     /* A prior other than the simulator (e.g. a model of a different space mapped onto this one):
        when set, bo uses it instead of `prior` — predicted time (> 0) and energy of
@@ -233,6 +234,19 @@ typedef struct kr_search_config {
        measured, the energy scale of both planes). 0: default
        (1e-5 with a prior; without a prior the rule is off); < 0: off. */
     double bo_stop_abs;
+    /* 0 (default; > 0 the same): wherever the sensitivity features are on (prior_sens), bo also
+       calibrates the prior before each fit — the relative changes θ of the same GPU constants
+       that best explain the measured times and total energies together (maximum a posteriori,
+       each θ_j ~ N(0, u_j²/3), Gauss–Newton on the log scale) — and models the measurements
+       against the simulator at θ (docs/search.md, "Calibrated prior"); the design is then the
+       prior's 8 best frontier points and two batches of 4 from the calibrated models. With a
+       prior_fn, only when prior_at_fn is set. < 0: off (the features on the nominal prior, the
+       design 12 + 4, as before). */
+    int prior_calib;
+    /* prior_fn at other constants: its prediction of c with GPU parameter param[j] scaled by
+       factor[j] for j < n (the others as prior_fn's). NULL: no calibration with a prior_fn. */
+    int (*prior_at_fn)(void *ud, const kr_partition *p, const kr_config *c, int n, const int *param,
+                       const double *factor, double *time_s, double *energy_j);
 } kr_search_config;
 
 void kr_search_config_default(kr_search_config *o);
@@ -284,6 +298,11 @@ typedef struct kr_search_stats {
     int prior_sens_param[KR_SEARCH_SENS_MAX];  /* KR_GPU_P_… */
     double prior_sens_time[KR_SEARCH_SENS_MAX];
     double prior_sens_energy[KR_SEARCH_SENS_MAX];
+    /* With calibration (kr_search_config.prior_calib): 1, and each constant's calibrated relative
+       change θ_j (one value from time and energy together; prior_sens_time and
+       prior_sens_energy then hold θ_j plus what each model's features add to it). */
+    int prior_calibrated;
+    double prior_calib[KR_SEARCH_SENS_MAX];
 } kr_search_stats;
 
 /*

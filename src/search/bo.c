@@ -27,7 +27,11 @@
  * With a simulator prior (round 5) the line also takes the prior's sensitivity features — the
  * simulator with each uncertain GPU constant at ± its stated uncertainty — as a Bayesian linear
  * model (prior_fit), and the design's last BO_PRIOR_DESIGN − BO_PRIOR_DESIGN_FIXED points are
- * picked from the models fitted to its first ones (refit_batch).
+ * picked from the models fitted to its first ones (refit_batch). With calibration (round 7,
+ * bo_calib.c) the prior's uncertain constants are fitted to the measurements before every fit
+ * (calibrate) and the prior becomes the simulator at the fitted constants; the design is then
+ * BO_PRIOR_DESIGN_CALIB points from the nominal prior and the rest, in batches of
+ * BO_PRIOR_BATCH, from the calibrated models.
  * A flat prior, whose frontiers hold fewer than BO_PRIOR_DESIGN configurations (e.g. one clock,
  * where predicted energy follows time), says little about where the frontier is: it keeps the
  * grid design (prior_grid) and the batch, threshold and box of a search without a prior
@@ -76,6 +80,7 @@
 #define BO_PRIOR_RIDGE 0.05      /* pull of the prior's slope toward 1, relative to Σ(q − q̄)² */
 #define BO_PRIOR_DESIGN 16       /* initial design with a prior: 16 points, of which */
 #define BO_PRIOR_DESIGN_FIXED 12 /* the prior's 12 best frontier points, then 4 from the refitted models */
+#define BO_PRIOR_DESIGN_CALIB 8  /* with calibration: 8, then 2 batches of 4 from the calibrated models */
 #define BO_PRIOR_BATCH 4         /* batch size with a prior */
 #define BO_PRIOR_STOP 0.01       /* bo_stop's default with a prior */
 
@@ -119,7 +124,9 @@ typedef struct bo {
     /* the loop */
     int has_prior;
     int flat;              /* the prior's frontiers hold fewer than BO_PRIOR_DESIGN points */
-    int refit_left;        /* the design's refitted part is still to come (refit_batch) */
+    int refit_left;        /* points of the design's refitted part still to come (refit_batch) */
+    int calib;             /* calibrate the prior's constants before each fit (bo_calib.c) */
+    double *cal_v;         /* scratch: the calibrated prior's predictions (NMODELS × size) */
     double stop, stop_abs; /* the stopping rule's relative and absolute bounds (≤ 0: none) */
     long n_prev;           /* points before the last batch (0: the initial design counts as one) */
     double *X;             /* n × 2 features of the evaluated points */
@@ -427,6 +434,7 @@ static void bo_free(bo *b)
     kr__front2_free(&b->feff);
     kr__front2_free(&b->ftot);
     free(b->prior_v);
+    free(b->cal_v);
     free(b->sens);
     free(b->X);
     free(b->cat);
@@ -600,11 +608,44 @@ static void prior_fit(bo *b, int k, int n)
     free(ix);
 }
 
+/*
+ * Calibrates the prior to the points measured so far (bo_calib.c) and replaces its predictions
+ * with the simulator's at the calibrated constants. Where the calibrated simulator cannot
+ * predict some configuration, the previous constants and predictions stay (a calibration never
+ * fails a search that the prior alone would carry).
+ */
+static int calibrate(bo *b, kr_error *err)
+{
+    kr__search *s = b->s;
+    double prev[KR__SENS_MAX];
+    memcpy(prev, s->theta, sizeof prev);
+    int rc = kr__search_prior_calibrate(s, s->theta, err);
+    if (rc)
+        return rc;
+    size_t sz = (size_t)s->size;
+    if (b->cal_v == NULL && (b->cal_v = malloc(sizeof(double) * NMODELS * sz)) == NULL)
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    double *const pr[NMODELS] = {b->cal_v, b->cal_v + sz, b->cal_v + 2 * sz};
+    int ppos[NMODELS];
+    kr_error e = {0};
+    if (kr__search_prior_at(s, s->theta, pr, ppos, &e)) {
+        memcpy(s->theta, prev, sizeof prev);
+        return KR_OK;
+    }
+    for (int k = 0; k < NMODELS; k++) {
+        memcpy(b->pr[k], pr[k], sizeof(double) * sz);
+        b->ppos[k] = ppos[k];
+    }
+    return KR_OK;
+}
+
 /* Fits the three models to the evaluated points and predicts every unevaluated configuration. */
 static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
 {
     kr__search *s = b->s;
     int n = (int)s->n, rc;
+    if (b->calib && (rc = calibrate(b, err)))
+        return rc;
     for (int i = 0; i < n; i++) {
         long idx;
         kr_search_space_index(&s->sp, &s->pts[i].config, &idx, NULL);
@@ -676,6 +717,8 @@ static int start(bo *b, long n0, kr_error *err)
         if (o->prior_sens >= 0 && (o->prior_fn ? o->prior_sens_fn != NULL : o->prior != NULL)) {
             if ((rc = kr__search_prior_sens(s, &b->sens, &s->nsens, s->sens_param, err)))
                 return rc;
+            b->calib = s->nsens > 0 && o->prior_calib >= 0 && (o->prior_fn ? o->prior_at_fn != NULL : 1);
+            s->calib = b->calib;
         }
     }
     if (b->has_prior && o->bo_init == 0) {
@@ -691,8 +734,8 @@ static int start(bo *b, long n0, kr_error *err)
              * the rest once the models are fitted to them (refit_batch). With the line alone a
              * refit moves no point on or off the predicted frontiers (a + b·q is monotone in q),
              * and measured it was worse (docs/search.md, round 5): the 16 at once. */
-            got = KR_MIN(got, BO_PRIOR_DESIGN_FIXED);
-            b->refit_left = 1;
+            got = KR_MIN(got, b->calib ? BO_PRIOR_DESIGN_CALIB : BO_PRIOR_DESIGN_FIXED);
+            b->refit_left = BO_PRIOR_DESIGN - got;
         }
         if (rc == KR_OK)
             rc = b->flat ? kr__search_prior_grid(s, err) : kr__search_prior_eval_picks(s, pr, picks, got, err);
@@ -826,7 +869,6 @@ static int fit_and_check(bo *b, int *conv, double *tbest, kr_error *err)
 static int refit_batch(bo *b, int *measured, kr_error *err)
 {
     kr__search *s = b->s;
-    b->refit_left = 0;
     size_t sz = (size_t)s->size;
     double *pv = malloc(sizeof(double) * 3 * sz);
     if (pv == NULL)
@@ -840,9 +882,10 @@ static int refit_batch(bo *b, int *measured, kr_error *err)
     for (int j = 0; j < b->m; j++)
         for (int k = 0; k < NMODELS; k++)
             pp[k][b->cand[j]] = back(b, k, b->md[k].mu[j]);
-    long picks[BO_PRIOR_DESIGN];
+    long picks[64];
     int got = 0;
-    int want = (int)KR_MIN((long)(BO_PRIOR_DESIGN - BO_PRIOR_DESIGN_FIXED), kr__search_left(s));
+    int want = (int)KR_MIN((long)KR_MIN(BO_PRIOR_BATCH, b->refit_left), kr__search_left(s));
+    b->refit_left -= want;
     int rc = kr__search_front_picks(s, (const double *const *)pp, want, 1, picks, &got, err);
     if (rc == KR_OK && got > 0) {
         s->batch++;

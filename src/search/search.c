@@ -313,9 +313,12 @@ static void fill_stats(const kr__search *s, long recorded, double t0, kr_search_
         stats->prior_sens_param[j] = s->sens_param[j];
         /* Feature j is half the change across ± u_j: a coefficient of 1 is a change of +u_j. */
         double u = kr_gpu_param_uncertainty(s->sens_param[j]);
-        stats->prior_sens_time[j] = s->sens_c[0][j] * u;
-        stats->prior_sens_energy[j] = s->sens_c[2][j] * u;
+        double th = s->calib ? s->theta[j] : 0;
+        stats->prior_sens_time[j] = th + s->sens_c[0][j] * u;
+        stats->prior_sens_energy[j] = th + s->sens_c[2][j] * u;
+        stats->prior_calib[j] = th;
     }
+    stats->prior_calibrated = s->calib;
 }
 
 /* Runs the strategy on s (set up); the frontier into out. */

@@ -125,6 +125,8 @@ typedef struct kr__search {
     int nsens;                   /* bo: sensitivity features, their GPU parameters and fitted */
     int sens_param[KR__SENS_MAX]; /* coefficients (time, eff energy, total energy; a coefficient */
     double sens_c[3][KR__SENS_MAX]; /* of 1 is the constant + its uncertainty) */
+    int calib;                   /* bo: the prior's constants are calibrated (bo_calib.c) */
+    double theta[KR__SENS_MAX];  /* bo: their calibrated relative changes */
 } kr__search;
 
 /* Evaluates configuration idx (from the log if recorded, else measured and logged). A
@@ -162,6 +164,11 @@ int kr__search_front_picks(kr__search *s, const double *const pr[3], int k, int 
                            kr_error *err);
 /* Measures picks[0..n) in order while the budget lasts (the prior's design). */
 int kr__search_prior_eval_picks(kr__search *s, const double *const pr[3], const long *picks, int n, kr_error *err);
+/* Calibrates the simulator prior's uncertain constants (s->sens_param) to the measured points:
+ * theta (s->nsens relative changes, in: the start, out: the estimate; bo_calib.c). */
+int kr__search_prior_calibrate(kr__search *s, double *theta, kr_error *err);
+/* The simulator prior with its constants changed by theta: every configuration into pr[3]. */
+int kr__search_prior_at(kr__search *s, const double *theta, double *const pr[3], int ppos[3], kr_error *err);
 /* The grid that completes a prior design of fewer than k frontier points. */
 int kr__search_prior_grid(kr__search *s, kr_error *err);
 

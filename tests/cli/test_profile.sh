@@ -121,6 +121,7 @@ fi
 expect_exit 2 "cannot measure on this machine" -- profile --partition fwd_mlp --log "$TMP/none.jsonl"
 expect_exit 2 "--strategy: expected bo, exhaustive or artifact, found 'grid'" -- profile --log "$TMP/x.jsonl" --strategy grid
 expect_exit 2 "--prior-features: expected auto, on or off, found 'x'" -- profile --log "$TMP/x.jsonl" --prior-features x
+expect_exit 2 "--prior-calibrate: expected auto, on or off, found 'x'" -- profile --log "$TMP/x.jsonl" --prior-calibrate x
 expect_exit 1 "cannot measure on this machine" -- search --backend gpu --partition fwd_mlp --out "$TMP/sg" --quiet
 expect_exit 2 "/nonexistent/gpu.json" -- profile --partition fwd_attn --config 1410,9,linear_0 --sim-gpu /nonexistent/gpu.json
 

@@ -144,6 +144,12 @@ expect_exit 0 "\"gemm_eff\": {\"time\": 0, \"energy\": 0}" -- search --partition
 out=$("$KAREUS" search --partition fwd_mlp --prior sim --prior-features off --log none --out "$TMP/pr" --json --quiet 2>&1)
 if grep -q prior_fit <<<"$out"; then echo "FAIL: --prior-features off still reports prior_fit" >&2; fails=$((fails + 1)); else echo "ok: --prior-features off"; fi
 expect_exit 2 "--prior-features: expected auto, on or off, found 'x'" -- search --partition fwd_mlp --prior sim --prior-features x --log none --out "$TMP/pr"
+# The calibration: reported as prior_calibrated (each constant's calibrated change; 0 here too),
+# none with --prior-calibrate off (the features stay), a bad value is exit 2.
+expect_exit 0 "\"prior_calibrated\": {\"dyn_coeff_w\": 0" -- search --partition fwd_mlp --prior sim --log none --out "$TMP/pr" --json --quiet
+out=$("$KAREUS" search --partition fwd_mlp --prior sim --prior-calibrate off --log none --out "$TMP/pr" --json --quiet 2>&1)
+if grep -q prior_calibrated <<<"$out" || ! grep -q prior_fit <<<"$out"; then echo "FAIL: --prior-calibrate off" >&2; fails=$((fails + 1)); else echo "ok: --prior-calibrate off"; fi
+expect_exit 2 "--prior-calibrate: expected auto, on or off, found 'x'" -- search --partition fwd_mlp --prior sim --prior-calibrate x --log none --out "$TMP/pr"
 echo '{"name": "x"' > "$TMP/badgpu.json"
 expect_exit 2 "--prior $TMP/badgpu.json: expected none, sim or a GPU entry file" -- search --partition fwd_mlp --prior "$TMP/badgpu.json" --log none --out "$TMP/pr"
 # compose: a frontier lacking clocks is an error naming the key and the clocks, or a warning with
