@@ -718,18 +718,6 @@ static int a100_prior(void *ud, const kr_partition *p, const kr_config *c, doubl
     return a100_predict(a, a->prior_gpu, c, t, e);
 }
 
-/* The prior with one GPU constant scaled (its sensitivity features). */
-static int a100_prior_sens(void *ud, const kr_partition *p, const kr_config *c, int param, double factor, double *t,
-                           double *e)
-{
-    (void)p;
-    const a100 *a = ud;
-    kr_gpu g = *a->prior_gpu;
-    kr_gpu_param_set(&g, param, kr_gpu_param_value(&g, param) * factor);
-    kr_gpu_clamp(&g);
-    return a100_predict(a, &g, c, t, e);
-}
-
 /* The prior with several GPU constants scaled (its calibration). */
 static int a100_prior_at(void *ud, const kr_partition *p, const kr_config *c, int n, const int *param,
                          const double *factor, double *t, double *e)
@@ -741,6 +729,13 @@ static int a100_prior_at(void *ud, const kr_partition *p, const kr_config *c, in
         kr_gpu_param_set(&g, param[j], kr_gpu_param_value(&g, param[j]) * factor[j]);
     kr_gpu_clamp(&g);
     return a100_predict(a, &g, c, t, e);
+}
+
+/* The prior with one GPU constant scaled (its sensitivity features). */
+static int a100_prior_sens(void *ud, const kr_partition *p, const kr_config *c, int param, double factor, double *t,
+                           double *e)
+{
+    return a100_prior_at(ud, p, c, 1, &param, &factor, t, e);
 }
 
 static void bench_a100(void)

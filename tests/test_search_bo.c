@@ -662,10 +662,7 @@ static int sim_prior_at_fn(void *ud, const kr_partition *p, const kr_config *c, 
 static int sim_prior_sens_fn(void *ud, const kr_partition *p, const kr_config *c, int param, double factor, double *t,
                              double *e)
 {
-    kr_job job = *(const kr_job *)ud;
-    kr_gpu_param_set(&job.gpu, param, kr_gpu_param_value(&job.gpu, param) * factor);
-    kr_gpu_clamp(&job.gpu);
-    return sim_prior_fn(&job, p, c, t, e);
+    return sim_prior_at_fn(ud, p, c, 1, &param, &factor, t, e);
 }
 
 /* The same prior through prior_fn, prior_sens_fn and prior_at_fn takes the same decisions as the

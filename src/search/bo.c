@@ -125,8 +125,7 @@ typedef struct bo {
     int has_prior;
     int flat;              /* the prior's frontiers hold fewer than BO_PRIOR_DESIGN points */
     int refit_left;        /* points of the design's refitted part still to come (refit_batch) */
-    int calib;             /* calibrate the prior's constants before each fit (bo_calib.c) */
-    double *cal_v;         /* scratch: the calibrated prior's predictions (NMODELS × size) */
+    double *cal_v;         /* the calibrated prior's predictions (NMODELS × size; s->calib) */
     double stop, stop_abs; /* the stopping rule's relative and absolute bounds (≤ 0: none) */
     long n_prev;           /* points before the last batch (0: the initial design counts as one) */
     double *X;             /* n × 2 features of the evaluated points */
@@ -623,13 +622,17 @@ static int calibrate(bo *b, kr_error *err)
     if (rc)
         return rc;
     size_t sz = (size_t)s->size;
+    if (b->cal_v != NULL && memcmp(prev, s->theta, sizeof prev) == 0)
+        return KR_OK; /* the constants did not move: b->pr already holds their predictions */
     if (b->cal_v == NULL && (b->cal_v = malloc(sizeof(double) * NMODELS * sz)) == NULL)
         return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
     double *const pr[NMODELS] = {b->cal_v, b->cal_v + sz, b->cal_v + 2 * sz};
     int ppos[NMODELS];
     kr_error e = {0};
-    if (kr__search_prior_at(s, s->theta, pr, ppos, &e)) {
+    if (kr__search_prior_compute(s, s->theta, pr, ppos, &e)) {
         memcpy(s->theta, prev, sizeof prev);
+        free(b->cal_v); /* b->pr keeps predictions made otherwise: none to skip to next time */
+        b->cal_v = NULL;
         return KR_OK;
     }
     for (int k = 0; k < NMODELS; k++) {
@@ -644,7 +647,7 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
 {
     kr__search *s = b->s;
     int n = (int)s->n, rc;
-    if (b->calib && (rc = calibrate(b, err)))
+    if (s->calib && (rc = calibrate(b, err)))
         return rc;
     for (int i = 0; i < n; i++) {
         long idx;
@@ -712,13 +715,12 @@ static int start(bo *b, long n0, kr_error *err)
         for (int k = 0; k < NMODELS; k++)
             b->pr[k] = b->prior_v + (size_t)k * s->size;
         s->prior = 1;
-        if ((rc = kr__search_prior_compute(s, b->pr, b->ppos, err)))
+        if ((rc = kr__search_prior_compute(s, NULL, b->pr, b->ppos, err)))
             return rc;
         if (o->prior_sens >= 0 && (o->prior_fn ? o->prior_sens_fn != NULL : o->prior != NULL)) {
             if ((rc = kr__search_prior_sens(s, &b->sens, &s->nsens, s->sens_param, err)))
                 return rc;
-            b->calib = s->nsens > 0 && o->prior_calib >= 0 && (o->prior_fn ? o->prior_at_fn != NULL : 1);
-            s->calib = b->calib;
+            s->calib = s->nsens > 0 && o->prior_calib >= 0 && (o->prior_fn ? o->prior_at_fn != NULL : 1);
         }
     }
     if (b->has_prior && o->bo_init == 0) {
@@ -734,7 +736,7 @@ static int start(bo *b, long n0, kr_error *err)
              * the rest once the models are fitted to them (refit_batch). With the line alone a
              * refit moves no point on or off the predicted frontiers (a + b·q is monotone in q),
              * and measured it was worse (docs/search.md, round 5): the 16 at once. */
-            got = KR_MIN(got, b->calib ? BO_PRIOR_DESIGN_CALIB : BO_PRIOR_DESIGN_FIXED);
+            got = KR_MIN(got, s->calib ? BO_PRIOR_DESIGN_CALIB : BO_PRIOR_DESIGN_FIXED);
             b->refit_left = BO_PRIOR_DESIGN - got;
         }
         if (rc == KR_OK)
@@ -882,7 +884,7 @@ static int refit_batch(bo *b, int *measured, kr_error *err)
     for (int j = 0; j < b->m; j++)
         for (int k = 0; k < NMODELS; k++)
             pp[k][b->cand[j]] = back(b, k, b->md[k].mu[j]);
-    long picks[64];
+    long picks[BO_PRIOR_BATCH];
     int got = 0;
     int want = (int)KR_MIN((long)KR_MIN(BO_PRIOR_BATCH, b->refit_left), kr__search_left(s));
     b->refit_left -= want;

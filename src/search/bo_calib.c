@@ -5,11 +5,11 @@
  * through them, and the same constants move both the time and the energy of every
  * configuration. So before each fit the search finds the relative changes θ of those constants
  * that best explain the measured times and total energies together (a maximum a posteriori
- * estimate: Gauss–Newton with a halving line search on the log scale, each θ_j ~ N(0, u_j²/3),
- * the variance of a constant uniform within ± its uncertainty, a free offset per quantity and
- * the noise picked by the evidence of each linearised step), then predicts every configuration
- * with the simulator at θ. The line, the sensitivity features and the residual GP (bo.c) then
- * model what the calibrated simulator still gets wrong.
+ * estimate on the log scale: each θ_j ~ N(0, u_j²/3), the variance of a constant uniform within
+ * ± its uncertainty, a free offset per quantity and the noise picked by the evidence of the
+ * fit's first linearised step; Levenberg–Marquardt on the simulator itself), then predicts every
+ * configuration with the simulator at θ (kr__search_prior_compute). The line, the sensitivity
+ * features and the residual GP (bo.c) then model what the calibrated simulator still gets wrong.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -17,7 +17,6 @@
 
 #include <lapacke.h>
 
-#include "kareus/sim.h"
 #include "search_internal.h"
 
 #define CAL_ITERS 30     /* Levenberg–Marquardt steps at most, */
@@ -28,56 +27,17 @@
 #define CAL_TOL 1e-4     /* converged when no θ_j moves by more than this fraction of u_j, */
 #define CAL_FTOL 1e-6    /* or the objective falls by less than this fraction */
 
-/* Where the prior is evaluated at θ: the simulator on the prior job with every calibrated
- * constant j at (1 + θ_j) times its value (clamped to its physical limits), or prior_at_fn. */
-typedef struct at {
-    const kr__search *s;
-    kr_job job;
-    double factor[KR__SENS_MAX];
-} at;
-
-static void at_set(at *a, const kr__search *s, const double *theta)
-{
-    a->s = s;
-    for (int j = 0; j < s->nsens; j++)
-        a->factor[j] = 1 + theta[j];
-    if (s->opt->prior_fn)
-        return;
-    a->job = *s->opt->prior;
-    for (int j = 0; j < s->nsens; j++) {
-        int par = s->sens_param[j];
-        kr_gpu_param_set(&a->job.gpu, par, kr_gpu_param_value(&a->job.gpu, par) * a->factor[j]);
-    }
-    kr_gpu_clamp(&a->job.gpu);
-}
-
-/* Time and total energy of configuration idx at a's θ into *t, *e (KR_OK or an error code; the
- * message, if any, in *err). */
-static int at_measure(const at *a, long idx, double *t, double *e, kr_config *c, kr_error *err)
-{
-    const kr__search *s = a->s;
-    const kr_search_config *o = s->opt;
-    kr_measurement m;
-    kr_search_space_config(&s->sp, idx, c);
-    memset(&m, 0, sizeof m);
-    int rc = o->prior_fn ? o->prior_at_fn(o->prior_ud, s->p, c, s->nsens, s->sens_param, a->factor, &m.time_s,
-                                          &m.energy_j)
-                         : kr_sim_measure(&a->job, s->p, c, &m, err);
-    *t = m.time_s;
-    *e = m.energy_j;
-    return rc;
-}
-
-/* log time and log total energy of configuration idx at a's θ (0 on success). */
-static int predict_log(const at *a, long idx, double *lt, double *le)
+/* log time and log total energy of configuration idx on the prior a (0 on success). */
+static int predict_log(const kr__prior_at *a, long idx, double *lt, double *le)
 {
     kr_config c;
+    kr_measurement m;
     kr_error e = {0};
-    double t, en;
-    if (at_measure(a, idx, &t, &en, &c, &e) || !(t > 0) || !(en > 0) || !isfinite(t) || !isfinite(en))
+    if (kr__prior_at_measure(a, idx, &c, &m, &e) || !(m.time_s > 0) || !(m.energy_j > 0) || !isfinite(m.time_s) ||
+        !isfinite(m.energy_j))
         return -1;
-    *lt = log(t);
-    *le = log(en);
+    *lt = log(m.time_s);
+    *le = log(m.energy_j);
     return 0;
 }
 
@@ -86,8 +46,8 @@ static int predict_log(const at *a, long idx, double *lt, double *le)
 static double residuals(const kr__search *s, const long *ix, const double *yt, const double *ye, int n,
                         const double *theta, double *r)
 {
-    at a;
-    at_set(&a, s, theta);
+    kr__prior_at a;
+    kr__prior_at_init(&a, s, theta);
     double mt = 0, me = 0;
     for (int i = 0; i < n; i++) {
         double lt, le;
@@ -131,6 +91,54 @@ static int solve_damped(const double *M, double mu, const double *g, int P, doub
         return -1;
     LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', P, 1, W, P, x, 1);
     return 0;
+}
+
+/*
+ * The noise σ² of the linearised problem r + Jθ ≈ Jθ' + ε, θ' ~ N(0, Λ⁻¹), ε ~ N(0, σ²), by its
+ * evidence on a grid 10⁻⁹ … 10⁻² (the matrix determinant lemma keeps it P × P); 0 when no grid
+ * value gives a positive definite system. Chosen once per fit, so the steps minimise one
+ * objective. rp (N), tp, g, dx (P), M, W (P × P): scratch.
+ */
+static double noise_by_evidence(const double *J, const double *r, const double *th, const double *JJ,
+                                const double *lam, int N, int P, double *rp, double *tp, double *M, double *g,
+                                double *W, double *dx)
+{
+    size_t pd = (size_t)P;
+    double best_ev = -INFINITY, rr = 0, s2 = 0;
+    for (int i = 0; i < N; i++) {
+        double v = r[i];
+        for (int j = 0; j < P; j++)
+            v += J[(size_t)i * pd + (size_t)j] * th[j];
+        rp[i] = v;
+        rr += v * v;
+    }
+    for (int a = 0; a < P; a++) {
+        double v = 0;
+        for (int i = 0; i < N; i++)
+            v += J[(size_t)i * pd + (size_t)a] * rp[i];
+        tp[a] = v; /* Jᵀ(r + Jθ) */
+    }
+    for (int gi = 0; gi <= 14; gi++) {
+        double v2 = pow(10.0, -9 + 0.5 * gi);
+        for (int a = 0; a < P; a++) {
+            for (int c = 0; c < P; c++)
+                M[(size_t)a * pd + (size_t)c] = JJ[(size_t)a * pd + (size_t)c] / v2 + (a == c ? lam[a] : 0);
+            g[a] = tp[a] / v2;
+        }
+        if (solve_damped(M, 0, g, P, W, dx))
+            continue;
+        double logdet = 0, quad = rr / v2;
+        for (int a = 0; a < P; a++) {
+            logdet += 2 * log(W[(size_t)a * pd + (size_t)a]) - log(lam[a]);
+            quad -= g[a] * dx[a];
+        }
+        double ev = -0.5 * quad - 0.5 * logdet - 0.5 * (N - 2) * log(v2);
+        if (ev > best_ev) {
+            best_ev = ev;
+            s2 = v2;
+        }
+    }
+    return s2;
 }
 
 int kr__search_prior_calibrate(kr__search *s, double *theta, kr_error *err)
@@ -203,44 +211,7 @@ int kr__search_prior_calibrate(kr__search *s, double *theta, kr_error *err)
                 JJ[(size_t)a * pd + (size_t)c] = JJ[(size_t)c * pd + (size_t)a] = w;
             }
         }
-        /* The noise of the linearised problem r + Jθ ≈ Jθ' + ε, θ' ~ N(0, Λ⁻¹), ε ~ N(0, σ²),
-         * by its evidence on a grid (the matrix determinant lemma keeps it P × P), once: the
-         * steps then minimise one objective. */
-        double best_ev = -INFINITY, rr = 0;
-        for (int i = 0; it == 0 && i < N; i++) {
-            double v = r[i];
-            for (int j = 0; j < P; j++)
-                v += J[(size_t)i * pd + (size_t)j] * th[j];
-            rp[i] = v;
-            rr += v * v;
-        }
-        for (int a = 0; it == 0 && a < P; a++) {
-            double v = 0;
-            for (int i = 0; i < N; i++)
-                v += J[(size_t)i * pd + (size_t)a] * rp[i];
-            tp[a] = v; /* Jᵀ(r + Jθ) */
-        }
-        for (int gi = 0; it == 0 && gi <= 14; gi++) {
-            double v2 = pow(10.0, -9 + 0.5 * gi);
-            for (int a = 0; a < P; a++) {
-                for (int c = 0; c < P; c++)
-                    M[(size_t)a * pd + (size_t)c] = JJ[(size_t)a * pd + (size_t)c] / v2 + (a == c ? lam[a] : 0);
-                g[a] = tp[a] / v2;
-            }
-            if (solve_damped(M, 0, g, P, W, dx))
-                continue;
-            double logdet = 0, quad = rr / v2;
-            for (int a = 0; a < P; a++) {
-                logdet += 2 * log(W[(size_t)a * pd + (size_t)a]) - log(lam[a]);
-                quad -= g[a] * dx[a];
-            }
-            double ev = -0.5 * quad - 0.5 * logdet - 0.5 * (N - 2) * log(v2);
-            if (ev > best_ev) {
-                best_ev = ev;
-                s2 = v2;
-            }
-        }
-        if (it == 0 && !isfinite(best_ev))
+        if (it == 0 && !(s2 = noise_by_evidence(J, r, th, JJ, lam, N, P, rp, tp, M, g, W, dx)))
             break;
         /* A Levenberg–Marquardt step on the penalised objective ss/σ² + Σ λ_j θ_j²: the normal
          * matrix M = JᵀJ/σ² + Λ, the gradient g = Jᵀr/σ² − Λθ, the damping raised until the
@@ -281,28 +252,5 @@ int kr__search_prior_calibrate(kr__search *s, double *theta, kr_error *err)
 done:
     free(ix);
     free(mem);
-    return KR_OK;
-}
-
-int kr__search_prior_at(kr__search *s, const double *theta, double *const pr[3], int ppos[3], kr_error *err)
-{
-    at a;
-    at_set(&a, s, theta);
-    for (int k = 0; k < 3; k++)
-        ppos[k] = 1;
-    for (long i = 0; i < s->size; i++) {
-        kr_config c;
-        kr_error e = {0};
-        double t, en;
-        int rc = at_measure(&a, i, &t, &en, &c, &e);
-        if (rc || !(t > 0) || !isfinite(t) || !isfinite(en))
-            return kr_error_set(err, rc ? rc : KR_EINVAL, "calibrated prior for partition %s at %d MHz, %d SMs: %s",
-                                s->p->key, c.freq_mhz, c.sms, rc ? (e.msg[0] ? e.msg : kr_strerror(rc)) : "no finite prediction");
-        pr[0][i] = t;
-        pr[1][i] = en - s->job->static_power_w * t;
-        pr[2][i] = en;
-        for (int k = 0; k < 3; k++)
-            ppos[k] &= pr[k][i] > 0;
-    }
     return KR_OK;
 }

@@ -62,18 +62,37 @@ int kr__search_lhs_design(kr__search *s, long n0, kr_error *err)
     return rc;
 }
 
-/* The prior's prediction of configuration i into *c and *m: the simulator on job, or without one
- * prior_fn (param < 0) or prior_sens_fn (GPU parameter param scaled by factor). */
-static int prior_eval(const kr__search *s, const kr_job *job, int param, double factor, long i, kr_config *c,
-                      kr_measurement *m, kr_error *e)
+void kr__prior_at_init(kr__prior_at *a, const kr__search *s, const double *theta)
 {
+    a->s = s;
+    a->theta = theta != NULL;
+    if (theta == NULL)
+        return;
+    for (int j = 0; j < s->nsens; j++)
+        a->factor[j] = 1 + theta[j];
+    if (s->opt->prior_fn)
+        return;
+    a->job = *s->opt->prior;
+    for (int j = 0; j < s->nsens; j++) {
+        int par = s->sens_param[j];
+        kr_gpu_param_set(&a->job.gpu, par, kr_gpu_param_value(&a->job.gpu, par) * a->factor[j]);
+    }
+    kr_gpu_clamp(&a->job.gpu);
+}
+
+int kr__prior_at_measure(const kr__prior_at *a, long idx, kr_config *c, kr_measurement *m, kr_error *e)
+{
+    const kr__search *s = a->s;
     const kr_search_config *o = s->opt;
-    kr_search_space_config(&s->sp, i, c);
+    kr_search_space_config(&s->sp, idx, c);
     memset(m, 0, sizeof *m);
-    if (job)
-        return kr_sim_measure(job, s->p, c, m, e);
-    int rc = param < 0 ? o->prior_fn(o->prior_ud, s->p, c, &m->time_s, &m->energy_j)
-                       : o->prior_sens_fn(o->prior_ud, s->p, c, param, factor, &m->time_s, &m->energy_j);
+    int rc;
+    if (o->prior_fn)
+        rc = a->theta ? o->prior_at_fn(o->prior_ud, s->p, c, s->nsens, s->sens_param, a->factor, &m->time_s,
+                                       &m->energy_j)
+                      : o->prior_fn(o->prior_ud, s->p, c, &m->time_s, &m->energy_j);
+    else
+        return kr_sim_measure(a->theta ? &a->job : o->prior, s->p, c, m, e);
     if (rc)
         snprintf(e->msg, sizeof e->msg, "%s", kr_strerror(rc));
     return rc;
@@ -87,22 +106,25 @@ static void prior_store(const kr__search *s, double *const out[3], long i, doubl
     out[2][i] = energy;
 }
 
-/* The prior's predictions of every configuration (o->prior: the simulator on the prior job). */
-int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr_error *err)
+/* The prior's predictions of every configuration, nominal or at theta (kr__prior_at_init). */
+int kr__search_prior_compute(kr__search *s, const double *theta, double *const pr[3], int ppos[3], kr_error *err)
 {
     const kr_job *pj = s->opt->prior_fn ? NULL : s->opt->prior;
+    const char *what = theta ? "calibrated prior" : "prior";
+    kr__prior_at a;
+    kr__prior_at_init(&a, s, theta);
     for (int k = 0; k < 3; k++)
         ppos[k] = 1;
     for (long i = 0; i < s->size; i++) {
         kr_config c;
         kr_measurement m;
         kr_error e = {0};
-        int rc = prior_eval(s, pj, -1, 1.0, i, &c, &m, &e);
+        int rc = kr__prior_at_measure(&a, i, &c, &m, &e);
         if (rc)
-            return kr_error_set(err, rc, "prior for partition %s (%s) at %d MHz, %d SMs: %s", s->p->key,
+            return kr_error_set(err, rc, "%s for partition %s (%s) at %d MHz, %d SMs: %s", what, s->p->key,
                                 pj ? pj->gpu.name : "prior_fn", c.freq_mhz, c.sms, e.msg);
         if (!(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
-            return kr_error_set(err, KR_EINVAL, "prior for partition %s: predicted time %g s, energy %g J at %d MHz",
+            return kr_error_set(err, KR_EINVAL, "%s for partition %s: predicted time %g s, energy %g J at %d MHz", what,
                                 s->p->key, m.time_s, m.energy_j, c.freq_mhz);
         prior_store(s, pr, i, m.time_s, m.energy_j);
         for (int k = 0; k < 3; k++)
@@ -146,9 +168,11 @@ int kr__search_prior_sens(kr__search *s, double **sens_out, int *np, int *par, k
             double *const out[3] = {base, base + sz, base + 2 * sz};
             for (long i = 0; i < s->size; i++) {
                 kr_config c;
-                kr_measurement m;
+                kr_measurement m = {0};
                 kr_error e = {0};
-                int rc = prior_eval(s, pj ? &job : NULL, par[j], factor, i, &c, &m, &e);
+                kr_search_space_config(&s->sp, i, &c);
+                int rc = pj ? kr_sim_measure(&job, s->p, &c, &m, &e)
+                            : o->prior_sens_fn(o->prior_ud, s->p, &c, par[j], factor, &m.time_s, &m.energy_j);
                 if (rc || !(m.time_s > 0) || !isfinite(m.time_s) || !isfinite(m.energy_j))
                     m.time_s = m.energy_j = NAN;
                 prior_store(s, out, i, m.time_s, m.energy_j);

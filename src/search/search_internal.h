@@ -151,9 +151,21 @@ int kr__search_artifact(kr__search *s, kr_error *err);
 
 /* n0 configurations Latin-hypercube style over (clock, comm SMs), slots balanced (no prior). */
 int kr__search_lhs_design(kr__search *s, long n0, kr_error *err);
-/* The prior's prediction of every configuration: pr[0] time, pr[1] effective energy, pr[2]
- * total energy (s->size each, caller's memory); ppos[k] = 1 if every pr[k] value is > 0. */
-int kr__search_prior_compute(kr__search *s, double *const pr[3], int ppos[3], kr_error *err);
+/* The prior, as given (theta NULL) or with its calibrated constants s->sens_param[j] scaled by
+ * (1 + theta[j]): the simulator on a copy of the prior job (clamped to the physical limits), or
+ * prior_at_fn. kr__prior_at_measure predicts configuration idx (its config into *c). */
+typedef struct kr__prior_at {
+    const kr__search *s;
+    int theta;                    /* 1: scaled */
+    kr_job job;                   /* the scaled prior job (a simulator prior) */
+    double factor[KR__SENS_MAX];
+} kr__prior_at;
+void kr__prior_at_init(kr__prior_at *a, const kr__search *s, const double *theta);
+int kr__prior_at_measure(const kr__prior_at *a, long idx, kr_config *c, kr_measurement *m, kr_error *e);
+/* The prior's prediction (theta as above) of every configuration: pr[0] time, pr[1] effective
+ * energy, pr[2] total energy (s->size each, caller's memory); ppos[k] = 1 if every pr[k] value
+ * is > 0. An error names the partition and the configuration. */
+int kr__search_prior_compute(kr__search *s, const double *theta, double *const pr[3], int ppos[3], kr_error *err);
 /* The prior's sensitivity features (bo_design.c: the simulator with each uncertain constant of
  * the prior's GPU at ±its stated uncertainty; *sens_out is malloc'd). */
 int kr__search_prior_sens(kr__search *s, double **sens_out, int *np, int *par, kr_error *err);
@@ -167,8 +179,6 @@ int kr__search_prior_eval_picks(kr__search *s, const double *const pr[3], const 
 /* Calibrates the simulator prior's uncertain constants (s->sens_param) to the measured points:
  * theta (s->nsens relative changes, in: the start, out: the estimate; bo_calib.c). */
 int kr__search_prior_calibrate(kr__search *s, double *theta, kr_error *err);
-/* The simulator prior with its constants changed by theta: every configuration into pr[3]. */
-int kr__search_prior_at(kr__search *s, const double *theta, double *const pr[3], int ppos[3], kr_error *err);
 /* The grid that completes a prior design of fewer than k frontier points. */
 int kr__search_prior_grid(kr__search *s, kr_error *err);
 
