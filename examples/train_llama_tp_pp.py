@@ -5,8 +5,16 @@ and the comm configuration of every partition (launch slot and CTA count of the 
 partition carries for the other nanobatch).
 
     kareus optimize --job examples/data/tiny_llama_tp2_pp2.json --methods kareus --out out
-    /usr/bin/python3 -m torch.distributed.run --nproc-per-node 4 examples/train_llama_tp_pp.py \
-        --plan out/plans/kareus/fastest.json --backend 'fake:devices=4,log=calls-{rank}.log'
+    /usr/bin/python3 -m torch.distributed.run --nproc_per_node 4 --redirects 1 --tee 1 \
+        examples/train_llama_tp_pp.py --plan out/plans/kareus/fastest.json \
+        --backend 'fake:devices=4,log=calls-{rank}.log'
+
+The launcher options are the ones torch 1.13 (Debian's python3-torch, what scripts/setup.sh
+installs) and newer both accept: --nproc_per_node (1.13 does not know --nproc-per-node);
+--redirects 1 --tee 1 (each rank's stdout to a log and the console; 1.13 on Python 3.11 cannot
+parse its own default "0"); the default single-node rendezvous on 127.0.0.1:29500 (not
+--standalone, which always takes port 29400); another port with --master_port P or
+PET_MASTER_PORT=P. tests/cli/test_torch_doc_commands.sh runs these lines as written.
 
 The job spec gives the model (hidden 256, 8 heads, 4 KV groups, 4 layers), TP × PP (2 × 2), the
 microbatch size, sequence length and microbatches; its layers_per_stage split the model. Every
