@@ -322,6 +322,88 @@ static void torn_last_line_is_dropped(void **state)
     kr_backend_destroy(b);
 }
 
+/* The whole file at path, NUL-terminated (the caller frees it). */
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = malloc((size_t)n + 1);
+    assert_non_null(t);
+    assert_int_equal(fread(t, 1, (size_t)n, f), (size_t)n);
+    t[n] = '\0';
+    fclose(f);
+    return t;
+}
+
+/* A log written before the header line existed (the same lines without it): read with one
+ * warning, its torn last line dropped, appended to without a header, and read again. */
+static void headerless_old_log_is_read_and_appended(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_error e = {0};
+    kr_partition_set set;
+    kr_job_default(&job);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
+    const kr_partition *p = find(&set, "fwd_mlp");
+    const char *dir = kr_test_tmpdir("search_headerless");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/log.jsonl", dir);
+    kr_search_config o;
+    kr_search_config_default(&o);
+    o.strategy = KR_STRATEGY_EXHAUSTIVE;
+    o.max_evals = 10;
+    kr_backend *b = fake_backend(&job, 0, NULL);
+    kr_partition_frontier f;
+    assert_int_equal(search_with_log(&job, p, b, path, &o, &f, NULL, &e), KR_OK);
+    kr_frontier_free(&f);
+    /* Drop the header line, as logs were before it, and tear a last line. */
+    char *text = read_all(path);
+    char *body = strchr(text, '\n') + 1;
+    assert_int_equal(strncmp(text, "{\"schema\":\"kareus.mlog\",", 24), 0);
+    char *old = malloc(strlen(body) + 64);
+    sprintf(old, "%s{\"freq\":1410,\"overlap_s", body);
+    kr_test_write(path, old);
+    assert_int_equal(kr_search_log_check(path, &job, &e), KR_OK);
+    kr_search_log *log;
+    assert_int_equal(kr_search_log_open(path, &job, &log, &e), KR_OK);
+    const char *w = kr_search_log_warning(log);
+    assert_non_null(strstr(w, "log.jsonl: a measurement log without the header line"));
+    assert_non_null(strstr(w, "log.jsonl:11: dropped a torn last line"));
+    assert_int_equal(kr_search_log_count(log), 10);
+    o.max_evals = 20;
+    kr_search_stats st;
+    assert_int_equal(kr_search_partition(&job, p, b, log, &o, &f, &st, &e), KR_OK);
+    assert_int_equal(st.from_log, 10);
+    assert_int_equal(st.measured, 10);
+    kr_search_log_close(log);
+    kr_frontier_free(&f);
+    /* The old lines are as they were, no header was added, 10 lines were appended. */
+    char *now = read_all(path);
+    assert_int_equal(strncmp(now, body, strlen(body)), 0);
+    assert_null(strstr(now, "\"schema\""));
+    free(now);
+    assert_int_equal(count_lines(path), 19);
+    assert_int_equal(kr_search_log_open(path, &job, &log, &e), KR_OK);
+    assert_non_null(strstr(kr_search_log_warning(log), "without the header line"));
+    assert_null(strstr(kr_search_log_warning(log), "torn"));
+    assert_int_equal(kr_search_log_count(log), 20);
+    kr_search_log_close(log);
+    /* The artifact's lines (no key, no job) are not taken for an old log, and left unchanged. */
+    kr_test_write(path, "{\"freq\":1410,\"overlap_start\":\"none\",\"sm\":0,\"time_s\":1,\"energy_j\":1}\n");
+    assert_int_equal(kr_search_log_open(path, &job, &log, &e), KR_EPARSE);
+    assert_non_null(strstr(e.msg, "log.jsonl:1: expected a Kareus measurement log"));
+    now = read_all(path);
+    assert_string_equal(now, "{\"freq\":1410,\"overlap_start\":\"none\",\"sm\":0,\"time_s\":1,\"energy_j\":1}\n");
+    free(now);
+    free(text);
+    free(old);
+    kr_backend_destroy(b);
+}
+
 /* Writes a log with one line replaced by `line` (the rest valid) and checks the open error. */
 static void expect_log_error(const kr_job *job, const char *path, const char *line, int rc, const char *needle)
 {
@@ -548,6 +630,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(exhaustive_measures_every_config_once),
     cmocka_unit_test(resume_after_crash_loses_and_duplicates_nothing),
     cmocka_unit_test(torn_last_line_is_dropped),
+    cmocka_unit_test(headerless_old_log_is_read_and_appended),
     cmocka_unit_test(log_errors_are_precise),
     cmocka_unit_test(replay_reproduces_the_live_search),
     cmocka_unit_test(replay_reads_the_artifact_format),

@@ -25,6 +25,14 @@
  * so a mistyped --log can never truncate a user's file; torn-line recovery only ever happens in
  * a recognised log and only drops bytes after its last newline. Readers of logs (replay) skip
  * the header; the artifact's eval_results.jsonl has none and is read as before.
+ *
+ * Logs written before the header existed (commit bfbba06) are the same lines without it. Such a
+ * file is recognised by its first line instead: complete with its newline, a JSON object with
+ * our "key" and "job" fields (the artifact's lines have neither) and, as every line is then
+ * checked before anything is written, this job's fingerprint. It is read with one warning, its
+ * torn last line and duplicates are handled as in any log, and new lines are appended without a
+ * header: one cannot be prepended without rewriting the file, and every line carries the job's
+ * fingerprint, so the log stays recognisable as it is.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -423,16 +431,26 @@ struct kr_search_log {
 };
 
 /*
- * An existing non-empty --log file must start with our header line, complete with its newline;
+ * An existing non-empty --log file must start with our header line, complete with its newline,
+ * or (*headerless set to 1) with a measurement line of ours, as logs did before the header;
  * anything else (notes, a CSV, the artifact's eval_results.jsonl, a log of another job) is
- * refused before anything is written, truncated or created.
+ * refused before anything is written, truncated or created. The lines after the first are the
+ * parser's to check (kr__mlog_parse), also before anything is written.
  */
-static int check_log_start(const char *path, const char *text, size_t len, const kr_job *job, kr_error *err)
+static int check_log_start(const char *path, const char *text, size_t len, const kr_job *job, int *headerless,
+                           kr_error *err)
 {
     const char *nl = memchr(text, '\n', len);
     size_t n = nl ? (size_t)(nl - text) : len;
     json_error_t je;
     json_t *obj = nl && memchr(text, '\0', n) == NULL ? json_loadb(text, n, JSON_REJECT_DUPLICATES, &je) : NULL;
+    *headerless = 0;
+    if (obj != NULL && json_is_object(obj) && json_object_get(obj, "schema") == NULL &&
+        json_is_string(json_object_get(obj, "key")) && json_is_string(json_object_get(obj, "job"))) {
+        json_decref(obj);
+        *headerless = 1;
+        return KR_OK;
+    }
     if (obj == NULL || !json_is_object(obj) || json_object_get(obj, "schema") == NULL) {
         json_decref(obj);
         char shown[48];
@@ -468,9 +486,10 @@ int kr_search_log_check(const char *path, const kr_job *job, kr_error *err)
         return rc;
     kr__catalogs *cat = malloc(sizeof *cat);
     kr__mrecs recs = {0};
+    int headerless;
     if (cat == NULL)
         rc = kr_error_set(err, KR_ENOMEM, "%s: out of memory", path);
-    else if (len > 0 && (rc = check_log_start(path, text, len, job, err)) == KR_OK &&
+    else if (len > 0 && (rc = check_log_start(path, text, len, job, &headerless, err)) == KR_OK &&
              (rc = kr__catalogs_build(job, cat, err)) == KR_OK) {
         kr__mparse o = {path, 0, job, cat, NULL, 1};
         size_t valid;
@@ -499,7 +518,8 @@ static int read_existing(kr_search_log *log, const char *path, const kr_job *job
         if ((rc = kr__read_file(path, text, len, err)))
             return rc;
     }
-    if (*len > 0 && (rc = check_log_start(path, *text, *len, job, err)))
+    int headerless = 0;
+    if (*len > 0 && (rc = check_log_start(path, *text, *len, job, &headerless, err)))
         return rc;
     size_t valid = *len;
     if (*text) {
@@ -507,12 +527,18 @@ static int read_existing(kr_search_log *log, const char *path, const kr_job *job
         if ((rc = kr__mlog_parse(&o, *text, *len, &log->recs, &valid, torn, complete_last, err)))
             return rc;
     }
+    if (headerless)
+        snprintf(log->warning, sizeof log->warning,
+                 "%s: a measurement log without the header line (written before Kareus logs had one): read, "
+                 "and new measurements are appended to it without a header",
+                 path);
     if (*torn) {
         if (truncate(path, (off_t)valid) != 0)
             return kr_error_set(err, KR_EIO, "%s: cannot drop the torn last line: %s", path, strerror(errno));
-        snprintf(log->warning, sizeof log->warning,
-                 "%s:%d: dropped a torn last line (%zu bytes, a write interrupted by a crash): '%.60s'", path, *torn,
-                 *len - valid, *text + valid);
+        size_t w = strlen(log->warning);
+        snprintf(log->warning + w, sizeof log->warning - w,
+                 "%s%s:%d: dropped a torn last line (%zu bytes, a write interrupted by a crash): '%.60s'",
+                 w ? "; " : "", path, *torn, *len - valid, *text + valid);
     }
     int first_dup;
     size_t dups = kr__mrecs_dedupe(&log->recs, &first_dup);
