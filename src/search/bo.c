@@ -26,12 +26,12 @@
  * acquisition and the stopping rule; batches are BO_PRIOR_BATCH and bo_stop BO_PRIOR_STOP.
  * With a simulator prior (round 5) the line also takes the prior's sensitivity features — the
  * simulator with each uncertain GPU constant at ± its stated uncertainty — as a Bayesian linear
- * model (prior_fit), and the design's last BO_PRIOR_DESIGN − BO_PRIOR_DESIGN_FIXED points are
- * picked from the models fitted to its first ones (refit_batch). With calibration (round 7,
+ * model (bo_prior.c), and the design's last BO_PRIOR_DESIGN − BO_PRIOR_DESIGN_FIXED points
+ * are picked from the models fitted to its first ones (refit_batch). With calibration (round 7,
  * bo_calib.c) the prior's uncertain constants are fitted to the measurements before every fit
- * (calibrate) and the prior becomes the simulator at the fitted constants; the design is then
- * BO_PRIOR_DESIGN_CALIB points from the nominal prior and the rest, in batches of
- * BO_PRIOR_BATCH, from the calibrated models.
+ * (kr__bo_calibrate, bo_prior.c) and the prior becomes the simulator at the fitted constants;
+ * the design is then BO_PRIOR_DESIGN_CALIB points from the nominal prior and the rest, in
+ * batches of BO_PRIOR_BATCH, from the calibrated models.
  * A flat prior, whose frontiers hold fewer than BO_PRIOR_DESIGN configurations (e.g. one clock,
  * where predicted energy follows time), says little about where the frontier is: it keeps the
  * grid design (prior_grid) and the batch, threshold and box of a search without a prior
@@ -68,16 +68,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <lapacke.h>
+#include "bo_internal.h"
 
-#include "gp.h"
-#include "search_internal.h"
-
-#define BO_SAMPLES 64
 #define BO_DEFAULT_STOP 0.02
 #define BO_DEFAULT_STOP_ABS 1e-5 /* with a prior */
 #define BO_SCALE_MARGIN 0.1      /* the absolute rule's box: at least 10 % of t_min and |E_min| */
-#define BO_PRIOR_RIDGE 0.05      /* pull of the prior's slope toward 1, relative to Σ(q − q̄)² */
 #define BO_PRIOR_DESIGN 16       /* initial design with a prior: 16 points, of which */
 #define BO_PRIOR_DESIGN_FIXED 12 /* the prior's 12 best frontier points, then 4 from the refitted models */
 #define BO_PRIOR_DESIGN_CALIB 8  /* with calibration: 8, then 2 batches of 4 from the calibrated models */
@@ -88,50 +83,6 @@ enum role { EFF, TOT, TIME, EXPLORE };
 static const enum role pattern[8] = {EFF, TOT, TIME, EFF, TOT, EXPLORE, EFF, TOT};
 static const char *const role_names[] = {"ehvi_eff", "ehvi_total", "time", "explore"};
 
-enum { M_TIME, M_EFF, M_TOTAL, NMODELS };
-
-/* One surrogate: a GP with its predictions on the candidates and the batch's fantasies. */
-typedef struct model {
-    kr__gp gp;
-    kr__gp_hyper h;  /* warm start for the next fit */
-    int have_h;
-    int log;         /* targets on a log scale */
-    double *y;       /* training targets (n) */
-    double *mu, *var; /* posterior mean and (fantasy-updated) variance per candidate */
-    double *V;       /* m × n rows of L⁻¹k */
-    double *u;       /* q × m fantasy vectors */
-} model;
-
-typedef struct bo {
-    kr__search *s;
-    int q;
-    /* candidates */
-    int m;
-    long *cand;
-    double *xc;      /* m × 2 features */
-    int *cc;         /* m slot categories */
-    unsigned char *picked;
-    model md[NMODELS];
-    double z[BO_SAMPLES][NMODELS];
-    kr__front2 feff, ftot;
-    /* prior (NULL pr[0]: none): per configuration, in target units; the fitted line */
-    double *pr[NMODELS];
-    int ppos[NMODELS]; /* every prior value of the model is > 0 */
-    double pa[NMODELS], pb[NMODELS];
-    double *prior_v;   /* the memory of pr */
-    double *sens;      /* s->nsens × 2 × NMODELS × size: the prior with each constant at ±its
-                          uncertainty (their parameters and fitted coefficients live in s) */
-    /* the loop */
-    int has_prior;
-    int flat;              /* the prior's frontiers hold fewer than BO_PRIOR_DESIGN points */
-    int refit_left;        /* points of the design's refitted part still to come (refit_batch) */
-    double *cal_v;         /* the calibrated prior's predictions (NMODELS × size; s->calib) */
-    double stop, stop_abs; /* the stopping rule's relative and absolute bounds (≤ 0: none) */
-    long n_prev;           /* points before the last batch (0: the initial design counts as one) */
-    double *X;             /* n × 2 features of the evaluated points */
-    int *cat;              /* their slot categories */
-    kr__front2 scratch;
-} bo;
 
 static void feature(const kr__search *s, long idx, double *x, int *cat)
 {
@@ -440,214 +391,12 @@ static void bo_free(bo *b)
     kr__front2_free(&b->scratch);
 }
 
-/* The prior of model k at configuration idx, on the model's scale. */
-static double prior_q(const bo *b, int k, long idx)
-{
-    double v = b->pr[k][idx];
-    return b->md[k].log ? log(v) : v;
-}
-
-/*
- * The prior's line for model k: y ≈ a + b·q over the n evaluated points (md->y already on the
- * model's scale), least squares with a ridge pulling b toward 1 (λ = BO_PRIOR_RIDGE·Σ(q − q̄)²,
- * so a handful of points cannot tilt a good prior), b kept in [0.25, 4]. md->y becomes the
- * residual the GP models. X holds the points' features (unused; the line is global).
- */
-static void prior_line(bo *b, int k, int n, const double *X)
-{
-    (void)X;
-    kr__search *s = b->s;
-    model *md = &b->md[k];
-    double qm = 0, ym = 0;
-    double *q = md->u; /* scratch: u is rebuilt by every batch's fantasies */
-    for (int i = 0; i < n; i++) {
-        long idx;
-        kr_search_space_index(&s->sp, &s->pts[i].config, &idx, NULL);
-        q[i] = prior_q(b, k, idx);
-        qm += q[i];
-        ym += md->y[i];
-    }
-    qm /= n;
-    ym /= n;
-    double sqq = 0, sqy = 0;
-    for (int i = 0; i < n; i++) {
-        sqq += (q[i] - qm) * (q[i] - qm);
-        sqy += (q[i] - qm) * (md->y[i] - ym);
-    }
-    double lam = BO_PRIOR_RIDGE * sqq + 1e-300;
-    double slope = (sqy + lam) / (sqq + lam);
-    slope = fmin(fmax(slope, 0.25), 4.0);
-    b->pb[k] = slope;
-    b->pa[k] = ym - slope * qm;
-    for (int i = 0; i < n; i++)
-        md->y[i] -= b->pa[k] + slope * q[i];
-    s->prior_b[k] = slope;
-}
-
-/* Sensitivity feature j of model k at idx on the model's scale: half the change of the prior's
- * prediction between the constant at +/− its stated uncertainty (0 where undefined). */
-static double sens_j(const bo *b, int k, int j, long idx)
-{
-    size_t sz = (size_t)b->s->size;
-    double p = b->sens[((size_t)(2 * j) * NMODELS + (size_t)k) * sz + (size_t)idx];
-    double m = b->sens[((size_t)(2 * j + 1) * NMODELS + (size_t)k) * sz + (size_t)idx];
-    if (!isfinite(p) || !isfinite(m))
-        return 0;
-    if (b->md[k].log) {
-        if (!(p > 0) || !(m > 0))
-            return 0;
-        return 0.5 * (log(p) - log(m));
-    }
-    return 0.5 * (p - m);
-}
-
-/* C = Φ diag(sw) Φᵀ + s2·I (n × n, row-major) for the n × p centred features Φ. */
-static void blr_cov(const double *Phi, int n, int p, const double *sw, double s2, double *C)
-{
-    for (int i = 0; i < n; i++)
-        for (int l = 0; l <= i; l++) {
-            double v = 0;
-            for (int c = 0; c < p; c++)
-                v += Phi[i * p + c] * sw[c] * Phi[l * p + c];
-            C[i * n + l] = C[l * n + i] = v + (i == l ? s2 : 0);
-        }
-}
-
-/*
- * With sensitivity features: y ≈ a + b·q + Σ_j c_j J_j, a Bayesian linear model (docs/search.md,
- * "Sensitivity features"). After centring (a is flat), r = y − ȳ − (q − q̄) = (b − 1)(q − q̄) +
- * Σ_j c_j (J_j − J̄_j) + ε with b − 1 ~ N(0, σ²/λ) (the line's ridge, λ = BO_PRIOR_RIDGE·Σ(q − q̄)²),
- * c_j ~ N(0, 1/3) (a constant uniform within ± its uncertainty) and ε ~ N(0, σ²); σ² maximises
- * the evidence −½ rᵀC⁻¹r − ½ log|C| (C = Φ Σ_w Φᵀ + σ² I) on a grid 10⁻⁹ … 10⁻², and the
- * coefficients are the posterior means Σ_w Φᵀ C⁻¹ r (n × n solves: n is small). md->y becomes
- * the residual the GP models; b is kept in [0.25, 4] as the line's.
- */
-static void prior_fit(bo *b, int k, int n)
-{
-    kr__search *s = b->s;
-    model *md = &b->md[k];
-    int P = s->nsens, p = P + 1;
-    size_t nd = (size_t)n;
-    double *mem = malloc(sizeof(double) * (nd * (size_t)p + nd * nd + 2 * nd + 2 * (size_t)p));
-    long *ix = malloc(sizeof(long) * nd);
-    if (mem == NULL || ix == NULL) {
-        free(mem);
-        free(ix);
-        prior_line(b, k, n, NULL); /* out of memory: the line alone still works */
-        return;
-    }
-    double *Phi = mem, *C = Phi + nd * (size_t)p, *r = C + nd * nd, *al = r + nd, *sw = al + nd,
-           *mean = sw + p;
-    memset(mean, 0, sizeof(double) * (size_t)p);
-    double ym = 0, sqq = 0;
-    for (int i = 0; i < n; i++) {
-        kr_search_space_index(&s->sp, &s->pts[i].config, &ix[i], NULL);
-        Phi[i * p] = prior_q(b, k, ix[i]);
-        for (int j = 0; j < P; j++)
-            Phi[i * p + 1 + j] = sens_j(b, k, j, ix[i]);
-        for (int c = 0; c < p; c++)
-            mean[c] += Phi[i * p + c] / n;
-        ym += md->y[i] / n;
-    }
-    for (int i = 0; i < n; i++) {
-        for (int c = 0; c < p; c++)
-            Phi[i * p + c] -= mean[c];
-        r[i] = md->y[i] - ym - Phi[i * p];
-        sqq += Phi[i * p] * Phi[i * p];
-    }
-    double lam = BO_PRIOR_RIDGE * sqq + 1e-300;
-    for (int j = 0; j < P; j++)
-        sw[1 + j] = 1.0 / 3.0;
-    double best = -INFINITY, bs2 = 1e-6;
-    for (int g = 0; g <= 14; g++) {
-        double s2 = pow(10.0, -9.0 + 0.5 * g);
-        sw[0] = s2 / lam;
-        blr_cov(Phi, n, p, sw, s2, C);
-        if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, C, n) != 0)
-            continue;
-        memcpy(al, r, sizeof(double) * nd);
-        LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', n, 1, C, n, al, 1);
-        double ev = 0;
-        for (int i = 0; i < n; i++)
-            ev += -0.5 * r[i] * al[i] - log(C[i * n + i]);
-        if (ev > best) {
-            best = ev;
-            bs2 = s2;
-        }
-    }
-    sw[0] = bs2 / lam;
-    blr_cov(Phi, n, p, sw, bs2, C);
-    double w[KR__SENS_MAX + 1] = {0};
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, C, n) == 0) {
-        memcpy(al, r, sizeof(double) * nd);
-        LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', n, 1, C, n, al, 1);
-        for (int c = 0; c < p; c++) {
-            double v = 0;
-            for (int i = 0; i < n; i++)
-                v += Phi[i * p + c] * al[i];
-            w[c] = sw[c] * v;
-        }
-    }
-    double slope = fmin(fmax(1 + w[0], 0.25), 4.0);
-    double a = ym - slope * mean[0];
-    for (int j = 0; j < P; j++) {
-        s->sens_c[k][j] = w[1 + j];
-        a -= w[1 + j] * mean[1 + j];
-    }
-    b->pa[k] = a;
-    b->pb[k] = slope;
-    s->prior_b[k] = slope;
-    for (int i = 0; i < n; i++) {
-        double v = a + slope * prior_q(b, k, ix[i]);
-        for (int j = 0; j < P; j++)
-            v += s->sens_c[k][j] * sens_j(b, k, j, ix[i]);
-        md->y[i] -= v;
-    }
-    free(mem);
-    free(ix);
-}
-
-/*
- * Calibrates the prior to the points measured so far (bo_calib.c) and replaces its predictions
- * with the simulator's at the calibrated constants. Where the calibrated simulator cannot
- * predict some configuration, the previous constants and predictions stay (a calibration never
- * fails a search that the prior alone would carry).
- */
-static int calibrate(bo *b, kr_error *err)
-{
-    kr__search *s = b->s;
-    double prev[KR__SENS_MAX];
-    memcpy(prev, s->theta, sizeof prev);
-    int rc = kr__search_prior_calibrate(s, s->theta, err);
-    if (rc)
-        return rc;
-    size_t sz = (size_t)s->size;
-    if (b->cal_v != NULL && memcmp(prev, s->theta, sizeof prev) == 0)
-        return KR_OK; /* the constants did not move: b->pr already holds their predictions */
-    if (b->cal_v == NULL && (b->cal_v = malloc(sizeof(double) * NMODELS * sz)) == NULL)
-        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-    double *const pr[NMODELS] = {b->cal_v, b->cal_v + sz, b->cal_v + 2 * sz};
-    int ppos[NMODELS];
-    kr_error e = {0};
-    if (kr__search_prior_compute(s, s->theta, pr, ppos, &e)) {
-        memcpy(s->theta, prev, sizeof prev);
-        free(b->cal_v); /* b->pr keeps predictions made otherwise: none to skip to next time */
-        b->cal_v = NULL;
-        return KR_OK;
-    }
-    for (int k = 0; k < NMODELS; k++) {
-        memcpy(b->pr[k], pr[k], sizeof(double) * sz);
-        b->ppos[k] = ppos[k];
-    }
-    return KR_OK;
-}
-
 /* Fits the three models to the evaluated points and predicts every unevaluated configuration. */
 static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
 {
     kr__search *s = b->s;
     int n = (int)s->n, rc;
-    if (s->calib && (rc = calibrate(b, err)))
+    if (s->calib && (rc = kr__bo_calibrate(b, err)))
         return rc;
     for (int i = 0; i < n; i++) {
         long idx;
@@ -668,10 +417,8 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
         if (md->log)
             for (int i = 0; i < n; i++)
                 md->y[i] = log(md->y[i]);
-        if (b->pr[0] && s->nsens)
-            prior_fit(b, k, n);
-        else if (b->pr[0])
-            prior_line(b, k, n, X);
+        if (b->pr[0])
+            kr__bo_prior_fit(b, k, n);
         if ((rc = kr__gp_fit(&md->gp, X, cat, md->y, n, 2, md->have_h ? &md->h : NULL, err)))
             return rc;
         md->h = md->gp.h;
@@ -693,11 +440,8 @@ static int fit_and_predict(bo *b, double *X, int *cat, kr_error *err)
         if ((rc = kr__gp_predict(&md->gp, b->xc, b->cc, b->m, md->mu, md->var, md->V, err)))
             return rc;
         if (b->pr[0])
-            for (int j = 0; j < b->m; j++) {
-                md->mu[j] += b->pa[k] + b->pb[k] * prior_q(b, k, b->cand[j]);
-                for (int l = 0; l < s->nsens; l++)
-                    md->mu[j] += s->sens_c[k][l] * sens_j(b, k, l, b->cand[j]);
-            }
+            for (int j = 0; j < b->m; j++)
+                kr__bo_prior_add(b, k, b->cand[j], &md->mu[j]);
     }
     return KR_OK;
 }

@@ -141,116 +141,183 @@ static double noise_by_evidence(const double *J, const double *r, const double *
     return s2;
 }
 
-int kr__search_prior_calibrate(kr__search *s, double *theta, kr_error *err)
+/* One calibration's points and scratch: n points (ix, their log time yt and log total energy
+ * ye), N = 2n residuals, P constants; r the residuals at th, J (N × P) their Jacobian, JJ = JᵀJ
+ * and Jr = Jᵀr, lam the prior precisions; the rest scratch. */
+typedef struct cal {
+    const kr__search *s;
+    int n, N, P;
+    size_t pd;
+    long *ix;
+    double *mem;
+    double *yt, *ye, *r, *r2, *rp, *J, *JJ, *M, *W, *Jr, *g, *th, *cand, *lam, *tp, *tm, *dx;
+} cal;
+
+/* Allocates c's arrays for the search's s->n points; -1 when out of memory. */
+static int cal_alloc(cal *c, const kr__search *s)
 {
-    int n = 0, P = s->nsens, N;
-    if (P == 0)
-        return KR_OK;
-    size_t nd = (size_t)s->n, pd = (size_t)P;
-    long *ix = malloc(sizeof(long) * (nd + 1));
-    double *mem = malloc(sizeof(double) * (8 * nd + 2 * nd * pd + 4 * pd * pd + 8 * pd + 8));
-    if (ix == NULL || mem == NULL) {
-        free(ix);
-        free(mem);
-        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
-    }
-    double *yt = mem, *ye = yt + nd, *r = ye + nd, *r2 = r + 2 * nd, *rp = r2 + 2 * nd, *J = rp + 2 * nd,
-           *JJ = J + 2 * nd * pd, *M = JJ + pd * pd, *W = M + pd * pd, *Jr = W + pd * pd, *g = Jr + pd,
-           *th = g + pd, *cand = th + pd, *lam = cand + pd, *tp = lam + pd, *tm = tp + pd, *dx = tm + pd;
-    /* At most CAL_POINTS of the points, spread evenly over the search's history (a few dozen
-     * identify the constants; the fit costs 2P simulations per point and step). */
+    size_t nd = (size_t)s->n, pd = (size_t)s->nsens;
+    c->s = s;
+    c->n = 0;
+    c->P = s->nsens;
+    c->pd = pd;
+    c->ix = malloc(sizeof(long) * (nd + 1));
+    c->mem = malloc(sizeof(double) * (8 * nd + 2 * nd * pd + 4 * pd * pd + 8 * pd + 8));
+    if (c->ix == NULL || c->mem == NULL)
+        return -1;
+    c->yt = c->mem;
+    c->ye = c->yt + nd;
+    c->r = c->ye + nd;
+    c->r2 = c->r + 2 * nd;
+    c->rp = c->r2 + 2 * nd;
+    c->J = c->rp + 2 * nd;
+    c->JJ = c->J + 2 * nd * pd;
+    c->M = c->JJ + pd * pd;
+    c->W = c->M + pd * pd;
+    c->Jr = c->W + pd * pd;
+    c->g = c->Jr + pd;
+    c->th = c->g + pd;
+    c->cand = c->th + pd;
+    c->lam = c->cand + pd;
+    c->tp = c->lam + pd;
+    c->tm = c->tp + pd;
+    c->dx = c->tm + pd;
+    return 0;
+}
+
+/* At most CAL_POINTS of the points, spread evenly over the search's history (a few dozen
+ * identify the constants; the fit costs 2P simulations per point and step). */
+static void cal_points(cal *c)
+{
+    const kr__search *s = c->s;
     long stride = KR_MAX(1L, (s->n + CAL_POINTS - 1) / CAL_POINTS);
-    int warm = 0;
-    for (int j = 0; j < P; j++)
-        warm |= theta[j] != 0;
     for (long i = 0; i < s->n; i += stride) {
         const kr_measured *p = &s->pts[i];
         if (!(p->time_s > 0) || !(p->energy_j > 0))
             continue;
-        kr_search_space_index(&s->sp, &p->config, &ix[n], NULL);
-        yt[n] = log(p->time_s);
-        ye[n] = log(p->energy_j);
-        n++;
+        kr_search_space_index(&s->sp, &p->config, &c->ix[c->n], NULL);
+        c->yt[c->n] = log(p->time_s);
+        c->ye[c->n] = log(p->energy_j);
+        c->n++;
     }
-    N = 2 * n;
-    if (n < 3)
+    c->N = 2 * c->n;
+}
+
+/* J, JJ and Jr at c->th: the Jacobian of the centred predictions by central differences
+ * (residual = y − f, so ∂f/∂θ = −∂r/∂θ). Returns -1 where the simulator fails. */
+static int cal_jacobian(cal *c)
+{
+    const kr__search *s = c->s;
+    int P = c->P, N = c->N, n = c->n;
+    size_t pd = c->pd;
+    double *J = c->J;
+    for (int j = 0; j < P; j++) {
+        double h = CAL_STEP * kr_gpu_param_uncertainty(s->sens_param[j]);
+        memcpy(c->tp, c->th, sizeof(double) * pd);
+        memcpy(c->tm, c->th, sizeof(double) * pd);
+        c->tp[j] += h;
+        c->tm[j] -= h;
+        if (!isfinite(residuals(s, c->ix, c->yt, c->ye, n, c->tp, c->r2)) ||
+            !isfinite(residuals(s, c->ix, c->yt, c->ye, n, c->tm, c->rp)))
+            return -1;
+        for (int i = 0; i < N; i++)
+            J[(size_t)i * pd + (size_t)j] = (c->rp[i] - c->r2[i]) / (2 * h);
+    }
+    for (int a = 0; a < P; a++) {
+        double v = 0;
+        for (int i = 0; i < N; i++)
+            v += J[(size_t)i * pd + (size_t)a] * c->r[i];
+        c->Jr[a] = v;
+        for (int b = 0; b <= a; b++) {
+            double w = 0;
+            for (int i = 0; i < N; i++)
+                w += J[(size_t)i * pd + (size_t)a] * J[(size_t)i * pd + (size_t)b];
+            c->JJ[(size_t)a * pd + (size_t)b] = c->JJ[(size_t)b * pd + (size_t)a] = w;
+        }
+    }
+    return 0;
+}
+
+/*
+ * A Levenberg–Marquardt step on the penalised objective ss/σ² + Σ λ_j θ_j²: the normal matrix
+ * M = JᵀJ/σ² + Λ, the gradient g = Jᵀr/σ² − Λθ, the damping *mu raised until the objective
+ * falls. On a step taken, c->th, c->r and *ss move to the new point. Returns whether the
+ * calibration goes on (a step taken that moved some θ_j by at least CAL_TOL of u_j and lowered
+ * the objective by at least CAL_FTOL of it).
+ */
+static int cal_step(cal *c, double s2, double *ss, double *mu)
+{
+    const kr__search *s = c->s;
+    int P = c->P;
+    size_t pd = c->pd;
+    for (int a = 0; a < P; a++) {
+        for (int b = 0; b < P; b++)
+            c->M[(size_t)a * pd + (size_t)b] = c->JJ[(size_t)a * pd + (size_t)b] / s2 + (a == b ? c->lam[a] : 0);
+        c->g[a] = c->Jr[a] / s2 - c->lam[a] * c->th[a];
+    }
+    double f0 = objective(s, *ss, s2, c->th), f1 = f0, move = 0;
+    int took = 0;
+    for (int tries = 0; tries < 10 && !took; tries++) {
+        if (solve_damped(c->M, *mu, c->g, P, c->W, c->dx)) {
+            *mu = fmax(*mu * 10, 1e-6);
+            continue;
+        }
+        for (int j = 0; j < P; j++) {
+            double u = kr_gpu_param_uncertainty(s->sens_param[j]);
+            c->cand[j] = fmin(fmax(c->th[j] + c->dx[j], -CAL_RANGE * u), CAL_RANGE * u);
+        }
+        double ssn = residuals(s, c->ix, c->yt, c->ye, c->n, c->cand, c->r2);
+        if (isfinite(ssn) && (f1 = objective(s, ssn, s2, c->cand)) < f0) {
+            for (int j = 0; j < P; j++)
+                move = fmax(move, fabs(c->cand[j] - c->th[j]) / kr_gpu_param_uncertainty(s->sens_param[j]));
+            memcpy(c->th, c->cand, sizeof(double) * pd);
+            memcpy(c->r, c->r2, sizeof(double) * (size_t)c->N);
+            *ss = ssn;
+            took = 1;
+            *mu = fmax(*mu / 10, 1e-9);
+        } else {
+            *mu *= 10;
+        }
+    }
+    return took && !(move < CAL_TOL || f0 - f1 < CAL_FTOL * f0);
+}
+
+int kr__search_prior_calibrate(kr__search *s, double *theta, kr_error *err)
+{
+    int P = s->nsens;
+    if (P == 0)
+        return KR_OK;
+    cal c;
+    if (cal_alloc(&c, s)) {
+        free(c.ix);
+        free(c.mem);
+        return kr_error_set(err, KR_ENOMEM, "bo: out of memory");
+    }
+    int warm = 0;
+    for (int j = 0; j < P; j++)
+        warm |= theta[j] != 0;
+    cal_points(&c);
+    if (c.n < 3)
         goto done; /* too few to say anything: θ stays where it was */
     for (int j = 0; j < P; j++) {
         double u = kr_gpu_param_uncertainty(s->sens_param[j]);
-        lam[j] = 3 / (u * u);
-        th[j] = fmin(fmax(theta[j], -CAL_RANGE * u), CAL_RANGE * u);
+        c.lam[j] = 3 / (u * u);
+        c.th[j] = fmin(fmax(theta[j], -CAL_RANGE * u), CAL_RANGE * u);
     }
-    double ss = residuals(s, ix, yt, ye, n, th, r), mu = 1e-3, s2 = 1e-4;
+    double ss = residuals(s, c.ix, c.yt, c.ye, c.n, c.th, c.r), mu = 1e-3, s2 = 1e-4;
     if (!isfinite(ss))
         goto done;
     for (int it = 0; it < (warm ? CAL_ITERS_WARM : CAL_ITERS); it++) {
-        /* Jacobian of the centred predictions by central differences (residual = y − f, so
-         * ∂f/∂θ = −∂r/∂θ). */
-        int bad = 0;
-        for (int j = 0; j < P && !bad; j++) {
-            double h = CAL_STEP * kr_gpu_param_uncertainty(s->sens_param[j]);
-            memcpy(tp, th, sizeof(double) * pd);
-            memcpy(tm, th, sizeof(double) * pd);
-            tp[j] += h;
-            tm[j] -= h;
-            bad = !isfinite(residuals(s, ix, yt, ye, n, tp, r2)) || !isfinite(residuals(s, ix, yt, ye, n, tm, rp));
-            for (int i = 0; i < N && !bad; i++)
-                J[(size_t)i * pd + (size_t)j] = (rp[i] - r2[i]) / (2 * h);
-        }
-        if (bad)
+        if (cal_jacobian(&c))
             break;
-        for (int a = 0; a < P; a++) {
-            double v = 0;
-            for (int i = 0; i < N; i++)
-                v += J[(size_t)i * pd + (size_t)a] * r[i];
-            Jr[a] = v;
-            for (int c = 0; c <= a; c++) {
-                double w = 0;
-                for (int i = 0; i < N; i++)
-                    w += J[(size_t)i * pd + (size_t)a] * J[(size_t)i * pd + (size_t)c];
-                JJ[(size_t)a * pd + (size_t)c] = JJ[(size_t)c * pd + (size_t)a] = w;
-            }
-        }
-        if (it == 0 && !(s2 = noise_by_evidence(J, r, th, JJ, lam, N, P, rp, tp, M, g, W, dx)))
+        if (it == 0 && !(s2 = noise_by_evidence(c.J, c.r, c.th, c.JJ, c.lam, c.N, P, c.rp, c.tp, c.M, c.g, c.W, c.dx)))
             break;
-        /* A Levenberg–Marquardt step on the penalised objective ss/σ² + Σ λ_j θ_j²: the normal
-         * matrix M = JᵀJ/σ² + Λ, the gradient g = Jᵀr/σ² − Λθ, the damping raised until the
-         * objective falls. */
-        for (int a = 0; a < P; a++) {
-            for (int c = 0; c < P; c++)
-                M[(size_t)a * pd + (size_t)c] = JJ[(size_t)a * pd + (size_t)c] / s2 + (a == c ? lam[a] : 0);
-            g[a] = Jr[a] / s2 - lam[a] * th[a];
-        }
-        double f0 = objective(s, ss, s2, th), f1 = f0, move = 0;
-        int took = 0;
-        for (int tries = 0; tries < 10 && !took; tries++) {
-            if (solve_damped(M, mu, g, P, W, dx)) {
-                mu = fmax(mu * 10, 1e-6);
-                continue;
-            }
-            for (int j = 0; j < P; j++) {
-                double u = kr_gpu_param_uncertainty(s->sens_param[j]);
-                cand[j] = fmin(fmax(th[j] + dx[j], -CAL_RANGE * u), CAL_RANGE * u);
-            }
-            double ssn = residuals(s, ix, yt, ye, n, cand, r2);
-            if (isfinite(ssn) && (f1 = objective(s, ssn, s2, cand)) < f0) {
-                for (int j = 0; j < P; j++)
-                    move = fmax(move, fabs(cand[j] - th[j]) / kr_gpu_param_uncertainty(s->sens_param[j]));
-                memcpy(th, cand, sizeof(double) * pd);
-                memcpy(r, r2, sizeof(double) * (size_t)N);
-                ss = ssn;
-                took = 1;
-                mu = fmax(mu / 10, 1e-9);
-            } else {
-                mu *= 10;
-            }
-        }
-        if (!took || move < CAL_TOL || f0 - f1 < CAL_FTOL * f0)
+        if (!cal_step(&c, s2, &ss, &mu))
             break;
     }
-    memcpy(theta, th, sizeof(double) * pd);
+    memcpy(theta, c.th, sizeof(double) * c.pd);
 done:
-    free(ix);
-    free(mem);
+    free(c.ix);
+    free(c.mem);
     return KR_OK;
 }
