@@ -89,14 +89,19 @@ typedef struct kr_search_log kr_search_log;
  * for a log of a different job). A torn last line (no final newline: a crash while writing) is
  * dropped and the file truncated before anything is appended; kr_search_log_warning says so.
  * Duplicate configurations keep their first measurement (also reported as a warning).
+ * An existing non-empty file must start with our header line ({"schema":"kareus.mlog",...},
+ * written when the log is created) or be a log from before the header existed (its first line
+ * one of our measurement lines, with key and job): that one is read with a warning and new
+ * lines are appended to it without a header. Anything else is refused (KR_EPARSE: "expected a
+ * Kareus measurement log") and left unchanged.
  * Returns KR_OK, the codes above, KR_EIO (cannot open or truncate) or KR_ENOMEM.
  */
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err);
 
 /*
  * Checks, without writing or creating anything, that path can be opened as job's measurement
- * log: missing, empty, or a log with our header line whose lines all parse (a torn last line is
- * allowed). The CLI calls it before creating output directories, so a wrong --log leaves every
+ * log: missing, empty, or a log with our header line (or from before the header) whose lines
+ * all parse (a torn last line is allowed). The CLI calls it before creating output directories, so a wrong --log leaves every
  * file as it was. Returns KR_OK or the errors of kr_search_log_open.
  */
 int kr_search_log_check(const char *path, const kr_job *job, kr_error *err);
@@ -113,7 +118,8 @@ void kr_search_log_set_sync(kr_search_log *log, kr_log_sync sync);
 /* Closes the log (fsyncs anything pending). NULL is a no-op. */
 void kr_search_log_close(kr_search_log *log);
 
-/* Warnings found when opening ("" if none): a dropped torn line, duplicates. */
+/* Warnings found when opening ("" if none): a log without the header line, a dropped torn
+ * line, duplicates. */
 const char *kr_search_log_warning(const kr_search_log *log);
 
 /* Number of distinct measurements in the log (read at open plus appended since). */
