@@ -188,7 +188,8 @@ int cli_campaign_sbatch(const char *path, const cli_sbatch *o)
         "#!/bin/bash\n"
         "# written by kareus profile --emit-sbatch: one array task per shard of the campaign\n"
         "# (docs/profiler.md, \"Cluster campaigns\"). Each task writes DIR/shard-<i>.jsonl and\n"
-        "# DIR/frontiers-<i>/; a task rerun resumes from its log. When all are done:\n"
+        "# DIR/frontiers-<i>/; a task rerun (sbatch --array=I FILE: shard I of the same count)\n"
+        "# resumes from its log. When all are done:\n"
         "#   %s log merge%s %s/merged.jsonl %s/shard-*.jsonl\n"
         "#SBATCH --job-name=kareus-profile\n"
         "#SBATCH --array=0-%d\n"
@@ -196,8 +197,10 @@ int cli_campaign_sbatch(const char *path, const cli_sbatch *o)
         "%s"
         "#SBATCH --output=%s/slurm-%%A_%%a.out\n"
         "set -euo pipefail\n"
-        "exec %s profile%s%s --shard auto --log %s/shard-%%r.jsonl --out %s/frontiers-%%r --quiet\n",
-        o->kareus, job, o->dir, o->dir, o->shards - 1, gres, o->dir, o->kareus, job, o->extra, o->dir, o->dir);
+        "exec %s profile%s%s --shard \"$SLURM_ARRAY_TASK_ID/%d\" --log %s/shard-%%r.jsonl --out %s/frontiers-%%r "
+        "--quiet\n",
+        o->kareus, job, o->dir, o->dir, o->shards - 1, gres, o->dir, o->kareus, job, o->extra, o->shards, o->dir,
+        o->dir);
     if (n < 0 || (size_t)n >= sizeof text)
         return cli_usage_error("profile", "--emit-sbatch: the script is too long (paths of %zu characters)",
                                strlen(o->dir) + strlen(job));
@@ -206,10 +209,11 @@ int cli_campaign_sbatch(const char *path, const cli_sbatch *o)
         return rc;
     printf("%s", text);
     printf("# wrote %s; submit with: sbatch %s\n", path, path);
-    printf("# or, with torchrun on one node (%d ranks; --nnodes/--node_rank/--master_addr for several):\n",
+    printf("# or, with torchrun on one node (%d ranks; --nnodes and --rdzv_endpoint HOST:PORT for several):\n",
            o->shards);
-    printf("#   python3 -m torch.distributed.run --nnodes 1 --nproc_per_node %d --master_addr 127.0.0.1 "
-           "--master_port 29500 --no_python %s profile%s%s --shard auto --log %s/shard-%%r.jsonl "
-           "--out %s/frontiers-%%r --quiet\n", o->shards, o->kareus, job, o->extra, o->dir, o->dir);
+    printf("python3 -m torch.distributed.run --nnodes 1 --nproc_per_node %d --rdzv_backend c10d --rdzv_endpoint "
+           "127.0.0.1:29500 --rdzv_id kareus-profile -r 1 -t 1 --log_dir %s/torchrun --no_python %s profile%s%s "
+           "--shard auto --log %s/shard-%%r.jsonl --out %s/frontiers-%%r --quiet\n",
+           o->shards, o->dir, o->kareus, job, o->extra, o->dir, o->dir);
     return 0;
 }
