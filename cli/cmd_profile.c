@@ -7,10 +7,12 @@
  * Without what a measurement needs (libkareus_cuda, a CUDA driver, a GPU, NVML, permission to
  * lock clocks) it exits 2 and says which is missing; --plan works anywhere.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "campaign.h"
@@ -745,9 +747,13 @@ static int mode_sbatch(const args *a, const kr_job *job, kr_variant var)
     if (strcmp(be, "gpu") != 0 && strcmp(be, "sim") != 0)
         return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", be);
     char extra[512], dir[4200];
-    snprintf(extra, sizeof extra, " --backend %s --strategy %s --seed %llu%s%s", be, a->strategy ? a->strategy : "bo",
-             a->seed, a->variant ? " --variant " : "", a->variant ? a->variant : "");
+    /* On GPUs the clocks go through --control: kareusd lets unprivileged array tasks lock them. */
+    snprintf(extra, sizeof extra, " --backend %s%s%s --strategy %s --seed %llu%s%s", be,
+             strcmp(be, "gpu") == 0 ? " --control " : "", strcmp(be, "gpu") == 0 ? a->control : "",
+             a->strategy ? a->strategy : "bo", a->seed, a->variant ? " --variant " : "", a->variant ? a->variant : "");
     const char *d = a->out ? a->out : "kareus-campaign";
+    if (mkdir(d, 0777) != 0 && errno != EEXIST) /* Slurm writes the tasks' output there */
+        return cli_usage_error("profile", "--out %s: cannot create the campaign directory: %s", d, strerror(errno));
     char *real = realpath(d, NULL);
     snprintf(dir, sizeof dir, "%s", real ? real : d);
     free(real);
