@@ -36,6 +36,8 @@ check "the shards' own frontiers are the single machine's" diff -r single union
 "$KAREUS" search --backend replay --replay single.jsonl --log none --out rs --quiet >/dev/null
 "$KAREUS" search --backend replay --replay merged.jsonl --log none --out rm --quiet >/dev/null
 check "replays of the single and merged logs give the same frontiers" diff -r rs rm
+same_points() { diff <(grep -hvE '"?(strategy|backend)"?[:,]' single/*) <(grep -hvE '"?(strategy|backend)"?[:,]' rm/*); }
+check "... the single machine's points (only strategy and backend named differently)" same_points
 
 # A shard killed with SIGKILL mid-run, then rerun: it resumes and loses nothing. Where the kill
 # lands depends on timing; each try checks the same invariant, and at least one must land mid-run.
