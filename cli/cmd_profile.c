@@ -752,7 +752,15 @@ static int mode_sbatch(const args *a, const kr_job *job, kr_variant var)
              strcmp(be, "gpu") == 0 ? " --control " : "", strcmp(be, "gpu") == 0 ? a->control : "",
              a->strategy ? a->strategy : "bo", a->seed, a->variant ? " --variant " : "", a->variant ? a->variant : "");
     const char *d = a->out ? a->out : "kareus-campaign";
-    if (mkdir(d, 0777) != 0 && errno != EEXIST) /* Slurm writes the tasks' output there */
+    char mk[4200];
+    snprintf(mk, sizeof mk, "%s", d);
+    for (char *q = mk + 1; *q; q++) /* mkdir -p: Slurm writes the tasks' output there */
+        if (*q == '/') {
+            *q = '\0';
+            mkdir(mk, 0777);
+            *q = '/';
+        }
+    if (mkdir(d, 0777) != 0 && errno != EEXIST)
         return cli_usage_error("profile", "--out %s: cannot create the campaign directory: %s", d, strerror(errno));
     char *real = realpath(d, NULL);
     snprintf(dir, sizeof dir, "%s", real ? real : d);
