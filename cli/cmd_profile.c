@@ -875,6 +875,10 @@ static int parse_args(int argc, char **argv, args *a)
     if (modes > 1)
         return cli_usage_error("profile", "give one mode: --config, --log, --plan, --plan-work, --emit-sbatch, "
                                "--calibrate or --check");
+    if (a->backend && strcmp(a->backend, "gpu") != 0 && strcmp(a->backend, "sim") != 0)
+        return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", a->backend);
+    if (a->backend && a->log == NULL && a->sbatch == NULL)
+        return cli_usage_error("profile", "--backend: expected search mode (--log) or --emit-sbatch");
     if (a->shard && a->log == NULL && !a->plan_work)
         return cli_usage_error("profile", "--shard: expected search mode (--log) or --plan-work");
     if ((a->plan || a->nconfigs > 0) && a->partition == NULL)

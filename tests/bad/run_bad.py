@@ -410,6 +410,8 @@ def build_merge_cases():
              "--shard: expected I/N", "found '%s'" % spec)
         case("shard-spec-search-" + spec.replace("/", "of").strip(), {},
              ["profile", "--backend", "sim", "--log", "s.jsonl", "--shard", spec], "--shard: expected I/N")
+    case("profile-backend-unknown", {}, ["profile", "--backend", "cuda", "--log", "s.jsonl"],
+         "--backend: expected gpu or sim", "found 'cuda'")
     case("shard-auto-no-launcher", {}, ["profile", "--plan-work", "--shard", "auto"],
          "--shard auto: expected a Slurm array task")
 
