@@ -88,6 +88,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_gpu(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 

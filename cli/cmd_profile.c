@@ -7,12 +7,15 @@
  * Without what a measurement needs (libkareus_cuda, a CUDA driver, a GPU, NVML, permission to
  * lock clocks) it exits 2 and says which is missing; --plan works anywhere.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "campaign.h"
 #include "cli.h"
 #include "opt.h"
 
@@ -21,7 +24,10 @@ static const char usage_head[] =
     "       kareus profile [--job FILE] [--partition KEY|all] --log FILE [--strategy bo|exhaustive]\n"
     "       kareus profile [--job FILE] --partition KEY --plan [--config MHZ[,SMS,SLOT]]\n"
     "       kareus profile --calibrate [--base GPU] [--name NAME] [--out gpu.json] [--raw FILE] [--quick]\n"
-    "       kareus profile --check\n\n"
+    "       kareus profile --check\n"
+    "       kareus profile [--job FILE] --plan-work [--shard I/N|auto]\n"
+    "       kareus profile [--job FILE] --log FILE --shard I/N|auto [--backend gpu|sim] (%r in --log/--out: I)\n"
+    "       kareus profile [--job FILE] --emit-sbatch FILE [--shards N] [--out DIR] [--backend gpu|sim]\n\n"
     "Measures partitions on this machine's GPU: one nanobatch's compute (cuBLASLt GEMMs,\n"
     "flash-style attention, memory-bound kernels) on the compute stream and the other\n"
     "nanobatch's collective on a comm stream launched at the slot with SMS CTAs (NCCL with two\n"
@@ -43,6 +49,10 @@ typedef struct args {
     const char *configs[MAX_CONFIGS];
     int nconfigs;
     int plan, calibrate, check, json, quick, quiet;
+    const char *backend;   /* --backend gpu (default) | sim: what search mode measures with */
+    const char *shard;     /* --shard I/N | auto */
+    const char *sbatch;    /* --emit-sbatch FILE */
+    int plan_work, shards; /* --plan-work; --shards N (--emit-sbatch) */
     int device, devices;
     unsigned long long seed;
     kr_profiler_comm comm;
@@ -87,6 +97,15 @@ static const cli_opt profile_opts[] = {
         "  --log FILE       search the partition(s) with the GPU backend (--strategy, default bo),\n"
         "                   every measurement appended to the search's JSONL log as it is taken\n",
         cli_set_str, args, log),
+    CLI_OPT("plan-work", 0,
+        "  --plan-work      list the campaign's work units (partition x GPU type, the GPUs each\n"
+        "                   needs) and the shard of each (with --shard); no GPU needed\n",
+        cli_set_flag, args, plan_work),
+    CLI_OPT("emit-sbatch", 1,
+        "  --emit-sbatch FILE  write an sbatch array script running the campaign in --shards N\n"
+        "                   tasks (logs and frontiers under --out DIR, default kareus-campaign),\n"
+        "                   and print it and the torchrun command\n",
+        cli_set_str, args, sbatch),
     CLI_OPT("plan", 0,
         "  --plan           print the kernel plan (no GPU needed)\n",
         cli_set_flag, args, plan),
@@ -106,6 +125,17 @@ static const cli_opt profile_opts[] = {
     CLI_OPT("variant", 1,
         "  --variant V      kareus (default), sequential or default-overlap\n",
         cli_set_str, args, variant),
+    CLI_OPT("shard", 1,
+        "  --shard I/N|auto search mode: only the units u with u mod N = I (0 <= I < N); auto: the\n"
+        "                   Slurm array task, srun task or torchrun rank; %r in --log/--out is I\n",
+        cli_set_str, args, shard),
+    CLI_OPT_RANGE("shards", 1,
+        "  --shards N       --emit-sbatch: array tasks (default 4)\n",
+        cli_set_int, args, shards, 1, 10000),
+    CLI_OPT("backend", 1,
+        "  --backend B      search mode: gpu (default: this machine's GPUs) or sim (the simulator,\n"
+        "                   for a campaign's dry run on machines without a GPU)\n",
+        cli_set_str, args, backend),
     CLI_OPT("strategy", 1,
         "  --strategy S     bo (default), exhaustive or artifact (search mode)\n",
         cli_set_str, args, strategy),
@@ -656,6 +686,93 @@ static void search_progress(void *ud, const kr_search_progress *p)
         cli_progress_done(a->quiet);
 }
 
+/* The backend of search mode: the GPU (make_backend) or, with --backend sim, the simulator. */
+static int open_search_backend(const args *a, const kr_job *job, kr_backend **b)
+{
+    const char *name = a->backend ? a->backend : "gpu";
+    if (strcmp(name, "gpu") == 0)
+        return make_backend(a, job, b);
+    if (strcmp(name, "sim") != 0)
+        return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", name);
+    kr_error err = {0};
+    int rc = kr_backend_open("sim", &(kr_backend_open_config){.job = job}, b, &err);
+    return rc ? cli_report(rc, &err) : 0;
+}
+
+/* The device a search measures on, for its first line. */
+static const char *search_device(kr_backend *b)
+{
+    return (kr_backend_caps(b) & KR_BACKEND_SIMULATED) ? "the simulator" : kr_profiler_backend_device(b);
+}
+
+/* --plan-work: the campaign's units and their shards (no GPU needed). */
+static int mode_plan_work(const args *a, const kr_job *job, kr_variant var)
+{
+    cli_shard sh = {0, 1, "--shard"};
+    int only = -1, status = a->shard ? cli_shard_parse(a->shard, &sh) : 0;
+    if (status)
+        return status;
+    if (a->shard)
+        only = sh.index;
+    kr_partition_set *set = malloc(sizeof *set);
+    if (set == NULL)
+        return CLI_EXIT_FAIL;
+    kr_error err = {0};
+    int rc = kr_search_partitions(job, var, 1, set, &err);
+    if (rc)
+        status = cli_report(rc, &err);
+    else
+        cli_campaign_print(job, set, sh.count, only);
+    free(set);
+    return status;
+}
+
+/* --emit-sbatch FILE: the campaign as a Slurm array script (and the torchrun command). */
+static int mode_sbatch(const args *a, const kr_job *job, kr_variant var)
+{
+    kr_partition_set *set = malloc(sizeof *set);
+    if (set == NULL)
+        return CLI_EXIT_FAIL;
+    kr_error err = {0};
+    int rc = kr_search_partitions(job, var, 1, set, &err), gpus = 1;
+    if (rc) {
+        free(set);
+        return cli_report(rc, &err);
+    }
+    for (int i = 0; i < set->n; i++)
+        if (set->p[i].coll.kind != KR_COLL_NONE && job->tp > gpus)
+            gpus = job->tp;
+    free(set);
+    const char *be = a->backend ? a->backend : "gpu";
+    if (strcmp(be, "gpu") != 0 && strcmp(be, "sim") != 0)
+        return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", be);
+    char extra[512], dir[4200];
+    /* On GPUs the clocks go through --control: kareusd lets unprivileged array tasks lock them. */
+    snprintf(extra, sizeof extra, " --backend %s%s%s --strategy %s --seed %llu%s%s", be,
+             strcmp(be, "gpu") == 0 ? " --control " : "", strcmp(be, "gpu") == 0 ? a->control : "",
+             a->strategy ? a->strategy : "bo", a->seed, a->variant ? " --variant " : "", a->variant ? a->variant : "");
+    const char *d = a->out ? a->out : "kareus-campaign";
+    char mk[4200];
+    snprintf(mk, sizeof mk, "%s", d);
+    for (char *q = mk + 1; *q; q++) /* mkdir -p: Slurm writes the tasks' output there */
+        if (*q == '/') {
+            *q = '\0';
+            mkdir(mk, 0777);
+            *q = '/';
+        }
+    if (mkdir(d, 0777) != 0 && errno != EEXIST)
+        return cli_usage_error("profile", "--out %s: cannot create the campaign directory: %s", d, strerror(errno));
+    char *real = realpath(d, NULL);
+    snprintf(dir, sizeof dir, "%s", real ? real : d);
+    free(real);
+    char self[4096];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[k > 0 ? k : 0] = '\0';
+    cli_sbatch o = {a->job, dir, extra, k > 0 ? self : "kareus", a->shards ? a->shards : 4,
+                    strcmp(be, "gpu") == 0 ? gpus : 0};
+    return cli_campaign_sbatch(a->sbatch, &o);
+}
+
 /* Search mode: the search module's strategies with the GPU backend, every measurement in the
  * search's log as it is taken; frontier files per partition in --out (default "frontiers"). */
 static int mode_search(const args *a, const kr_job *job, kr_variant var)
@@ -683,21 +800,37 @@ static int mode_search(const args *a, const kr_job *job, kr_variant var)
         rc = KR_OK, status = select_partitions(job, var, a->partition, set);
     if (rc)
         status = cli_report(rc, &err);
+    cli_shard sh = {0, 1, "--shard"};
+    char logpath[4200], out[4200];
+    if (status == 0 && a->shard)
+        status = cli_shard_parse(a->shard, &sh);
+    if (status == 0)
+        status = cli_shard_path(a->log, &sh, logpath, sizeof logpath);
+    if (status == 0)
+        status = cli_shard_path(a->out ? a->out : "frontiers", &sh, out, sizeof out);
     kr_backend *gpu = NULL;
     kr_search_log *log = NULL;
+    if (status == 0 && (rc = kr_search_log_check(logpath, job, &err)))
+        status = cli_report(rc, &err); /* a wrong --log is refused before anything is opened */
     if (status == 0)
-        status = make_backend(a, job, &gpu);
-    if (status == 0 && (rc = kr_search_log_open(a->log, job, &log, &err)))
+        status = open_search_backend(a, job, &gpu);
+    if (status == 0 && (rc = kr_search_log_open(logpath, job, &log, &err)))
         status = cli_report(rc, &err);
+    if (status == 0 && (kr_backend_caps(gpu) & KR_BACKEND_SIMULATED))
+        kr_search_log_set_sync(log, KR_LOG_SYNC_BATCH); /* microseconds a measurement: fsync per batch */
     if (status == 0 && kr_search_log_warning(log)[0])
         fprintf(stderr, "kareus profile: warning: %s\n", kr_search_log_warning(log));
-    const char *out = a->out ? a->out : "frontiers";
     memcpy(&opt.progress_ud, &a, sizeof a); /* read only by search_progress */
     opt.progress = search_progress;
     if (status == 0)
-        printf("%s search of %s (%s) on %s, log %s -> %s\n", kr_strategy_name(opt.strategy), job->name,
-               kr_variant_name(var), kr_profiler_backend_device(gpu), a->log, out);
+        printf("%s search of %s (%s) on %s, log %s -> %s%s\n", kr_strategy_name(opt.strategy), job->name,
+               kr_variant_name(var), search_device(gpu), logpath, out, "");
+    if (status == 0 && sh.count > 1)
+        printf("shard %d of %d (from %s): units u with u mod %d = %d\n", sh.index, sh.count, sh.from, sh.count,
+               sh.index);
     for (int i = 0; i < set->n && status == 0; i++) {
+        if (cli_shard_of(i, sh.count) != sh.index)
+            continue;
         kr_partition_frontier front;
         kr_search_stats st;
         rc = kr_search_partition(job, &set->p[i], gpu, log, &opt, &front, &st, &err);
@@ -734,11 +867,20 @@ static int parse_args(int argc, char **argv, args *a)
         return rc;
     if (next < argc)
         return cli_usage_error("profile", "unexpected argument '%s'", argv[next]);
-    int modes = a->plan + a->calibrate + a->check + (a->nconfigs > 0 && !a->plan) + (a->log != NULL);
+    int modes = a->plan + a->calibrate + a->check + (a->nconfigs > 0 && !a->plan) + (a->log != NULL) +
+                a->plan_work + (a->sbatch != NULL);
     if (modes == 0)
-        return cli_usage_error("profile", "expected a mode: --config, --log (search), --plan, --calibrate or --check");
+        return cli_usage_error("profile", "expected a mode: --config, --log (search), --plan, --plan-work, "
+                               "--emit-sbatch, --calibrate or --check");
     if (modes > 1)
-        return cli_usage_error("profile", "give one mode: --config, --log, --plan, --calibrate or --check");
+        return cli_usage_error("profile", "give one mode: --config, --log, --plan, --plan-work, --emit-sbatch, "
+                               "--calibrate or --check");
+    if (a->backend && strcmp(a->backend, "gpu") != 0 && strcmp(a->backend, "sim") != 0)
+        return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", a->backend);
+    if (a->backend && a->log == NULL && a->sbatch == NULL)
+        return cli_usage_error("profile", "--backend: expected search mode (--log) or --emit-sbatch");
+    if (a->shard && a->log == NULL && !a->plan_work)
+        return cli_usage_error("profile", "--shard: expected search mode (--log) or --plan-work");
     if ((a->plan || a->nconfigs > 0) && a->partition == NULL)
         return cli_usage_error("profile", "--partition: missing (which partition to %s)", a->plan ? "show" : "measure");
     if (a->plan && a->nconfigs > 1)
@@ -765,6 +907,10 @@ int cmd_profile(int argc, char **argv)
         return rc;
     if (a.log)
         return mode_search(&a, &job, var);
+    if (a.plan_work)
+        return mode_plan_work(&a, &job, var);
+    if (a.sbatch)
+        return mode_sbatch(&a, &job, var);
     kr_partition_set *set = malloc(sizeof *set);
     if (set == NULL)
         return CLI_EXIT_FAIL;

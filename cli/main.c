@@ -27,6 +27,7 @@ static const struct command {
     {"gpu", cmd_gpu, "GPU info and clock reset through NVML"},
     {"run", cmd_run, "run a training command with a plan applied, clocks restored after"},
     {"profile", cmd_profile, "measure partitions on a real GPU (CUDA, cuBLAS, NCCL, NVML)"},
+    {"log", cmd_log, "merge the measurement logs of a sharded profiling campaign"},
 };
 
 static void usage(FILE *f)

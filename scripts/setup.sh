@@ -16,6 +16,7 @@ pkgs=(build-essential cmake ninja-build pkg-config libjansson-dev libcmocka-dev 
       coinor-libcbc-dev python3 help2man)
 if [ "${1:-}" = "--tests" ]; then
   pkgs+=(python3-torch python3-numpy valgrind)
+  pkgs+=(slurm-wlm) # the local Slurm controller and node of tests/cli/test_campaign_slurm.sh (issue 32)
   pkgs+=(clang) # libFuzzer harnesses in fuzz/ (issue 14; ci-steps-i14a.sh)
 fi
 

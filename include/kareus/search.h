@@ -359,5 +359,34 @@ void kr_search_results_free(kr_search_result *r, int n);
  */
 int kr_search_write_frontier(const char *dir, const kr_partition_frontier *f, kr_error *err);
 
+/* ---- merging shard logs -------------------------------------------------------------------- */
+
+/* What kr_search_log_merge found. */
+typedef struct kr_search_merge_stats {
+    long records;     /* Measurement lines kept in the merged log. */
+    long duplicates;  /* Lines dropped because an earlier line holds the same measurement. */
+    long conflicts;   /* Lines dropped because an earlier line holds the same configuration with
+                         a different measurement (the earlier one is kept: see below). */
+    int torn;         /* Shard logs whose torn last line (a killed writer) was left out. */
+    char conflict[1024]; /* The first conflict: "FILE:LINE kept over FILE:LINE (time_s A vs B, ...)" */
+} kr_search_merge_stats;
+
+/*
+ * Merges the measurement logs paths[0..n) of job into one log at out. Every input must be a
+ * Kareus measurement log (header first) of this job's fingerprint; the first bad one fails the
+ * merge with its path:line, what was expected and what was found (KR_EPARSE: not a log or a bad
+ * line; KR_EMISMATCH: another job's fingerprint; KR_EINVAL: an empty file, a symlink). One
+ * configuration (key, variant, clock, slot, SMs) is kept once: the first in argument order,
+ * then line order; later copies are counted as duplicates when their measurement is the same
+ * and as conflicts (with the first in st->conflict) when it differs. A torn last line is left
+ * out and counted. The merged log is the header kr_search_log_open writes followed by the kept
+ * lines as they were, shard by shard, so it resumes and replays like any log. It is written to
+ * a new temporary file beside out, fsync'd and renamed over out: never through a symlink, and an
+ * existing out must itself be a log of this job (or empty), or nothing is written (KR_EINVAL /
+ * KR_EPARSE). Returns KR_OK, the errors above, KR_EIO or KR_ENOMEM.
+ */
+int kr_search_log_merge(const char *out, const char *const *paths, int n, const kr_job *job,
+                        kr_search_merge_stats *st, kr_error *err);
+
 KR_END_DECLS
 #endif

@@ -29,6 +29,10 @@ typedef struct kr__mrecs {
     size_t n, cap;
 } kr__mrecs;
 
+/* The header line's schema and version (mlog.c; mlog_merge.c writes the same header). */
+#define MLOG_SCHEMA "kareus.mlog"
+#define MLOG_VERSION 1
+
 /* The partitions of a job that records may name: the three variants' layer partitions and the
  * non-partition work. */
 typedef struct kr__catalogs {

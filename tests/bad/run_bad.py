@@ -378,6 +378,48 @@ def build_log_cases():
          links={"link.jsonl": "real.jsonl"})
 
 
+# ---- shard logs and shard specs (kareus log merge OUT SHARD..., kareus profile --shard) -------
+
+MERGE = ["log", "merge", "merged.jsonl", "good.jsonl"]
+
+
+def merge_case(name, data, *needles, fname="m.jsonl", extra=None):
+    files = {"good.jsonl": base("log.jsonl"), fname: data if isinstance(data, bytes) else data.encode()}
+    files.update(extra or {})
+    case("merge-" + name, files, MERGE + [fname], fname, *needles)
+
+
+def build_merge_cases():
+    log = base("log.jsonl").decode()
+    lines = log.split("\n")
+    merge_case("notes", "my notes\n", ":1: expected a Kareus measurement log", fname="notes.txt")
+    merge_case("empty-file", "", ":1: expected a Kareus measurement log", fname="empty.jsonl")
+    merge_case("artifact-eval-results", "\n".join(lines[1:]), ":1: expected a Kareus measurement log")
+    merge_case("other-job", log.replace('"job":"%s","job_name"' % FP, '"job":"0000000000000000","job_name"', 1),
+               ":1: $.job: expected the fingerprint of job")
+    merge_case("bad-line", log.replace('"time_s":0.0039357812095251517', '"time_s":-1', 1), ":2: $.time_s")
+    case("merge-missing-shard", {"good.jsonl": base("log.jsonl")}, MERGE + ["missing.jsonl"],
+         "missing.jsonl: cannot read")
+    case("merge-out-not-a-log", {"good.jsonl": base("log.jsonl"), "notes.txt": b"my notes\n"},
+         ["log", "merge", "notes.txt", "good.jsonl"], "notes.txt:1: expected a Kareus measurement log")
+    case("merge-out-symlink", {"good.jsonl": base("log.jsonl"), "real.jsonl": base("log.jsonl")},
+         ["log", "merge", "link.jsonl", "good.jsonl"], "link.jsonl: is a symbolic link",
+         links={"link.jsonl": "real.jsonl"})
+    case("merge-shard-symlink", {"good.jsonl": base("log.jsonl")}, MERGE + ["link.jsonl"],
+         "link.jsonl: is a symbolic link", links={"link.jsonl": "good.jsonl"})
+    case("merge-out-is-shard", {"good.jsonl": base("log.jsonl")}, ["log", "merge", "good.jsonl", "good.jsonl"],
+         "OUT good.jsonl is also a shard")
+    for spec in ("4/4", "-1/2", "1/0", "garbage", "1/", "/2", "0/4x", "1.0/2", " 1/2", "99999999999/2"):
+        case("shard-spec-" + spec.replace("/", "of").strip(), {}, ["profile", "--plan-work", "--shard", spec],
+             "--shard: expected I/N", "found '%s'" % spec)
+        case("shard-spec-search-" + spec.replace("/", "of").strip(), {},
+             ["profile", "--backend", "sim", "--log", "s.jsonl", "--shard", spec], "--shard: expected I/N")
+    case("profile-backend-unknown", {}, ["profile", "--backend", "cuda", "--log", "s.jsonl"],
+         "--backend: expected gpu or sim", "found 'cuda'")
+    case("shard-auto-no-launcher", {}, ["profile", "--plan-work", "--shard", "auto"],
+         "--shard auto: expected a Slurm array task")
+
+
 # ---- summaries and the HTML report (kareus report DIR) ----------------------------------------
 
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>\n'
@@ -483,7 +525,7 @@ def main():
     only = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else None
     FP = current_fp()
     for b in (build_job_cases, build_gpu_cases, build_plan_cases, build_options_cases, build_frontier_cases,
-              build_log_cases, build_report_cases, build_path_cases):
+              build_log_cases, build_merge_cases, build_report_cases, build_path_cases):
         b()
     names = [c[0] for c in CASES]
     assert len(names) == len(set(names)), "duplicate case names"
