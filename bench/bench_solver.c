@@ -25,7 +25,9 @@
  * Arguments select sections: speed, bound, lowtime, milp (default: all). KR_BENCH_BIG=0 skips
  * the rows above (8,64), KR_BENCH_BIG=2 runs only those; KR_BENCH_LOWTIME_BIG=1 also runs the
  * lowtime model on them (long); KR_BENCH_ROWS=SxM[xV],… runs only the rows named (the unit is
- * not part of the name: "8x32" is both of its rows).
+ * not part of the name: "8x32" is both of its rows), also in milp; KR_BENCH_EXCHANGE=-1 solves
+ * the exact model without the exchange passes (and so without the polish), as `kareus solve`
+ * did by default before issue 33 (kr_solver_config.exchange; default 0, the library's).
  */
 #include <math.h>
 #include <stdio.h>
@@ -60,6 +62,30 @@ static int env_int(const char *name, int def)
 {
     const char *v = getenv(name);
     return v && *v ? atoi(v) : def;
+}
+
+/* Whether KR_BENCH_ROWS (only: "SxM[xV],…", NULL or empty for every row) names the row. */
+static int row_named(const char *only, int S, int M, int V)
+{
+    if (only == NULL || *only == '\0')
+        return 1;
+    char key[32];
+    if (V > 1)
+        snprintf(key, sizeof key, "%dx%dx%d", S, M, V);
+    else
+        snprintf(key, sizeof key, "%dx%d", S, M);
+    size_t kl = strlen(key);
+    for (const char *p = strstr(only, key); p; p = strstr(p + 1, key))
+        if ((p == only || p[-1] == ',') && (p[kl] == '\0' || p[kl] == ','))
+            return 1;
+    return 0;
+}
+
+/* The exact model's exchange setting for the speed, bound, lowtime and milp sections:
+ * KR_BENCH_EXCHANGE (kr_solver_config.exchange: 0 the library's default, −1 off, 1 on). */
+static int bench_exchange(void)
+{
+    return env_int("KR_BENCH_EXCHANGE", 0);
 }
 
 /* Options for S stages and V chunks built from the golden files (see the header). */
@@ -175,17 +201,8 @@ static void section_speed(int want_bound)
         const row *r = &rows[i];
         if ((r->big && !big) || (!r->big && big == 2))
             continue;
-        if (only && *only) {
-            char key[32];
-            if (r->V > 1)
-                snprintf(key, sizeof key, "%dx%dx%d", r->S, r->M, r->V);
-            else
-                snprintf(key, sizeof key, "%dx%d", r->S, r->M);
-            const char *p = strstr(only, key);
-            size_t kl = strlen(key);
-            if (p == NULL || (p != only && p[-1] != ',') || (p[kl] != '\0' && p[kl] != ','))
-                continue;
-        }
+        if (!row_named(only, r->S, r->M, r->V))
+            continue;
         kr_options o;
         kr_dag d;
         if (load_options(r->S, r->V, &o) || make_dag(r->S, r->M, r->V, &d))
@@ -198,6 +215,7 @@ static void section_speed(int want_bound)
             kr_solver_config_default(&cfg);
             cfg.cost_model = m == 2 ? KR_COST_LOWTIME : KR_COST_EXACT;
             cfg.unit_time_s = r->unit_s;
+            cfg.exchange = bench_exchange();
             if (m == 1) {
                 if (d.n - 2 < KR_SOLVE_THREAD_OPS)
                     continue;
@@ -277,6 +295,7 @@ static int solve_both(int S, int M, kr_options *o, kr_dag *d, kr_solve_result f[
         kr_solver_config cfg;
         kr_solver_config_default(&cfg);
         cfg.cost_model = m ? KR_COST_LOWTIME : KR_COST_EXACT;
+        cfg.exchange = bench_exchange();
         if (kr_solve(d, o, &cfg, &f[m], &e)) {
             printf("solve failed: %s\n", e.msg);
             return 1;
@@ -326,6 +345,8 @@ static void section_milp(void)
     int jobs = env_int("KR_BENCH_JOBS", 1), K = 10;
     for (size_t c = 0; c < 4; c++) {
         int S = cases[c][0], M = cases[c][1];
+        if (!row_named(getenv("KR_BENCH_ROWS"), S, M, 1))
+            continue;
         kr_options o;
         kr_dag d;
         kr_solve_result f[2];
