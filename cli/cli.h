@@ -91,6 +91,8 @@ int cmd_profile(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+/* kareus partition sweep (cmd_sweep.c), dispatched by cmd_partition. */
+int cmd_partition_sweep(int argc, char **argv);
 
 /* --prior SPEC of search and profile: "none" (*use = 0), "sim" (the simulator on job's GPU) or
  * FILE (a GPU entry, kr_gpu_read_json: job with that GPU). Fills *prior; returns 0 or the exit

@@ -215,5 +215,7 @@ int cmd_partition(int argc, char **argv)
     }
     if (strcmp(argv[1], "eval") == 0)
         return eval(argc - 1, argv + 1);
-    return cli_usage_error("partition", "unknown subcommand '%s' (expected: eval)", argv[1]);
+    if (strcmp(argv[1], "sweep") == 0)
+        return cmd_partition_sweep(argc - 1, argv + 1);
+    return cli_usage_error("partition", "unknown subcommand '%s' (expected: eval, sweep)", argv[1]);
 }

@@ -67,7 +67,8 @@ static const cli_optset check_set = {"sim check", check_head, check_opts, CLI_OP
                                      NULL, "", CLI_OPT_GETOPT_MSG};
 
 static const char calib_head[] =
-    "usage: kareus calibrate --data CALIB.json [--fold odd|even|all] [--out GPU.json] [--json]\n\n"
+    "usage: kareus calibrate --data CALIB.json [--fold odd|even|all] [--fix NAME=VALUE]... [--out GPU.json]\n"
+    "                        [--json]\n\n"
     "Fits the constants a measured partition pins down (loaded v_max, the floor power's\n"
     "clock-independent part, host dispatch per op, attention efficiency, the tuned comm kernel's\n"
     "per-CTA bandwidth, saturation and clock exponent, comm CTA power) to the rows of one fold\n"
@@ -78,7 +79,39 @@ static const char calib_head[] =
 typedef struct calib_args {
     const char *data, *out;
     int fold, json;
+    int nfixed;
+    int fixed[KR_GPU_NPARAMS];   /* --fix: KR_GPU_P_… held at fixed_v */
+    double fixed_v[KR_GPU_NPARAMS];
 } calib_args;
+
+/* --fix NAME=VALUE: one of the fitted constants held at VALUE (repeatable). */
+static int set_fix(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
+{
+    (void)o;
+    calib_args *a = ctx;
+    const char *eq = strchr(arg, '=');
+    int nf;
+    const int *fp = kr_sim_calib_fitted(&nf);
+    char names[512] = "";
+    size_t k = 0;
+    for (int j = 0; j < nf && k < sizeof names; j++)
+        k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", j ? ", " : "", kr_gpu_param(fp[j])->field);
+    char *end = NULL;
+    double v = eq ? strtod(eq + 1, &end) : NAN;
+    if (eq == NULL || end == eq + 1 || *end != '\0' || !isfinite(v))
+        return cli_usage_error(cmd, "--fix: expected NAME=VALUE with NAME one of %s, found '%s'", names, arg);
+    for (int j = 0; j < nf; j++) {
+        const char *f = kr_gpu_param(fp[j])->field;
+        if (strlen(f) == (size_t)(eq - arg) && strncmp(f, arg, (size_t)(eq - arg)) == 0) {
+            if (a->nfixed >= KR_GPU_NPARAMS)
+                return cli_usage_error(cmd, "--fix: too many");
+            a->fixed[a->nfixed] = fp[j];
+            a->fixed_v[a->nfixed++] = v;
+            return 0;
+        }
+    }
+    return cli_usage_error(cmd, "--fix: expected NAME one of %s, found '%.*s'", names, (int)(eq - arg), arg);
+}
 
 static const cli_opt calib_opts[] = {
     CLI_OPT("data", 1,
@@ -93,6 +126,10 @@ static const cli_opt calib_opts[] = {
     CLI_OPT("json", 0,
         NULL,
         cli_set_flag, calib_args, json),
+    CLI_OPT_FN("fix", 1,
+        "  --fix NAME=VALUE  hold one fitted constant at VALUE (repeatable): a profile of the fit over\n"
+        "                it (docs/calibration.md), or a constant pinned by another measurement\n",
+        set_fix),
     CLI_OPT_HELP,
 };
 static const cli_optset calib_set = {"calibrate", calib_head, calib_opts, CLI_OPT_COUNT(calib_opts),
@@ -250,8 +287,11 @@ int cmd_calibrate(int argc, char **argv)
     double rms = 0;
     kr_sim_calib_report before, on_fit, held;
     int other = fold == KR_CALIB_ODD ? KR_CALIB_EVEN : fold == KR_CALIB_EVEN ? KR_CALIB_ODD : KR_CALIB_ALL;
+    kr_gpu start = cs->job.gpu;
+    for (int j = 0; j < a.nfixed; j++)
+        kr_gpu_param_set(&start, a.fixed[j], a.fixed_v[j]);
     if ((rc = kr_sim_calib_check(cs, NULL, other, &before, &err)) ||
-        (rc = kr_sim_calib_fit(cs, &cs->job.gpu, fold, fit, &rms, &err)) ||
+        (rc = kr_sim_calib_fit_fixed(cs, &start, fold, a.fixed, a.nfixed, fit, &rms, &err)) ||
         (rc = kr_sim_calib_check(cs, fit, fold, &on_fit, &err)) || (rc = kr_sim_calib_check(cs, fit, other, &held, &err)))
         goto done;
     int nf;
@@ -282,9 +322,13 @@ int cmd_calibrate(int argc, char **argv)
     } else {
         printf("fit on fold %s of %s (%s, %d rows): RMS log error %.4f\n", fold_name(fold), data, cs->partition, cs->n,
                rms);
-        for (int k = 0; k < nf; k++)
-            printf("  %-16s %-12.6g (was %.6g)\n", kr_gpu_param(fp[k])->field, kr_gpu_param_value(fit, fp[k]),
-                   kr_gpu_param_value(&cs->job.gpu, fp[k]));
+        for (int k = 0; k < nf; k++) {
+            int fixed = 0;
+            for (int j = 0; j < a.nfixed; j++)
+                fixed |= a.fixed[j] == fp[k];
+            printf("  %-16s %-12.6g (%s %.6g)\n", kr_gpu_param(fp[k])->field, kr_gpu_param_value(fit, fp[k]),
+                   fixed ? "held; the entry has" : "was", kr_gpu_param_value(&cs->job.gpu, fp[k]));
+        }
         printf("  %-16s %-12.6g (follows from v_max)\n", "v_exp", fit->v_exp);
         printf("  %-16s %-12.6g (follows from attn_eff)\n", "attn_bwd_eff", fit->attn_bwd_eff);
         char title[300];

@@ -582,8 +582,11 @@ static double calib_of(const kr_search_stats *st, int param)
  * within its stated uncertainty and clamped to its physical limits like any GPU entry): the
  * calibration finds which constant and how much from the search's own measurements (within
  * 0.005 of the true relative change; the time model's features add almost nothing then); the
- * sensitivity features alone (prior_calib < 0) find its sign and roughly its size (within 0.07:
- * each model fits its own coefficients, to first order); with prior_sens < 0 there are none. */
+ * sensitivity features alone (prior_calib < 0) find its sign and roughly its size (within 0.09:
+ * each model fits its own coefficients, to first order; since the comm kernel's latency-bound
+ * copies slow beside the ops they overlap (sim v3), a GEMM 8 % slower also lengthens the part of
+ * the collective it hides, and the first-order estimate of gemm_eff × 0.92 is −0.16 for −0.08);
+ * with prior_sens < 0 there are none. */
 static void bo_prior_sensitivities_find_a_changed_constant(void **state)
 {
     (void)state;
@@ -624,7 +627,9 @@ static void bo_prior_sensitivities_find_a_changed_constant(void **state)
         assert_int_equal(st.prior_calibrated, 0);
         assert_true(isnan(calib_of(&st, par)));
         double d = sens_time(&st, par);
-        assert_true(d * rel > 0 && fabs(d - rel) <= 0.07);
+        print_message("%s x %.2f: relative change %+.4f, features alone %+.4f\n", kr_gpu_param(par)->field,
+                      cases[c].factor, rel, d);
+        assert_true(d * rel > 0 && fabs(d - rel) <= 0.09);
         kr_frontier_free(&f);
         o.prior_sens = -1;
         o.prior_calib = 0;

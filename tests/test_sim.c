@@ -781,8 +781,8 @@ static void comm_kernels_differ_as_modelled(void **state)
     kr_sim_coll_result hi, lo, nhi, nlo;
     kr_error e = {0};
     /* A CTA-starved tuned kernel slows as the SM clock falls — by (1410/900)^comm_clock_exp, the
-     * exponent fitted to the measured partition (0.069: 3 % here) —; NCCL's 24 channels do not
-     * (above its knee). */
+     * exponent fitted to the measured partition's sequential rows —; NCCL's 24 channels are
+     * link-bound at 1200 MHz and do not. */
     assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_TUNED, 3, 1410, &hi, &e), KR_OK);
     assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_TUNED, 3, 900, &lo, &e), KR_OK);
     print_message("tuned, 3 CTAs: %.4g ms at 1410 MHz, %.4g ms at 900 MHz\n", 1e3 * hi.time_s, 1e3 * lo.time_s);
@@ -823,6 +823,75 @@ static void comm_kernels_differ_as_modelled(void **state)
     free(set);
 }
 
+/* NCCL's channels are SM-issued copies too: few of them slow with the clock by the same law;
+ * the default 24 stay link-bound down to about 1070 MHz and slow below it. */
+static void nccl_follows_the_clock_law(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_collective c = {KR_COLL_ALLREDUCE, "tp", 8, 0, 100e6, "x"};
+    kr_sim_coll_result hi, lo, d14, d12, d09;
+    kr_error e = {0};
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_NCCL, 4, 1410, &hi, &e), KR_OK);
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_NCCL, 4, 900, &lo, &e), KR_OK);
+    double a = job.gpu.coll_alpha_s;
+    KR_ASSERT_CLOSE((lo.time_s - a) / (hi.time_s - a), pow(1410.0 / 900.0, job.gpu.comm_clock_exp), 1e-9);
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_NCCL, 24, 1410, &d14, &e), KR_OK);
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_NCCL, 24, 1200, &d12, &e), KR_OK);
+    assert_int_equal(kr_sim_collective_kernel(&job.gpu, &job.cluster, &c, KR_SIM_NCCL, 24, 900, &d09, &e), KR_OK);
+    KR_ASSERT_CLOSE(d12.time_s, d14.time_s, 1e-12);
+    assert_true(d09.time_s > d14.time_s * 1.05);
+}
+
+/* Overlap costs both streams, by the mechanisms of docs/sim.md: the comm kernel's SMs and
+ * traffic slow the compute (more for NCCL, whose ring stages 5.25·S through HBM, than for the
+ * read-based kernel at the same CTAs), and the compute's HBM traffic slows the comm's
+ * latency-bound copies. Each mechanism switched off removes its share. NCCL-overlapped compute
+ * stays inside the published envelope (18.9 % average, 40 % at most: arXiv 2507.03114). */
+static void overlap_costs_both_streams(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_partition_set *k = malloc(sizeof *k), *b = malloc(sizeof *b);
+    kr_error e = {0};
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, k, &e), KR_OK);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_DEFAULT_OVERLAP, b, &e), KR_OK);
+    for (int i = 0; i < k->n; i++) {
+        const kr_partition *p = &k->p[i], *q = kr_partition_find(b, p->key);
+        assert_non_null(q);
+        for (int f = 1410; f >= 1020; f -= 390) {
+            kr_config cn = {f, q->fixed_sms, q->fixed_slot};
+            kr_sim_overlap on, ot, off;
+            assert_int_equal(kr_sim_overlap_effects(&job, q, &cn, KR_SIM_NCCL, &on, &e), KR_OK);
+            assert_int_equal(kr_sim_overlap_effects(&job, p, &cn, KR_SIM_TUNED, &ot, &e), KR_OK);
+            print_message("%s %d MHz: NCCL compute +%.1f%% comm %+.1f%%; tuned (same CTAs) compute +%.1f%% comm %+.1f%%\n",
+                          p->key, f, 100 * on.compute_slowdown, 100 * on.comm_slowdown, 100 * ot.compute_slowdown,
+                          100 * ot.comm_slowdown);
+            assert_true(on.compute_slowdown > 0.05 && on.compute_slowdown <= 0.40);
+            assert_true(on.comm_slowdown > 0 && ot.comm_slowdown > 0);
+            assert_true(on.compute_slowdown > ot.compute_slowdown);
+            assert_true(on.compute_alone_s <= on.compute_s && on.comm_alone_s <= on.comm_s);
+            /* Each direction's own mechanism off: that stream's slowdown falls. */
+            kr_job j2 = job;
+            j2.gpu.comm_lat_slow = 0;
+            assert_int_equal(kr_sim_overlap_effects(&j2, q, &cn, KR_SIM_NCCL, &off, &e), KR_OK);
+            assert_true(off.comm_slowdown < on.comm_slowdown);
+            j2 = job;
+            j2.gpu.kappa_tensor = 0;
+            assert_int_equal(kr_sim_overlap_effects(&j2, q, &cn, KR_SIM_NCCL, &off, &e), KR_OK);
+            assert_true(off.compute_slowdown < on.compute_slowdown);
+        }
+    }
+    kr_config bad = {1410, 24, 0};
+    kr_sim_overlap o;
+    KR_ASSERT_ERR(kr_sim_overlap_effects(&job, &k->p[0], &bad, (kr_sim_comm_kernel)7, &o, &e), KR_EINVAL, e,
+                  "expected tuned or nccl");
+    free(k);
+    free(b);
+}
+
 #define CALIB KR_TESTDATA_DIR "/data/calibration/a100-attn-tp2/calib.json"
 
 static void calibration_set_reads_predicts_and_fits(void **state)
@@ -861,6 +930,16 @@ static void calibration_set_reads_predicts_and_fits(void **state)
     assert_int_equal(kr_sim_calib_fit(cs, &cs->job.gpu, KR_CALIB_ODD, f2, &rms2, &e), KR_OK);
     assert_true(rms1 == rms2 && f1->v_max == f2->v_max && f1->attn_eff == f2->attn_eff);
     assert_true(f1->v_max >= 0.76 && f1->v_max <= 1.1 && f1->tuned_cap_frac <= 1.0);
+    assert_true(f1->comm_lat_slow >= 0 && f1->comm_lat_slow <= 3.0);
+    /* A constant held: it keeps its value, the others move; an unfitted one is refused. */
+    int fix[] = {KR_GPU_P_comm_clock_exp};
+    kr_gpu start = cs->job.gpu;
+    start.comm_clock_exp = 0.3;
+    assert_int_equal(kr_sim_calib_fit_fixed(cs, &start, KR_CALIB_ODD, fix, 1, f2, &rms2, &e), KR_OK);
+    assert_true(f2->comm_clock_exp == 0.3 && isfinite(rms2));
+    int bad[] = {KR_GPU_P_sm_count};
+    KR_ASSERT_ERR(kr_sim_calib_fit_fixed(cs, &start, KR_CALIB_ODD, bad, 1, f2, &rms2, &e), KR_EINVAL, e,
+                  "sm_count: expected one of the fitted");
     KR_ASSERT_CLOSE(kr_sim_floor_power_w(f1, f1->clock_min_mhz), f1->idle_w, 1e-3);
     free(f1);
     free(f2);
@@ -953,6 +1032,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(floor_power_follows_the_clock),
     cmocka_unit_test(dvfs_pays_on_gemm_heavy_partitions),
     cmocka_unit_test(comm_kernels_differ_as_modelled),
+    cmocka_unit_test(nccl_follows_the_clock_law),
+    cmocka_unit_test(overlap_costs_both_streams),
     cmocka_unit_test(calibration_set_reads_predicts_and_fits),
     cmocka_unit_test(bad_calibration_sets_are_rejected),
 };

@@ -52,12 +52,12 @@ KR_BEGIN_DECLS
     X(busbw_ar_Bps, "B/s", "intra-node all-reduce peak bus bandwidth (8 GPUs)")                   \
     X(busbw_ag_Bps, "B/s", "intra-node all-gather / reduce-scatter peak bus bandwidth")          \
     X(coll_alpha_s, "s", "collective latency term alpha")                                         \
-    X(busbw_per_cta_Bps, "B/s", "NCCL: bus bandwidth of one channel (CTA) above comm_knee_frac")      \
-    X(comm_knee_frac, "", "NCCL: clock fraction below which a channel's bandwidth falls with the clock") \
+    X(busbw_per_cta_Bps, "B/s", "NCCL: bus bandwidth of one 512-thread channel (CTA) at clock_max_mhz") \
+    X(l2_bytes_per_clk, "B/clk", "L2 cache bandwidth per SM clock (the L2 runs in the SM clock domain)") \
     X(nccl_ctas, "CTAs", "CTAs (= SMs) NCCL uses by default for intra-node collectives")         \
     X(comm_activity, "", "dynamic-power activity of one comm CTA relative to a GEMM CTA")        \
     X(p2p_bw_Bps, "B/s", "intra-node point-to-point (NVLink) bandwidth per direction")           \
-    X(kappa_tensor, "", "slowdown of a tensor-core op overlapped by a comm kernel (cache/NoC)")    \
+    X(kappa_tensor, "", "tensor-core op slowdown per unit of L2 bandwidth a moving comm kernel takes") \
     X(clock_switch_s, "s", "time for a clock change to settle")                                 \
     X(floor_const_w, "W", "clock-independent part of the floor power (static_w is the floor at clock_max_mhz)") \
     X(gemm_tile_m, "rows", "GEMM output tile rows (wave quantization)")                           \
@@ -69,9 +69,10 @@ KR_BEGIN_DECLS
     X(skew_cv, "", "rank-to-rank variation of a partition's compute time (skew at a collective)") \
     X(tuned_cta_Bps, "B/s", "tuned comm kernel: bus bandwidth of one 1024-thread CTA at clock_max_mhz") \
     X(tuned_cap_frac, "", "tuned comm kernel: saturation bus bandwidth as a fraction of the link peak") \
-    X(comm_clock_exp, "", "tuned comm kernel: per-CTA bandwidth scales as (f/f_max)^comm_clock_exp") \
+    X(comm_clock_exp, "", "both comm kernels: per-CTA (SM-issued copy) bandwidth scales as (f/f_max)^comm_clock_exp") \
     X(nccl_hbm_factor, "", "NCCL all-reduce HBM bytes per GPU per buffer byte (FIFO staging)")  \
-    X(attn_activity, "", "SM power activity of flash attention at attn_eff, relative to a GEMM at gemm_eff")
+    X(attn_activity, "", "SM power activity of flash attention at attn_eff, relative to a GEMM at gemm_eff") \
+    X(comm_lat_slow, "", "comm kernels: per-CTA bandwidth / (1 + comm_lat_slow x HBM utilization of the overlapped op)")
 
 enum {
 #define KR_GPU_ENUM_(f, u, d) KR_GPU_P_##f,

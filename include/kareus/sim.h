@@ -185,6 +185,32 @@ int kr_sim_measure(const kr_job *job, const kr_partition *p, const kr_config *c,
  */
 int kr_sim_fixed_config(const kr_partition *p, int freq_mhz, kr_config *out, kr_error *err);
 
+/* ---- what overlap costs each stream ----------------------------------------------------- */
+
+/* One configuration overlapped, against the same configuration with the collective run after
+ * the compute (the two kernels alone, one after the other, at the same clock and CTAs). */
+typedef struct kr_sim_overlap {
+    double time_s, energy_j;   /* The overlapped execution (as kr_sim_partition). */
+    double compute_alone_s;    /* Compute stream end with nothing beside it. */
+    double compute_s;          /* Compute stream end, overlapped. */
+    double comm_alone_s;       /* The collective alone (launch to end). */
+    double comm_s;             /* The collective overlapped (launch to end). */
+    double overlap_s;          /* Time both streams ran together. */
+    double compute_slowdown;   /* Extra compute time per second of overlap: (compute_s −
+                                  compute_alone_s) / overlap_s (0.2 = compute 20 % slower while
+                                  the comm kernel is resident). */
+    double comm_slowdown;      /* comm_s / comm_alone_s − 1. */
+    double hidden;             /* Share of the collective's time under compute. */
+} kr_sim_overlap;
+
+/*
+ * Runs config c of partition p with comm kernel `kernel` (KR_SIM_TUNED or KR_SIM_NCCL, whatever
+ * the variant's own is) overlapped as configured and with the collective after the compute, and
+ * fills out. Returns the codes of kr_sim_partition, or KR_EINVAL for an unknown kernel.
+ */
+int kr_sim_overlap_effects(const kr_job *job, const kr_partition *p, const kr_config *c, kr_sim_comm_kernel kernel,
+                           kr_sim_overlap *out, kr_error *err);
+
 /* ---- timelines (pictures) ---------------------------------------------------------------- */
 
 #define KR_SIM_STREAM_COMPUTE 0
@@ -356,6 +382,11 @@ int kr_sim_calib_check(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, kr_s
  * log errors of time and energy. */
 int kr_sim_calib_fit(const kr_sim_calib *cs, const kr_gpu *start, int fold, kr_gpu *out, double *rms_log,
                      kr_error *err);
+/* kr_sim_calib_fit with the constants fixed[0..nfixed) (KR_GPU_P_… indices, each one of
+ * kr_sim_calib_fitted's) held at start's values: a profile of the fit over one constant, or a
+ * constant pinned by another measurement. KR_EINVAL for a fixed index that is not fitted. */
+int kr_sim_calib_fit_fixed(const kr_sim_calib *cs, const kr_gpu *start, int fold, const int *fixed, int nfixed,
+                           kr_gpu *out, double *rms_log, kr_error *err);
 /* The KR_GPU_P_… indices kr_sim_calib_fit sets (v_exp and attn_bwd_eff follow from them). */
 const int *kr_sim_calib_fitted(int *n);
 

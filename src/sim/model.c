@@ -17,21 +17,28 @@
  *     C(f)  = hbm_bw · mem_eff · min(1, f / (mem_knee_frac·f_max))   achievable HBM bandwidth
  *     body  = max(t_c, bytes / g) · (1 + κ)
  *   where g is the HBM bandwidth the op gets: C(f) alone; with a comm kernel moving data, a
- *   max–min share weighted by the SMs each stream issues requests from, and κ = kappa_tensor for
- *   a tensor-core op overlapped by a comm kernel, else 0. Each op is preceded by its launch phase
- *   (partition_sim.c: the launch gap, or the wait for the host to dispatch it).
+ *   max–min share weighted by the SMs each stream issues requests from. κ (tensor-core ops with
+ *   a moving comm kernel, else 0) = kappa_tensor · min(1, g_comm / L2(f)), L2(f) =
+ *   l2_bytes_per_clk · f: the operand tiles a GEMM or attention fetches through L2 queue behind
+ *   the comm's traffic (all of which passes through L2), a larger share at a lower clock. Each
+ *   op is preceded by its launch phase (partition_sim.c: the launch gap, or the wait for the
+ *   host to dispatch it).
  *
- *   Two comm kernels. s CTAs of `block` threads, u = s·block/1024 thread-equivalents:
+ *   Two comm kernels. s CTAs of `block` threads, u = s·block/1024 thread-equivalents; both move
+ *   data with SM-issued loads and stores, whose per-CTA rate follows the clock as
+ *   (f/f_max)^comm_clock_exp (fitted on the measured tuned kernel alone):
  *     tuned (Kareus, MSCCL++-style read-based kernel, one CTA per SM):
  *       B(u, f) = B_sat · (1 − exp(−u · tuned_cta · (f/f_max)^comm_clock_exp / B_sat)),
  *       B_sat = min(link busbw, tuned_cap_frac · link busbw · (n−1)) (saturation per peer
- *       connection, fitted on 2 GPUs): bandwidth saturates smoothly in the CTA count and,
- *       while CTA-starved, falls with the SM clock (SM-issued 128 B NVLink payloads);
+ *       connection, fitted on 2 GPUs): bandwidth saturates smoothly in the CTA count;
  *       HBM traffic 2·S per GPU per all-reduce of S (read the peers' chunks, write the result).
- *     NCCL (the baselines; ring, Simple protocol, nccl_ctas channels):
- *       B(s, f) = min(link busbw, s · busbw_per_cta · min(1, f / (comm_knee_frac·f_max))),
+ *     NCCL (the baselines; ring, Simple protocol, nccl_ctas channels of 512 threads):
+ *       B(s, f) = min(link busbw, s · busbw_per_cta · (f/f_max)^comm_clock_exp),
  *       HBM traffic nccl_hbm_factor·S per GPU per all-reduce (FIFO staging), half that for
  *       all-gather / reduce-scatter.
+ *     Overlapped with an op, the comm's copies are latency-bound (Little's law) and the op's
+ *     HBM traffic raises the latency: B / (1 + comm_lat_slow · u_op), u_op = the op's HBM
+ *     demand ÷ C(f) (fitted on the measured overlapped rows); then the HBM share above.
  *     Bus bytes k·S (k = 2(n−1)/n all-reduce, (n−1)/n otherwise) after a latency phase α; groups
  *     spanning nodes are capped by the cluster's per-GPU inter-node bandwidth.
  *
@@ -88,7 +95,7 @@ void kr__sim_gpu_init(kr__sim_gpu *sg, const kr_gpu *g)
     sg->vec_rate = g->vec_flops_per_sm_clk * 1e9;
     sg->hbm_Bps = g->hbm_bw_Bps * g->mem_eff;
     sg->mem_knee_ghz = g->mem_knee_frac * sg->f_max_ghz;
-    sg->comm_knee_ghz = g->comm_knee_frac * sg->f_max_ghz;
+    sg->l2_Bps_per_ghz = g->l2_bytes_per_clk * 1e9;
     sg->v_floor_ghz = g->v_floor_mhz / 1000.0;
     double vm = kr__sim_volt(sg, sg->f_max_ghz);
     sg->fv2_max = sg->f_max_ghz * vm * vm;
@@ -179,13 +186,11 @@ static double op_eff(const kr__sim_gpu *sg, const kr_op *op, double sms)
 
 double kr__sim_comm_bw(const kr__sim_gpu *sg, const kr__sim_comm *c, double f)
 {
-    if (c->tuned) {
-        double x = f / sg->f_max_ghz;
-        double raw = c->units * c->cta_Bps * (c->clk_exp == 1.0 ? x : pow(x, c->clk_exp));
+    double x = f / sg->f_max_ghz;
+    double raw = c->units * c->cta_Bps * (c->clk_exp == 1.0 ? x : pow(x, c->clk_exp));
+    if (c->tuned)
         return c->busbw_cap * -expm1(-raw / c->busbw_cap);
-    }
-    double cta = c->cta_Bps * KR_MIN(1.0, f / sg->comm_knee_ghz);
-    return KR_MIN(c->busbw_cap, c->sms * cta);
+    return KR_MIN(c->busbw_cap, raw);
 }
 
 void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim_rates *out)
@@ -208,9 +213,14 @@ void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim
         t_alone = KR_MAX(t_c, bytes / cap);
         d_op = t_alone > 0 ? bytes / t_alone : 0.0;
     }
+    /* The comm kernel's copies are latency-bound (Little's law: bytes in flight / latency); the
+     * overlapped op's HBM traffic raises the latency of every access, here and at the peers that
+     * run the same op, so the comm slows by 1 + comm_lat_slow · the op's HBM utilization. */
     double bus = 0, d_comm = 0;
     if (m->comm && m->comm_moving) {
         bus = kr__sim_comm_bw(sg, m->comm, f);
+        if (m->op && d_op > 0)
+            bus /= 1.0 + g->comm_lat_slow * KR_MIN(1.0, d_op / cap);
         d_comm = m->comm->hbm_per_bus * bus;
     }
     /* Weighted max–min share of the achievable bandwidth, weights = SMs issuing requests. */
@@ -239,8 +249,11 @@ void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim
         double body = t_c;
         if (bytes > 0)
             body = KR_MAX(body, bytes / g_op);
-        if (m->comm && is_tensor(m->op->kind))
-            body *= 1.0 + g->kappa_tensor;
+        /* A tensor-core op fetches its operand tiles through L2; a moving comm kernel's traffic
+         * (all of it passes through L2 on its way to and from HBM) takes its share of the L2
+         * bandwidth, which scales with the clock, and the op's fetches queue behind it. */
+        if (m->comm && is_tensor(m->op->kind) && g_comm > 0)
+            body *= 1.0 + g->kappa_tensor * KR_MIN(1.0, g_comm / (sg->l2_Bps_per_ghz * f));
         /* Power from the work done: a GEMM's activity is its achieved tensor throughput relative
          * to the best GEMM's (gemm_eff of the per-clock peak), so tiles and waves that leave SMs
          * idle, a small K, HBM stalls and interference lower it in proportion; attention's is
@@ -340,9 +353,14 @@ int kr__sim_comm_init(kr__sim_comm *c, const kr__sim_gpu *sg, const kr_cluster *
         c->clk_exp = g->comm_clock_exp;
         c->hbm_per_bus = (double)n / (n - 1); /* 2·S per GPU for an all-reduce */
     } else {
+        /* busbw_per_cta_Bps is one channel's, a channel being one CTA of NCCL_NTHREADS = 512
+         * threads: per 1024 thread-equivalents that is twice as much. Its copies are SM-issued
+         * loads and stores like the tuned kernel's, so they follow the same clock law (the
+         * exponent is fitted on the tuned kernel; NCCL's 24 channels are link-bound at the top
+         * clocks, so it shows only at low clocks or few channels). */
         c->busbw_cap = link;
-        c->cta_Bps = g->busbw_per_cta_Bps;
-        c->clk_exp = 1.0;
+        c->cta_Bps = g->busbw_per_cta_Bps * 1024.0 / 512.0;
+        c->clk_exp = g->comm_clock_exp;
         c->hbm_per_bus = (ar ? g->nccl_hbm_factor : 0.5 * g->nccl_hbm_factor) / c->k;
     }
     c->bus_bytes = c->k * coll->bytes;

@@ -18,7 +18,7 @@ typedef struct kr__sim_gpu {
     double vec_rate;      /* Non-tensor FLOP/s of one SM per GHz. */
     double hbm_Bps;       /* Achievable HBM bandwidth (hbm_bw × mem_eff). */
     double mem_knee_ghz;  /* Below this clock, memory-bound work slows ∝ f. */
-    double comm_knee_ghz; /* Below this clock, a comm CTA's bandwidth falls ∝ f. */
+    double l2_Bps_per_ghz; /* L2 bandwidth per GHz of SM clock (l2_bytes_per_clk × 1e9). */
     double v_floor_ghz;   /* Voltage floor clock. */
     double fv2_max;       /* f_max · V(f_max)²: the floor's clock-dependent part is ∝ f·V². */
     double gemm_ref;      /* Shape factor of the reference 8192³ GEMM on all SMs (gemm_eff's). */
@@ -45,7 +45,7 @@ typedef struct kr__sim_comm {
     double units;        /* Thread-equivalents in 1024-thread CTAs (sms × block / 1024). */
     double busbw_cap;    /* Bus-bandwidth ceiling (B/s): the link, or the tuned kernel's saturation. */
     double cta_Bps;      /* Bus bandwidth one (1024-thread) CTA sustains at f_max (NCCL: one channel). */
-    double clk_exp;      /* Tuned kernel: per-CTA bandwidth ∝ (f/f_max)^clk_exp. */
+    double clk_exp;      /* Per-CTA bandwidth ∝ (f/f_max)^clk_exp (SM-issued copies, both kernels). */
     double hbm_per_bus;  /* HBM bytes per bus byte. */
     double k;            /* Bus bytes per nccl-tests byte: 2(n−1)/n or (n−1)/n. */
     double alpha_s;      /* Latency phase. */

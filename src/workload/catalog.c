@@ -117,8 +117,8 @@ typedef struct gpu_entry {
  * value for which the simulator's random-data 8192^3 BF16 GEMM at the max clock draws exactly
  * TDP while delivering the published throughput (`kareus catalog --check` re-derives it).
  */
-#define C_A100 403.88
-#define C_A100_80 402.55
+#define C_A100 406.24
+#define C_A100_80 405.03
 #define C_H200 670.77
 #define C_HOPPER 660.89
 #define SRC_C_A100 "D: P = TDP for an 8192^3 BF16 GEMM at 1410 MHz requested, 264 TF (midpoint of 257 thonking.ai, 271.2 MAMF), loaded V(f) (kr_sim_derive_dyn_coeff)"
@@ -152,12 +152,14 @@ typedef struct gpu_entry {
 #define SRC_ALPHA_A100 "E: A100 alpha ~20-40 us for 1-64 MB fits by analogy with the 8xH20 nccl-tests curve (kvcache-ai/Mooncake PR #3484); 25 us used"
 #define SRC_CTA_A100 "E: 24 NCCL channels must saturate 230 GB/s (>= 9.6 GB/s each; 8 P2P channels give 72 GB/s, nccl-tests #331); +25% headroom"
 #define SRC_CTA_HOPPER "E: 16 NVLS channels reach 480 GB/s (30 GB/s each, nccl-tests #212); +20% headroom"
-#define SRC_COMM_KNEE "E: few CTAs: comm time ~1/f below ~0.8 f_max (SM-driven NVLink copies, NVIDIA/nccl-tests#149; no published curve)"
+#define SRC_L2_A100 "D: A100 L2 read bandwidth 2.3x V100's 2048 B/clk (NVIDIA, 'NVIDIA Ampere Architecture In-Depth' / A100 whitepaper: 5120 B/clk); in the SM clock domain"
+#define SRC_L2_HOPPER "E: A100's 5120 B/clk x 132/108 SMs (no published per-clock H100 figure)"
+#define SRC_KAPPA_HOPPER "E: the A100 fit (L2 queueing of operand fetches is a property of the memory system design, not measured on Hopper)"
+#define SRC_LAT_HOPPER "E: the A100 fit (latency-bound SM-issued copies; no Hopper measurement)"
 #define SRC_NCCL_A100 "M: HGX A100 8-GPU ring uses 24 channels = 24 CTAs (NVIDIA/nccl-tests issue #100 log)"
 #define SRC_COMMACT "E: comm CTAs are load/store bound: 30% of a tensor CTA's dynamic power; NCCL alone then draws 121 W on A100 (our estimate 120-180 W)"
 #define SRC_NVLINK_A100 "D: 12 NVLink3 links x ~20 GB/s effective with 128 B SM payloads = 240, ~230 GB/s observed (nccl-tests #149, sjeaugey)"
 #define SRC_NVLINK_HOPPER "D: 18 NVLink4 links x 25 GB/s x 0.8 (128 B payload) = 360 GB/s per direction (nccl-tests #149 rule; glennklockwood H100)"
-#define SRC_KAPPA "E: kappa_mem ~0.05 for GEMM (within 18.9% avg / 40% max overlap slowdown, arXiv 2507.03114)"
 #define SRC_SWITCH "E: 10-20 ms per clock change (no published figure; switching latency varies, arXiv 2502.20075); 15 ms used"
 #define SRC_MEMPOW "E: HBM streaming at full bandwidth, P_mem = 60 W; no direct measurement published"
 #define SRC_MEMPOW_HOPPER "E: HBM3 streaming ~80 W (H100 dumps show 44-70 W memory power at idle: thamada/nvidia-smi:gls/H100SXMx8_smi.py)"
@@ -167,17 +169,19 @@ typedef struct gpu_entry {
  * partition (tests/data/calibration/a100-attn-tp2: Kareus artifact, ml-energy/kareus@9b64d9e9),
  * fit fold = rows with an odd CTA count at both clocks; docs/calibration.md gives the run.
  */
-#define A100_FLOOR_CONST 52.350
+#define A100_FLOOR_CONST 52.232
 #define HOST_OP_S 30e-6
-#define FIT_A100_TUNED_CTA 6.5593e9
-#define FIT_A100_TUNED_CAP 0.43901
-#define FIT_A100_COMM_EXP 0.068879
-#define FIT_A100_VMAX 0.96178
+#define FIT_A100_TUNED_CTA 7.6055e9
+#define FIT_A100_TUNED_CAP 0.20282
+#define FIT_A100_COMM_EXP 0.80292
+#define FIT_A100_KAPPA 1.0
+#define FIT_A100_LAT 3.0
+#define FIT_A100_VMAX 0.94280
 #define H100_FLOOR_CONST 86.297
 #define H200_FLOOR_CONST 70.721
-#define FIT_A100_ATTN 0.15
-#define FIT_A100_ATTN_ACT 0.47457
-#define FIT_A100_VEXP 6.2080
+#define FIT_A100_ATTN 0.17004
+#define FIT_A100_ATTN_ACT 0.54592
+#define FIT_A100_VEXP 5.9650
 #define SRC_VEXP_A100 "D: V(f) through v_min, the 0.744 V @1155 MHz reading (A100-80GB dump) and the fitted loaded v_max"
 #define SRC_FIT_A100 "F: kareus calibrate on the measured A100 fwd_attn partition (ml-energy/kareus@9b64d9e9 energy_results.csv), odd-CTA fold"
 #define SRC_TILE "E: 256x128 threadblock tile of large BF16 GEMMs on Ampere (NVIDIA CUTLASS default GEMM configuration for SM80)"
@@ -230,11 +234,11 @@ static const gpu_entry gpu_entries[] = {
          {P(busbw_ag_Bps), 230e9, "D: NVLink3 line rate 300 GB/s x ~0.8 for 128 B SM payloads = 240 GB/s max (nccl-tests #149); 230 as all-reduce"},
          {P(coll_alpha_s), 25e-6, SRC_ALPHA_A100},
          {P(busbw_per_cta_Bps), 12e9, SRC_CTA_A100},
-         {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
+         {P(l2_bytes_per_clk), 5120, SRC_L2_A100},
          {P(nccl_ctas), 24, SRC_NCCL_A100},
          {P(comm_activity), 0.30, SRC_COMMACT},
          {P(p2p_bw_Bps), 230e9, SRC_NVLINK_A100},
-         {P(kappa_tensor), 0.05, SRC_KAPPA},
+         {P(kappa_tensor), FIT_A100_KAPPA, SRC_FIT_A100},
          {P(clock_switch_s), 0.015, SRC_SWITCH},
          {P(floor_const_w), A100_FLOOR_CONST, SRC_FLOOR},
          {P(gemm_tile_m), 256, SRC_TILE},
@@ -249,6 +253,7 @@ static const gpu_entry gpu_entries[] = {
          {P(comm_clock_exp), FIT_A100_COMM_EXP, SRC_FIT_A100},
          {P(nccl_hbm_factor), 5.25, SRC_NCCL_HBM},
          {P(attn_activity), FIT_A100_ATTN_ACT, SRC_FIT_A100},
+         {P(comm_lat_slow), FIT_A100_LAT, SRC_FIT_A100 " (comm slowed by the overlapped op's HBM traffic)"},
      }},
     {"a100-sxm4-80gb",
      "NVIDIA A100-SXM4-80GB",
@@ -257,7 +262,7 @@ static const gpu_entry gpu_entries[] = {
          {P(default_clock_mhz), 1155, "M: 1155 MHz (A100-80GB nvidia-smi dump; 1140 on the 500 W CTS board, thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
          {P(tdp_w), 400, "M: A100 SXM 400 W (" SRC_STAS " power table; CTS variant up to 500 W)"},
          {P(idle_w), 60, "M: 58.8-62.2 W idle (thamada/nvidia-smi:gls/A100SXMx4_smi.py)"},
-         {P(floor_const_w), 57.792, SRC_FLOOR},
+         {P(floor_const_w), 57.694, SRC_FLOOR},
          {P(dyn_coeff_w), C_A100_80, SRC_C_A100},
          {P(hbm_bw_Bps), 2039e9, "M: 2039 GB/s (" SRC_STAS " memory table)"},
          {P(busbw_ar_Bps), 220e9, "M: 8xA100 80GB ~200-220 GB/s busbw (NVIDIA/nccl-tests issues #149, #228)"},
@@ -297,11 +302,11 @@ static const gpu_entry gpu_entries[] = {
          {P(busbw_ag_Bps), 370e9, "M: 8xH100 ring / non-all-reduce effective NVLink ~370 GB/s (NVIDIA/nccl-tests issue #212, sjeaugey)"},
          {P(coll_alpha_s), 30e-6, "D: alpha ~23-40 us for 1-16 MB from the 8xH20 busbw curve (kvcache-ai/Mooncake PR #3484, nccl-tests 2.19.7 output)"},
          {P(busbw_per_cta_Bps), 36e9, SRC_CTA_HOPPER},
-         {P(comm_knee_frac), 0.8, SRC_COMM_KNEE},
+         {P(l2_bytes_per_clk), 6258, SRC_L2_HOPPER},
          {P(nccl_ctas), 16, "M: 8xH100 with NVLS: 16 coll channels (public NCCL debug log of an Inspur NF5688M7)"},
          {P(comm_activity), 0.30, SRC_COMMACT},
          {P(p2p_bw_Bps), 360e9, SRC_NVLINK_HOPPER},
-         {P(kappa_tensor), 0.05, SRC_KAPPA},
+         {P(kappa_tensor), FIT_A100_KAPPA, SRC_KAPPA_HOPPER},
          {P(clock_switch_s), 0.015, SRC_SWITCH},
          {P(floor_const_w), H100_FLOOR_CONST, SRC_FLOOR_HOPPER},
          {P(gemm_tile_m), 256, SRC_TILE_HOPPER},
@@ -316,6 +321,7 @@ static const gpu_entry gpu_entries[] = {
          {P(comm_clock_exp), FIT_A100_COMM_EXP, SRC_TUNED_HOPPER},
          {P(nccl_hbm_factor), 5.25, SRC_NCCL_HBM},
          {P(attn_activity), FIT_A100_ATTN_ACT, SRC_ATTN_ACT_HOPPER},
+         {P(comm_lat_slow), FIT_A100_LAT, SRC_LAT_HOPPER},
      }},
     {"h200",
      "NVIDIA H200",
