@@ -91,6 +91,10 @@ int cmd_profile(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+/* kareus calibrate --profile (calib_profile.c): prints (or JSON) the fit's profile over one
+ * constant; returns the exit status. */
+int cli_calib_profile(const kr_sim_calib *cs, const kr_gpu *start, int fold, const int *fixed, int nfixed,
+                      const char *spec, int json);
 /* kareus partition sweep (cmd_sweep.c), dispatched by cmd_partition. */
 int cmd_partition_sweep(int argc, char **argv);
 

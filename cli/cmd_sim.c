@@ -68,7 +68,7 @@ static const cli_optset check_set = {"sim check", check_head, check_opts, CLI_OP
 
 static const char calib_head[] =
     "usage: kareus calibrate --data CALIB.json [--fold odd|even|all] [--fix NAME=VALUE]... [--out GPU.json]\n"
-    "                        [--json]\n\n"
+    "                        [--profile NAME=LO:HI:STEP] [--json]\n\n"
     "Fits the constants a measured partition pins down (loaded v_max, the floor power's\n"
     "clock-independent part, host dispatch per op, attention efficiency, the tuned comm kernel's\n"
     "per-CTA bandwidth, saturation and clock exponent, comm CTA power) to the rows of one fold\n"
@@ -79,6 +79,7 @@ static const char calib_head[] =
 typedef struct calib_args {
     const char *data, *out;
     int fold, json;
+    const char *profile;         /* --profile NAME=LO:HI:STEP */
     int nfixed;
     int fixed[KR_GPU_NPARAMS];   /* --fix: KR_GPU_P_… held at fixed_v */
     double fixed_v[KR_GPU_NPARAMS];
@@ -130,6 +131,10 @@ static const cli_opt calib_opts[] = {
         "  --fix NAME=VALUE  hold one fitted constant at VALUE (repeatable): a profile of the fit over\n"
         "                it (docs/calibration.md), or a constant pinned by another measurement\n",
         set_fix),
+    CLI_OPT("profile", 1,
+        "  --profile NAME=LO:HI:STEP  refit with NAME held at each value and print the RMS on the rows\n"
+        "                of its stage and on all rows, with the range of NAME the data allow\n",
+        cli_set_str, calib_args, profile),
     CLI_OPT_HELP,
 };
 static const cli_optset calib_set = {"calibrate", calib_head, calib_opts, CLI_OPT_COUNT(calib_opts),
@@ -290,6 +295,13 @@ int cmd_calibrate(int argc, char **argv)
     kr_gpu start = cs->job.gpu;
     for (int j = 0; j < a.nfixed; j++)
         kr_gpu_param_set(&start, a.fixed[j], a.fixed_v[j]);
+    if (a.profile) {
+        rc = cli_calib_profile(cs, &start, fold, a.fixed, a.nfixed, a.profile, json);
+        kr_sim_calib_free(cs);
+        free(cs);
+        free(fit);
+        return rc;
+    }
     if ((rc = kr_sim_calib_check(cs, NULL, other, &before, &err)) ||
         (rc = kr_sim_calib_fit_fixed(cs, &start, fold, a.fixed, a.nfixed, fit, &rms, &err)) ||
         (rc = kr_sim_calib_check(cs, fit, fold, &on_fit, &err)) || (rc = kr_sim_calib_check(cs, fit, other, &held, &err)))

@@ -387,6 +387,13 @@ int kr_sim_calib_fit(const kr_sim_calib *cs, const kr_gpu *start, int fold, kr_g
  * constant pinned by another measurement. KR_EINVAL for a fixed index that is not fitted. */
 int kr_sim_calib_fit_fixed(const kr_sim_calib *cs, const kr_gpu *start, int fold, const int *fixed, int nfixed,
                            kr_gpu *out, double *rms_log, kr_error *err);
+/* Which rows of a fold an RMS covers: all, the sequential ones (window −1: the stage that fits
+ * the compute, power and comm-kernel constants), or the overlapped ones. */
+enum { KR_CALIB_ROWS_ALL = 0, KR_CALIB_ROWS_SEQUENTIAL = 1, KR_CALIB_ROWS_OVERLAPPED = 2 };
+
+/* RMS of the log errors of time and energy of those rows of fold on gpu (NULL: the set's job
+ * GPU); NaN when there are none. KR_ENOMEM. */
+int kr_sim_calib_rms(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, int part, double *rms_log, kr_error *err);
 /* The KR_GPU_P_… indices kr_sim_calib_fit sets (v_exp and attn_bwd_eff follow from them). */
 const int *kr_sim_calib_fitted(int *n);
 

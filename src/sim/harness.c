@@ -603,6 +603,25 @@ static int residuals(void *ud, int m, int n, const double *x, double *fvec)
     return 0;
 }
 
+/* RMS of the log errors of time and energy of rows[0..n) on gpu (NaN for n = 0). */
+static int rows_rms(const kr_sim_calib *cs, const kr_gpu *gpu, int *rows, int n, double *rms_log, kr_error *err)
+{
+    *rms_log = NAN;
+    if (n <= 0)
+        return KR_OK;
+    double *fvec = malloc(sizeof(double) * 2 * (size_t)n);
+    if (fvec == NULL)
+        return kr_error_set(err, KR_ENOMEM, "out of memory");
+    fit_ctx all = {cs, rows, n, *gpu, {0}, 0};
+    double ss = 0;
+    residuals(&all, 2 * n, 0, NULL, fvec);
+    for (int i = 0; i < 2 * n; i++)
+        ss += fvec[i] * fvec[i];
+    *rms_log = sqrt(ss / (2 * n));
+    free(fvec);
+    return KR_OK;
+}
+
 int kr_sim_calib_fit(const kr_sim_calib *cs, const kr_gpu *start, int fold, kr_gpu *out, double *rms_log,
                      kr_error *err)
 {
@@ -693,20 +712,20 @@ int kr_sim_calib_fit_fixed(const kr_sim_calib *cs, const kr_gpu *start, int fold
         rc = fit_stage(&fc, err);
     }
     *out = fc.gpu;
-    if (rc == KR_OK && rms_log) {
-        double *fvec = malloc(sizeof(double) * 2 * (size_t)nr);
-        fit_ctx all = {cs, rows, nr, fc.gpu, {0}, 0};
-        if (fvec == NULL)
-            rc = kr_error_set(err, KR_ENOMEM, "out of memory");
-        else {
-            double ss = 0;
-            residuals(&all, 2 * nr, 0, NULL, fvec);
-            for (int i = 0; i < 2 * nr; i++)
-                ss += fvec[i] * fvec[i];
-            *rms_log = sqrt(ss / (2 * nr));
-        }
-        free(fvec);
-    }
+    if (rc == KR_OK && rms_log)
+        rc = rows_rms(cs, &fc.gpu, rows, nr, rms_log, err);
+    free(rows);
+    return rc;
+}
+
+int kr_sim_calib_rms(const kr_sim_calib *cs, const kr_gpu *gpu, int fold, int part, double *rms_log, kr_error *err)
+{
+    int *rows, nseq;
+    int nr = fold_rows(cs, fold, &rows, &nseq);
+    if (nr < 0)
+        return kr_error_set(err, KR_ENOMEM, "out of memory");
+    int lo = part == KR_CALIB_ROWS_OVERLAPPED ? nseq : 0, hi = part == KR_CALIB_ROWS_SEQUENTIAL ? nseq : nr;
+    int rc = rows_rms(cs, gpu ? gpu : &cs->job.gpu, rows + lo, hi - lo, rms_log, err);
     free(rows);
     return rc;
 }
