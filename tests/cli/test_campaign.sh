@@ -25,7 +25,7 @@ check "plan-work: the TP group of a partition with its collective" grep -qE '^0 
 # Four shards, each its own log (%r: the shard index), then merged and resumed.
 for i in 0 1 2 3; do "$KAREUS" "${P[@]}" --shard $i/4 --log shard-%r.jsonl --out fr-%r >/dev/null || fails=$((fails + 1)); done
 check "every shard wrote its own log" test -s shard-0.jsonl -a -s shard-3.jsonl
-expect_exit 0 "202 measurements, 0 duplicates dropped, 0 conflicts" -- log merge merged.jsonl shard-0.jsonl shard-1.jsonl shard-2.jsonl shard-3.jsonl
+expect_exit 0 "$(($(wc -l < single.jsonl) - 1)) measurements, 0 duplicates dropped, 0 conflicts" -- log merge merged.jsonl shard-0.jsonl shard-1.jsonl shard-2.jsonl shard-3.jsonl
 check "the merged log holds the single machine's lines" cmp -s <(sort single.jsonl) <(sort merged.jsonl)
 "$KAREUS" "${P[@]}" --log merged.jsonl --out merged > resumed.txt || fails=$((fails + 1))
 check "resumed from the merged log: nothing measured again" test "$(grep -c ' 0 measured now' resumed.txt)" = 10
@@ -75,7 +75,7 @@ mkdir other && (cd other && "$KAREUS" "${P[@]}" --shard 2/4 --log shard-%r.jsonl
 check "a lost shard rerun elsewhere: the same frontiers" diff -r single m2
 
 # Duplicates: a shard given twice (or rerun on two nodes) is kept once.
-expect_exit 0 "202 measurements, $(($(wc -l < shard-0.jsonl) - 1)) duplicates dropped, 0 conflicts" -- log merge d.jsonl shard-0.jsonl shard-1.jsonl shard-2.jsonl shard-3.jsonl shard-0.jsonl
+expect_exit 0 "$(($(wc -l < single.jsonl) - 1)) measurements, $(($(wc -l < shard-0.jsonl) - 1)) duplicates dropped, 0 conflicts" -- log merge d.jsonl shard-0.jsonl shard-1.jsonl shard-2.jsonl shard-3.jsonl shard-0.jsonl
 check "merge of duplicates: the same lines" cmp -s <(sort single.jsonl) <(sort d.jsonl)
 # A conflict: the same configuration with another measurement; the first copy is kept and named.
 line=$(sed -n 2p shard-0.jsonl)
