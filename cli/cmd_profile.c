@@ -27,7 +27,8 @@ static const char usage_head[] =
     "       kareus profile --check\n"
     "       kareus profile [--job FILE] --plan-work [--shard I/N|auto]\n"
     "       kareus profile [--job FILE] --log FILE --shard I/N|auto [--backend gpu|sim] (%r in --log/--out: I)\n"
-    "       kareus profile [--job FILE] --emit-sbatch FILE [--shards N] [--out DIR] [--backend gpu|sim]\n\n"
+    "       kareus profile [--job FILE] --emit-sbatch FILE [--shards N] [--out DIR] [--backend gpu|sim]\n"
+    "       kareus profile [--job FILE] --comm-sweep FILE [--backend gpu|sim] [--clocks L] [--ctas L] [--kernels L]\n\n"
     "Measures partitions on this machine's GPU: one nanobatch's compute (cuBLASLt GEMMs,\n"
     "flash-style attention, memory-bound kernels) on the compute stream and the other\n"
     "nanobatch's collective on a comm stream launched at the slot with SMS CTAs (NCCL with two\n"
@@ -83,6 +84,11 @@ static const cli_opt profile_opts[] = {
         "                   tasks (logs and frontiers under --out DIR, default kareus-campaign),\n"
         "                   and print it and the torchrun command\n",
         cli_set_str, profile_args, sbatch),
+    CLI_OPT("comm-sweep", 1,
+        "  --comm-sweep FILE  the comm kernel alone over --clocks x --ctas x --kernels for the job's\n"
+        "                   collectives, every point appended to FILE (JSONL; rerun resumes); fit it\n"
+        "                   with `kareus calibrate --data FILE` (docs/profiler.md)\n",
+        cli_set_str, profile_args, comm_sweep),
     CLI_OPT("plan", 0,
         "  --plan           print the kernel plan (no GPU needed)\n",
         cli_set_flag, profile_args, plan),
@@ -110,9 +116,23 @@ static const cli_opt profile_opts[] = {
         "  --shards N       --emit-sbatch: array tasks (default 4)\n",
         cli_set_int, profile_args, shards, 1, 10000),
     CLI_OPT("backend", 1,
-        "  --backend B      search mode: gpu (default: this machine's GPUs) or sim (the simulator,\n"
-        "                   for a campaign's dry run on machines without a GPU)\n",
+        "  --backend B      search mode and comm sweep: gpu (default: this machine's GPUs) or sim (the\n"
+        "                   simulator, for a campaign's dry run on machines without a GPU)\n",
         cli_set_str, profile_args, backend),
+    CLI_OPT("clocks", 1,
+        "  --clocks LIST    comm sweep: SM clocks in MHz, e.g. 1410,1200,1020 (default: 5 spread over\n"
+        "                   the GPU's planning range)\n",
+        cli_set_str, profile_args, clocks),
+    CLI_OPT("ctas", 1,
+        "  --ctas LIST      comm sweep: CTA counts (default 1,2,4,8,16,24)\n",
+        cli_set_str, profile_args, ctas),
+    CLI_OPT("kernels", 1,
+        "  --kernels LIST   comm sweep: tuned, nccl, proxy (default: tuned,nccl on the simulator; nccl\n"
+        "                   with two or more GPUs, proxy with one; the GPU has no tuned kernel)\n",
+        cli_set_str, profile_args, kernels),
+    CLI_OPT_RANGE("max-points", 1,
+        "  --max-points N   comm sweep: stop after N new measurements (rerun to go on)\n",
+        cli_set_int, profile_args, max_points, 1, 1000000),
     CLI_OPT("strategy", 1,
         "  --strategy S     bo (default), exhaustive or artifact (search mode)\n",
         cli_set_str, profile_args, strategy),
@@ -146,7 +166,8 @@ static const cli_opt profile_opts[] = {
         "                   ratios beside each measurement\n",
         cli_set_flag, profile_args, sim),
     CLI_OPT("sim-gpu", 1,
-        "  --sim-gpu FILE   also the simulator with this GPU entry (e.g. the one --calibrate wrote)\n",
+        "  --sim-gpu FILE   also the simulator with this GPU entry (e.g. the one --calibrate wrote);\n"
+        "                   comm sweep with --backend sim: the simulator with this entry\n",
         cli_set_str, profile_args, sim_gpu),
     CLI_OPT_RANGE("device", 1,
         "  --device N       first CUDA device (default 0)\n",
@@ -523,17 +544,20 @@ static int parse_args(int argc, char **argv, profile_args *a)
     if (next < argc)
         return cli_usage_error("profile", "unexpected argument '%s'", argv[next]);
     int modes = a->plan + a->calibrate + a->check + (a->nconfigs > 0 && !a->plan) + (a->log != NULL) +
-                a->plan_work + (a->sbatch != NULL);
+                a->plan_work + (a->sbatch != NULL) + (a->comm_sweep != NULL);
     if (modes == 0)
         return cli_usage_error("profile", "expected a mode: --config, --log (search), --plan, --plan-work, "
-                               "--emit-sbatch, --calibrate or --check");
+                               "--emit-sbatch, --comm-sweep, --calibrate or --check");
     if (modes > 1)
         return cli_usage_error("profile", "give one mode: --config, --log, --plan, --plan-work, --emit-sbatch, "
-                               "--calibrate or --check");
+                               "--comm-sweep, --calibrate or --check");
     if (a->backend && strcmp(a->backend, "gpu") != 0 && strcmp(a->backend, "sim") != 0)
         return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", a->backend);
-    if (a->backend && a->log == NULL && a->sbatch == NULL)
-        return cli_usage_error("profile", "--backend: expected search mode (--log) or --emit-sbatch");
+    if (a->backend && a->log == NULL && a->sbatch == NULL && a->comm_sweep == NULL)
+        return cli_usage_error("profile", "--backend: expected search mode (--log), --emit-sbatch or --comm-sweep");
+    if ((a->clocks || a->ctas || a->kernels || a->max_points) && a->comm_sweep == NULL)
+        return cli_usage_error("profile", "--%s: expected --comm-sweep",
+                               a->clocks ? "clocks" : a->ctas ? "ctas" : a->kernels ? "kernels" : "max-points");
     if (a->shard && a->log == NULL && !a->plan_work)
         return cli_usage_error("profile", "--shard: expected search mode (--log) or --plan-work");
     if ((a->plan || a->nconfigs > 0) && a->partition == NULL)
@@ -562,6 +586,8 @@ int cmd_profile(int argc, char **argv)
         return rc;
     if (a.log)
         return profile_mode_search(&a, &job, var);
+    if (a.comm_sweep)
+        return profile_mode_comm_sweep(&a, &job);
     if (a.plan_work)
         return profile_mode_plan_work(&a, &job, var);
     if (a.sbatch)

@@ -31,7 +31,9 @@ static const char check_head[] =
     "CSV files in the Kareus artifact's energy_results.csv layout, the clock of each) and prints,\n"
     "per clock: median and 90th-percentile relative error of time, energy and average power,\n"
     "Spearman rank correlation of time over all rows, of the overlap windows and of the CTA\n"
-    "counts; and the measured vs predicted ratios of time and energy to the first clock.\n";
+    "counts; and the measured vs predicted ratios of time and energy to the first clock.\n"
+    "With a comm-sweep log (kareus profile --comm-sweep) as --data: the simulator's comm kernels\n"
+    "against every point of it (median and largest relative time error).\n";
 
 /* What the options set. */
 typedef struct check_args {
@@ -68,18 +70,23 @@ static const cli_optset check_set = {"sim check", check_head, check_opts, CLI_OP
 
 static const char calib_head[] =
     "usage: kareus calibrate --data CALIB.json [--fold odd|even|all] [--fix NAME=VALUE]... [--out GPU.json]\n"
-    "                        [--profile NAME=LO:HI:STEP] [--json]\n\n"
+    "                        [--profile NAME=LO:HI:STEP] [--json]\n"
+    "       kareus calibrate --data SWEEP.jsonl [--base GPU] [--out GPU.json] [--json]\n\n"
     "Fits the constants a measured partition pins down (loaded v_max, the floor power's\n"
     "clock-independent part, host dispatch per op, attention efficiency, the tuned comm kernel's\n"
     "per-CTA bandwidth, saturation and clock exponent, comm CTA power) to the rows of one fold\n"
     "by least squares on log time and log energy, starting from the job's GPU entry, and prints\n"
-    "the fitted values with the check of both folds. Default fold: odd (validate on even).\n";
+    "the fitted values with the check of both folds. Default fold: odd (validate on even).\n"
+    "With a comm-sweep log (kareus profile --comm-sweep) it fits the comm kernels' clock law\n"
+    "instead: comm_clock_exp by least squares on log time, with its RMS and the range the data\n"
+    "allow, written into --base (docs/calibration.md).\n";
 
 /* What the options set. */
 typedef struct calib_args {
     const char *data, *out;
     int fold, json;
     const char *profile;         /* --profile NAME=LO:HI:STEP */
+    const char *base;            /* --base NAME|FILE (comm-sweep logs) */
     int nfixed;
     int fixed[KR_GPU_NPARAMS];   /* --fix: KR_GPU_P_… held at fixed_v */
     double fixed_v[KR_GPU_NPARAMS];
@@ -135,6 +142,10 @@ static const cli_opt calib_opts[] = {
         "  --profile NAME=LO:HI:STEP  refit with NAME held at each value and print the RMS on the rows\n"
         "                of its stage and on all rows, with the range of NAME the data allow\n",
         cli_set_str, calib_args, profile),
+    CLI_OPT("base", 1,
+        "  --base GPU    with a comm-sweep log (kareus profile --comm-sweep): the entry (catalog name or\n"
+        "                file) the fitted comm_clock_exp goes into (default: the log's GPU by name)\n",
+        cli_set_str, calib_args, base),
     CLI_OPT_HELP,
 };
 static const cli_optset calib_set = {"calibrate", calib_head, calib_opts, CLI_OPT_COUNT(calib_opts),
@@ -206,7 +217,12 @@ static int sim_check(int argc, char **argv)
     const char *data = a.data, *gpu_file = a.gpu_file, *rows = a.rows;
     int fold = a.fold, json = a.json;
     if (data == NULL)
-        return cli_usage_error("sim check", "--data: required (a kareus.calib manifest)");
+        return cli_usage_error("sim check", "--data: required (a kareus.calib manifest or a comm-sweep log)");
+    if (kr_profiler_sweep_is_log(data)) {
+        if (rows)
+            return cli_usage_error("sim check", "--rows: not with a comm-sweep log");
+        return cli_sim_check_sweep(data, gpu_file, json);
+    }
     kr_error err = {0};
     kr_sim_calib *cs = calloc(1, sizeof *cs);
     kr_gpu *gpu = calloc(1, sizeof *gpu);
@@ -273,9 +289,17 @@ int cmd_calibrate(int argc, char **argv)
     const char *data = a.data, *out = a.out;
     int fold = a.fold, json = a.json;
     if (data == NULL)
-        return cli_usage_error("calibrate", "--data: required (a kareus.calib manifest)");
+        return cli_usage_error("calibrate", "--data: required (a kareus.calib manifest or a comm-sweep log)");
     if (out && out[0] == '\0')
         return cli_usage_error("calibrate", "--out: expected a file name, found an empty string");
+    if (kr_profiler_sweep_is_log(data)) {
+        if (a.nfixed || a.profile)
+            return cli_usage_error("calibrate", "--%s: not with a comm-sweep log (it fits comm_clock_exp alone)",
+                                   a.nfixed ? "fix" : "profile");
+        return cli_calib_sweep(data, out, a.base, json);
+    }
+    if (a.base)
+        return cli_usage_error("calibrate", "--base: expected a comm-sweep log as --data");
     kr_error err = {0};
     kr_sim_calib *cs = calloc(1, sizeof *cs);
     kr_gpu *fit = calloc(1, sizeof *fit);

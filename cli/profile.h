@@ -32,6 +32,9 @@ typedef struct profile_args {
     unsigned long long seed;
     kr_profiler_comm comm;
     kr_profiler_config o;
+    const char *comm_sweep;  /* --comm-sweep FILE: the comm kernel alone, its log */
+    const char *clocks, *ctas, *kernels; /* --clocks, --ctas, --kernels LIST (comm sweep) */
+    int max_points;          /* --max-points N: stop after N new measurements (0: all) */
 } profile_args;
 
 /* Opens the CUDA runner and the control backend; on failure prints every missing piece and
