@@ -14,26 +14,30 @@
 
 #include "profile.h"
 
-/* Parses a comma-separated list of integers in [lo, hi] into out (at most cap). */
+/* Parses a comma-separated list of integers in [lo, hi] into out (at most cap); an empty item
+ * ("1410,,1020", a trailing comma) is refused. */
 static int parse_list(const char *opt, const char *s, int lo, int hi, int *out, int cap, int *n)
 {
-    char buf[512];
-    if (strlen(s) >= sizeof buf)
-        return cli_usage_error("profile", "--%s: too long", opt);
-    strcpy(buf, s);
+    char what[64];
+    snprintf(what, sizeof what, "--%s", opt);
     *n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    for (const char *t = s;; t++) {
+        const char *end = strchr(t, ',');
+        size_t len = end ? (size_t)(end - t) : strlen(t);
+        char item[32];
+        if (len == 0 || len >= sizeof item)
+            return cli_usage_error("profile", "%s: expected a comma-separated list of integers, found '%s'", what, s);
         if (*n == cap)
-            return cli_usage_error("profile", "--%s: at most %d values", opt, cap);
-        char what[64];
-        snprintf(what, sizeof what, "--%s", opt);
-        int rc = cli_parse_int("profile", what, t, lo, hi, &out[(*n)++]);
+            return cli_usage_error("profile", "%s: at most %d values", what, cap);
+        memcpy(item, t, len);
+        item[len] = '\0';
+        int rc = cli_parse_int("profile", what, item, lo, hi, &out[(*n)++]);
         if (rc)
             return rc;
+        if (end == NULL)
+            return 0;
+        t = end;
     }
-    if (*n == 0)
-        return cli_usage_error("profile", "--%s: expected a comma-separated list, found '%s'", opt, s);
-    return 0;
 }
 
 /* Clock i of n spread over the GPU's planning range, on its clock grid, from the top down. */
