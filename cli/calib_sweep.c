@@ -101,6 +101,15 @@ int cli_calib_sweep(const char *data, const char *out, const char *base_name, in
         } else
             print_fit(data, &d, &f, &base);
     }
+    /* A profile that stays within its bound to an end of the grid does not pin the exponent (too
+     * few points for the parameters, or no clock dependence at all): nothing is written. */
+    int unpinned = status == 0 && (f.clock_exp_lo <= 0.0501 || f.clock_exp_hi >= 2.4999);
+    if (unpinned) {
+        fprintf(stderr, "kareus calibrate: %s: the points do not pin comm_clock_exp (the data allow %.2f..%.2f): "
+                        "sweep more clocks or CTA counts below saturation%s\n",
+                data, f.clock_exp_lo, f.clock_exp_hi, out ? "; --out not written" : "");
+        status = CLI_EXIT_FAIL;
+    }
     if (status == 0 && out) {
         kr_gpu g = base;
         g.comm_clock_exp = f.clock_exp;
