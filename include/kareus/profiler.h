@@ -566,8 +566,8 @@ typedef struct kr_profiler_sweep_config {
 } kr_profiler_sweep_config;
 
 /*
- * The points of the sweep, in measurement order (collective, kernel, CTAs, clock from high to
- * low): every distinct collective (kind, size, group) of the job's Kareus partitions. *out is
+ * The points of the sweep, in measurement order (collective, kernel, clock, CTAs; a GPU settles
+ * once per clock): every distinct collective (kind, size, group) of the job's Kareus partitions. *out is
  * malloc'd (free()). KR_EINVAL for an empty grid or a job without collectives, KR_ERANGE for
  * CTAs outside 1..sm_count-1 or clocks outside the GPU's range.
  */

@@ -96,10 +96,11 @@ int kr_profiler_sweep_plan(const kr_job *job, const kr_profiler_sweep_config *cf
     if (p == NULL)
         return kr_error_set(err, KR_ENOMEM, "comm sweep: out of memory");
     size_t k = 0;
+    /* Clock outside CTAs: on a GPU every clock change costs a settle. */
     for (int c = 0; c < nc; c++)
         for (int kn = 0; kn < cfg->nkernels; kn++)
-            for (int s = 0; s < cfg->nctas; s++)
-                for (int f = 0; f < cfg->nclocks; f++, k++) {
+            for (int f = 0; f < cfg->nclocks; f++)
+                for (int s = 0; s < cfg->nctas; s++, k++) {
                     p[k].kernel = cfg->kernels[kn];
                     p[k].coll = colls[c].kind;
                     p[k].bytes = colls[c].bytes;
