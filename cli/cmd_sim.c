@@ -280,6 +280,62 @@ int cmd_sim(int argc, char **argv)
     return cli_usage_error("sim", "expected the subcommand check, found '%s'", argv[1]);
 }
 
+/* What a harness fit printed: the data, folds, RMS, the set, the fitted entry and the checks. */
+typedef struct calib_fit_view {
+    const char *data;
+    int fold, other;
+    double rms;
+    const kr_sim_calib *cs;
+    const kr_gpu *fit;
+    const kr_sim_calib_report *before, *on_fit, *held;
+} calib_fit_view;
+
+static void fit_print_json(const calib_fit_view *v)
+{
+    int nf;
+    const int *fp = kr_sim_calib_fitted(&nf);
+    json_t *o = json_object(), *p = json_object();
+    json_object_set_new(o, "data", json_string(v->data));
+    json_object_set_new(o, "fold", json_string(fold_name(v->fold)));
+    json_object_set_new(o, "rms_log_error", json_real(v->rms));
+    for (int k = 0; k < nf; k++)
+        json_object_set_new(p, kr_gpu_param(fp[k])->field, json_real(kr_gpu_param_value(v->fit, fp[k])));
+    json_object_set_new(p, "v_exp", json_real(v->fit->v_exp));
+    json_object_set_new(p, "attn_bwd_eff", json_real(v->fit->attn_bwd_eff));
+    json_object_set_new(o, "fitted", p);
+    json_object_set_new(o, "check_fit_fold", report_json(v->on_fit));
+    json_object_set_new(o, "check_held_out", report_json(v->held));
+    json_object_set_new(o, "check_held_out_before", report_json(v->before));
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    puts(s);
+    free(s);
+    json_decref(o);
+}
+
+static void fit_print_text(const calib_fit_view *v, const calib_args *a)
+{
+    int nf;
+    const int *fp = kr_sim_calib_fitted(&nf);
+    const kr_sim_calib *cs = v->cs;
+    printf("fit on fold %s of %s (%s, %d rows): RMS log error %.4f\n", fold_name(v->fold), v->data, cs->partition,
+           cs->n, v->rms);
+    for (int k = 0; k < nf; k++) {
+        int fixed = 0;
+        for (int j = 0; j < a->nfixed; j++)
+            fixed |= a->fixed[j] == fp[k];
+        printf("  %-16s %-12.6g (%s %.6g)\n", kr_gpu_param(fp[k])->field, kr_gpu_param_value(v->fit, fp[k]),
+               fixed ? "held; the entry has" : "was", kr_gpu_param_value(&cs->job.gpu, fp[k]));
+    }
+    printf("  %-16s %-12.6g (follows from v_max)\n", "v_exp", v->fit->v_exp);
+    printf("  %-16s %-12.6g (follows from attn_eff)\n", "attn_bwd_eff", v->fit->attn_bwd_eff);
+    char title[300];
+    snprintf(title, sizeof title, "held-out fold (%s) with the job's GPU entry:", fold_name(v->other));
+    report_print(title, v->before);
+    report_print("fit fold with the fitted constants:", v->on_fit);
+    snprintf(title, sizeof title, "held-out fold (%s) with the fitted constants:", fold_name(v->other));
+    report_print(title, v->held);
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     calib_args a = {.fold = KR_CALIB_ODD};
@@ -338,42 +394,11 @@ int cmd_calibrate(int argc, char **argv)
     for (int k = 0; k < nf; k++)
         snprintf(fit->source[fp[k]], KR_SOURCE_MAX, "%s", src);
     snprintf(fit->source[KR_GPU_P_v_exp], KR_SOURCE_MAX, "D: V(f) through v_min, 0.744 V @1155 MHz and the fitted v_max");
-    if (json) {
-        json_t *o = json_object(), *p = json_object();
-        json_object_set_new(o, "data", json_string(data));
-        json_object_set_new(o, "fold", json_string(fold_name(fold)));
-        json_object_set_new(o, "rms_log_error", json_real(rms));
-        for (int k = 0; k < nf; k++)
-            json_object_set_new(p, kr_gpu_param(fp[k])->field, json_real(kr_gpu_param_value(fit, fp[k])));
-        json_object_set_new(p, "v_exp", json_real(fit->v_exp));
-        json_object_set_new(p, "attn_bwd_eff", json_real(fit->attn_bwd_eff));
-        json_object_set_new(o, "fitted", p);
-        json_object_set_new(o, "check_fit_fold", report_json(&on_fit));
-        json_object_set_new(o, "check_held_out", report_json(&held));
-        json_object_set_new(o, "check_held_out_before", report_json(&before));
-        char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        puts(s);
-        free(s);
-        json_decref(o);
-    } else {
-        printf("fit on fold %s of %s (%s, %d rows): RMS log error %.4f\n", fold_name(fold), data, cs->partition, cs->n,
-               rms);
-        for (int k = 0; k < nf; k++) {
-            int fixed = 0;
-            for (int j = 0; j < a.nfixed; j++)
-                fixed |= a.fixed[j] == fp[k];
-            printf("  %-16s %-12.6g (%s %.6g)\n", kr_gpu_param(fp[k])->field, kr_gpu_param_value(fit, fp[k]),
-                   fixed ? "held; the entry has" : "was", kr_gpu_param_value(&cs->job.gpu, fp[k]));
-        }
-        printf("  %-16s %-12.6g (follows from v_max)\n", "v_exp", fit->v_exp);
-        printf("  %-16s %-12.6g (follows from attn_eff)\n", "attn_bwd_eff", fit->attn_bwd_eff);
-        char title[300];
-        snprintf(title, sizeof title, "held-out fold (%s) with the job's GPU entry:", fold_name(other));
-        report_print(title, &before);
-        report_print("fit fold with the fitted constants:", &on_fit);
-        snprintf(title, sizeof title, "held-out fold (%s) with the fitted constants:", fold_name(other));
-        report_print(title, &held);
-    }
+    calib_fit_view v = {data, fold, other, rms, cs, fit, &before, &on_fit, &held};
+    if (json)
+        fit_print_json(&v);
+    else
+        fit_print_text(&v, &a);
     if (out)
         rc = kr_gpu_write_json(out, fit, &err);
 done:
