@@ -17,20 +17,31 @@
 
 #include "cli.h"
 
-/* The base entry: --base NAME|FILE, else the log's GPU by name. */
-static int load_base(const char *base, const kr_profiler_sweep_data *d, kr_gpu *g)
+/*
+ * Reads the sweep log data (its warnings on stderr) and the GPU entry the command works with:
+ * entry (option opt, a catalog name or a file), else the log's GPU by name. Returns 0 or the
+ * exit status, with d freed.
+ */
+static int open_sweep(const char *cmd, const char *opt, const char *data, const char *entry,
+                      kr_profiler_sweep_data *d, kr_gpu *g)
 {
     kr_error err = {0};
-    const char *name = base ? base : d->gpu;
-    int rc = strchr(name, '/') || strstr(name, ".json") ? kr_gpu_read_json(name, g, &err)
-                                                         : kr_catalog_gpu_find(name, g, &err);
+    int rc = kr_profiler_sweep_read(data, d, &err);
+    if (rc)
+        return cli_report(rc, &err);
+    if (d->warning[0])
+        fprintf(stderr, "kareus %s: warning: %s\n", cmd, d->warning);
+    const char *name = entry ? entry : d->gpu;
+    rc = strchr(name, '/') || strstr(name, ".json") ? kr_gpu_read_json(name, g, &err)
+                                                     : kr_catalog_gpu_find(name, g, &err);
     if (rc == KR_OK)
         return 0;
-    if (base == NULL)
-        fprintf(stderr, "kareus calibrate: the log's GPU '%s' is not in the catalog: give the entry the fit goes "
-                        "into with --base NAME|FILE\n", d->gpu);
+    if (entry == NULL)
+        fprintf(stderr, "kareus %s: the log's GPU '%s' is not in the catalog: give the entry with %s NAME|FILE\n",
+                cmd, d->gpu, opt);
     else
-        fprintf(stderr, "kareus calibrate: --base: %s\n", err.msg);
+        fprintf(stderr, "kareus %s: %s: %s\n", cmd, opt, err.msg);
+    kr_profiler_sweep_data_free(d);
     return CLI_EXIT_INPUT;
 }
 
@@ -80,14 +91,11 @@ static json_t *fit_json(const char *data, const kr_profiler_sweep_data *d, const
 int cli_calib_sweep(const char *data, const char *out, const char *base_name, int json)
 {
     kr_profiler_sweep_data d;
-    kr_error err = {0};
-    int rc = kr_profiler_sweep_read(data, &d, &err);
-    if (rc)
-        return cli_report(rc, &err);
-    if (d.warning[0])
-        fprintf(stderr, "kareus calibrate: warning: %s\n", d.warning);
     kr_gpu base;
-    int status = load_base(base_name, &d, &base);
+    int rc, status = open_sweep("calibrate", "--base", data, base_name, &d, &base);
+    if (status)
+        return status;
+    kr_error err = {0};
     kr_profiler_sweep_fit f;
     if (status == 0 && (rc = kr_profiler_sweep_fit_law(d.p, d.n, d.clock_max_mhz, &f, &err)))
         status = cli_report(rc, &err);
@@ -129,14 +137,11 @@ int cli_calib_sweep(const char *data, const char *out, const char *base_name, in
 int cli_sim_check_sweep(const char *data, const char *gpu_file, int json)
 {
     kr_profiler_sweep_data d;
-    kr_error err = {0};
-    int rc = kr_profiler_sweep_read(data, &d, &err);
-    if (rc)
-        return cli_report(rc, &err);
-    if (d.warning[0])
-        fprintf(stderr, "kareus sim check: warning: %s\n", d.warning);
     kr_gpu g;
-    int status = load_base(gpu_file, &d, &g);
+    int rc, status = open_sweep("sim check", "--gpu", data, gpu_file, &d, &g);
+    if (status)
+        return status;
+    kr_error err = {0};
     kr_job job;
     kr_job_default(&job);
     int n = 0, med = 0;
