@@ -78,11 +78,11 @@ static json_t *fit_json(const char *data, const kr_profiler_sweep_data *d, const
     json_object_set_new(o, "comm_clock_exp_base", json_real(base->comm_clock_exp));
     for (int k = 0; k < f->ngroups; k++) {
         const kr_profiler_sweep_group *g = &f->groups[k];
-        json_array_append_new(gs, json_pack("{s:s, s:s, s:f, s:i, s:i, s:f, s:f, s:f}", "kernel",
+        json_array_append_new(gs, json_pack("{s:s, s:s, s:f, s:i, s:i, s:i, s:f, s:f, s:f}", "kernel",
                                             kr_profiler_sweep_kernel_name(g->kernel), "coll",
                                             kr_coll_kind_name(g->coll), "bytes", g->bytes, "group", g->group,
-                                            "points", g->points, "cta_Bps", g->cta_Bps, "sat_Bps", g->sat_Bps,
-                                            "alpha_s", g->alpha_s));
+                                            "ranks", g->ranks, "points", g->points, "cta_Bps", g->cta_Bps,
+                                            "sat_Bps", g->sat_Bps, "alpha_s", g->alpha_s));
     }
     json_object_set_new(o, "groups", gs);
     return o;

@@ -542,7 +542,8 @@ typedef struct kr_profiler_sweep_point {
     int group;              /* Ranks of the job's collective (its bus bytes: k(group)·S). */
     int ctas;               /* CTAs of the comm kernel. */
     int freq_mhz;           /* Clock requested. */
-    int ranks;              /* GPUs it ran on (simulator: group; proxy: 1). */
+    int ranks;              /* GPUs it runs on (simulator: group; proxy: 1; NCCL: min(GPUs, group)),
+                               set by the plan: part of the point's identity. */
     int clock_mhz;          /* Clock it ran at (read back, or the simulator's after throttling). */
     double time_s, time_sd_s; /* One execution (alpha included), mean and spread over repeats. */
     double busbw_Bps;       /* k·S / time_s. */
@@ -596,7 +597,8 @@ typedef struct kr_profiler_sweep_log kr_profiler_sweep_log;
 
 int kr_profiler_sweep_log_open(const char *path, const kr_job *job, const char *backend, int sync,
                                kr_profiler_sweep_log **out, kr_error *err);
-/* 1 if a point with p's identity (kernel, collective, size, group, CTAs, clock) is in the log. */
+/* 1 if a point with p's identity (kernel, collective, size, group, ranks, CTAs, clock) is in the
+ * log. */
 int kr_profiler_sweep_log_has(const kr_profiler_sweep_log *log, const kr_profiler_sweep_point *p);
 int kr_profiler_sweep_log_append(kr_profiler_sweep_log *log, const kr_profiler_sweep_point *p, kr_error *err);
 long kr_profiler_sweep_log_count(const kr_profiler_sweep_log *log);
@@ -619,12 +621,12 @@ int kr_profiler_sweep_is_log(const char *path);
 int kr_profiler_sweep_read(const char *path, kr_profiler_sweep_data *out, kr_error *err);
 void kr_profiler_sweep_data_free(kr_profiler_sweep_data *d);
 
-/* One group of the fit: the points of one kernel on one collective. */
+/* One group of the fit: the points of one kernel on one collective over the same ranks. */
 typedef struct kr_profiler_sweep_group {
     kr_profiler_sweep_kernel kernel;
     kr_coll_kind coll;
     double bytes;
-    int group, points;
+    int group, ranks, points;
     double cta_Bps;         /* Per-CTA bus bandwidth at the top clock. */
     double sat_Bps;         /* Saturation (the cap the CTAs approach). */
     double alpha_s;         /* Latency phase. */

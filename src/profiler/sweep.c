@@ -107,6 +107,12 @@ int kr_profiler_sweep_plan(const kr_job *job, const kr_profiler_sweep_config *cf
                     p[k].group = colls[c].group_size;
                     p[k].ctas = cfg->ctas[s];
                     p[k].freq_mhz = cfg->clocks_mhz[f];
+                    /* The GPUs it will run on are part of what identifies it: NCCL over 2 GPUs
+                     * and over 8 are different measurements of the same collective. */
+                    p[k].ranks = p[k].kernel == KR_SWEEP_PROXY ? 1
+                                 : p[k].kernel == KR_SWEEP_NCCL && cfg->ranks > 0
+                                     ? (cfg->ranks < p[k].group ? cfg->ranks : p[k].group)
+                                     : p[k].group;
                 }
     *out = p;
     *n = (int)total;
@@ -183,7 +189,7 @@ int kr_profiler_sweep_measure_gpu(kr_profiler_runner *runner, kr_backend *ctl, c
 static int same_point(const kr_profiler_sweep_point *a, const kr_profiler_sweep_point *b)
 {
     return a->kernel == b->kernel && a->coll == b->coll && a->bytes == b->bytes && a->group == b->group &&
-           a->ctas == b->ctas && a->freq_mhz == b->freq_mhz;
+           a->ranks == b->ranks && a->ctas == b->ctas && a->freq_mhz == b->freq_mhz;
 }
 
 /* The header of a log (what kr_profiler_sweep_log_open writes and checks). */

@@ -117,7 +117,13 @@ static double total_ssr(fit_ctx *F, double e)
     return s;
 }
 
-/* Groups the points by (kernel, collective, size, group size); idx holds the indices grouped. */
+static int same_group(const kr_profiler_sweep_group *G, const kr_profiler_sweep_point *q)
+{
+    return G->kernel == q->kernel && G->coll == q->coll && G->bytes == q->bytes && G->group == q->group &&
+           G->ranks == q->ranks;
+}
+
+/* Groups the points by (kernel, collective, size, group size, ranks); idx holds the indices. */
 static int make_groups(const kr_profiler_sweep_point *p, int n, double f_max, int *idx, fit_ctx *F,
                        kr_profiler_sweep_fit *out, kr_error *err)
 {
@@ -127,7 +133,7 @@ static int make_groups(const kr_profiler_sweep_point *p, int n, double f_max, in
         int k;
         for (k = 0; k < F->ng; k++) {
             const kr_profiler_sweep_group *G = &out->groups[k];
-            if (G->kernel == p[i].kernel && G->coll == p[i].coll && G->bytes == p[i].bytes && G->group == p[i].group)
+            if (same_group(G, &p[i]))
                 break;
         }
         if (k == F->ng) {
@@ -139,6 +145,7 @@ static int make_groups(const kr_profiler_sweep_point *p, int n, double f_max, in
             G->coll = p[i].coll;
             G->bytes = p[i].bytes;
             G->group = p[i].group;
+            G->ranks = p[i].ranks;
         }
     }
     for (int k = 0; k < F->ng; k++) {
@@ -149,7 +156,7 @@ static int make_groups(const kr_profiler_sweep_point *p, int n, double f_max, in
         g->nccl = G->kernel == KR_SWEEP_NCCL;
         g->fmax = f_max;
         for (int i = 0; i < n; i++)
-            if (G->kernel == p[i].kernel && G->coll == p[i].coll && G->bytes == p[i].bytes && G->group == p[i].group) {
+            if (same_group(G, &p[i])) {
                 idx[used++] = i;
                 g->max_bw = fmax(g->max_bw, kr_profiler_sweep_bus_bytes(&p[i]) / p[i].time_s);
                 g->n++;
