@@ -1,8 +1,10 @@
 /*
  * cmd_profile.c — `kareus profile`: measure partitions on a real GPU (CUDA kernels, cuBLASLt,
  * NCCL or the single-GPU proxy, NVML clocks and energy) with the profiler backend
- * (profiler.h), show a partition's kernel plan, self-test the kernels, and calibrate the
- * GPU's own constants into a catalog entry for the simulator.
+ * (profiler.h), show a partition's kernel plan, self-test the kernels, calibrate the GPU's
+ * own constants into a catalog entry for the simulator, and sweep the comm kernel alone. This
+ * file holds the options, their checks and the dispatch, and the --config and --plan modes;
+ * the others live beside it (profile.h lists which file holds what).
  *
  * Without what a measurement needs (libkareus_cuda, a CUDA driver, a GPU, NVML, permission to
  * lock clocks) it exits 2 and says which is missing; --plan works anywhere.
