@@ -1599,6 +1599,17 @@ static void sweep_fit_recovers_the_exponent(void **state)
         assert_int_equal(f.ngroups, 2);
         assert_true(f.rms_log < 1e-4);
     }
+    /* A group of 3 points (any times) fits every exponent exactly: left out, the fit unchanged. */
+    int n = law_points(p, KR_SWEEP_TUNED, 0.9, 0, NULL);
+    for (int i = 0; i < 3; i++) {
+        p[n + i] = p[i];
+        p[n + i].kernel = KR_SWEEP_NCCL;
+        p[n + i].time_s *= 1.0 + 0.3 * i;
+    }
+    assert_int_equal(kr_profiler_sweep_fit_law(p, n + 3, 1410, &f, &e), KR_OK);
+    assert_int_equal(f.ngroups, 1);
+    assert_int_equal(f.npoints, n);
+    assert_true(fabs(f.clock_exp - 0.9) < 1e-3);
     /* 1.5 % Gaussian noise on the proxy's law alone (15 points, as a short GPU sweep), 40 draws:
      * unbiased, every fit within 0.1, and the stated range holds the truth about as often as a
      * 95 % interval should (measured: 36 of 40). */
@@ -1607,7 +1618,7 @@ static void sweep_fit_recovers_the_exponent(void **state)
     int cover = 0;
     double bias = 0;
     for (int s = 0; s < 40; s++) {
-        int n = law_points(p, KR_SWEEP_PROXY, 0.7, 0.015, &rng);
+        n = law_points(p, KR_SWEEP_PROXY, 0.7, 0.015, &rng);
         assert_int_equal(kr_profiler_sweep_fit_law(p, n, 1410, &f, &e), KR_OK);
         assert_true(fabs(f.clock_exp - 0.7) < 0.1);
         assert_true(f.clock_exp_lo <= f.clock_exp && f.clock_exp <= f.clock_exp_hi);
@@ -1665,13 +1676,19 @@ static void sweep_log_resumes_and_refuses_foreign_files(void **state)
     char *again = slurp(path);
     assert_string_equal(full, again);
     assert_true(kr_profiler_sweep_is_log(path));
-    /* Read back: the same points. */
+    /* Read back: the same points (a blank line, as an editor may leave, is skipped). */
+    f = fopen(path, "a");
+    fputs("\n", f);
+    fclose(f);
     kr_profiler_sweep_data d;
     assert_int_equal(kr_profiler_sweep_read(path, &d, &e), KR_OK);
     assert_int_equal(d.n, n);
     assert_true(d.p[3].time_s == pts[3].time_s && d.p[3].ctas == pts[3].ctas);
     assert_string_equal(d.backend, "sim");
     kr_profiler_sweep_data_free(&d);
+    assert_int_equal(kr_profiler_sweep_log_open(path, &job, "sim", 0, &log, &e), KR_OK);
+    assert_int_equal(kr_profiler_sweep_log_count(log), n);
+    kr_profiler_sweep_log_close(log);
     /* Another backend, and a file that is not ours: refused, unchanged. */
     assert_int_equal(kr_profiler_sweep_log_open(path, &job, "gpu", 0, &log, &e), KR_EMISMATCH);
     f = fopen(notes, "w");

@@ -648,8 +648,9 @@ typedef struct kr_profiler_sweep_fit {
  * B(s, f) with B the simulator's law for that kernel (tuned and proxy: B_sat·(1 − exp(−s·c·x^e /
  * B_sat)); nccl: min(B_sat, s·c·x^e)), x = clock/clock_max_mhz, one exponent e shared by all
  * groups; least squares on log time (MINPACK lmdif per group for c, B_sat, alpha; the exponent by
- * a profile and golden-section search). KR_EINVAL when the points cannot pin it (fewer than two
- * clocks, or fewer than 4 points).
+ * a profile and golden-section search). Groups of fewer than 4 points are left out (3 parameters
+ * fit any exponent). KR_EINVAL when the points cannot pin it (fewer than two clocks, fewer than
+ * 4 points, or no group of 4).
  */
 int kr_profiler_sweep_fit_law(const kr_profiler_sweep_point *p, int n, double clock_max_mhz,
                               kr_profiler_sweep_fit *out, kr_error *err);

@@ -281,6 +281,13 @@ static int parse_log(const char *path, const char *text, size_t len, const sweep
         size_t next = nl ? start + n + 1 : len;
         char where[4200];
         snprintf(where, sizeof where, "%s:%d", path, ++lineno);
+        int blank = lineno > 1;
+        for (size_t i = 0; i < n && blank; i++)
+            blank = text[start + i] == ' ' || text[start + i] == '\t';
+        if (blank) { /* as the measurement log: blank lines are skipped */
+            start = next;
+            continue;
+        }
         json_error_t je;
         json_t *obj = memchr(text + start, '\0', n) ? NULL : json_loadb(text + start, n, JSON_REJECT_DUPLICATES, &je);
         if (lineno == 1) {

@@ -90,14 +90,15 @@ static double fit_group(group_fit *g, double *x)
     x[2] = log(1e-5);
     kr__lm_opts o = {1e-12, 1e-12, 0, 2000, 1e-7, 100};
     int nfev;
-    double fvec[512];
-    if (g->n > (int)KR_ARRAY_LEN(fvec))
-        return INFINITY;
+    double *fvec = malloc((size_t)g->n * sizeof *fvec);
+    if (fvec == NULL)
+        return NAN;
     kr__lm_minimize(residuals, g, g->n, 3, x, &o, &nfev, NULL, NULL);
     residuals(g, g->n, 3, x, fvec);
     double ssr = 0;
     for (int i = 0; i < g->n; i++)
         ssr += fvec[i] * fvec[i];
+    free(fvec);
     return ssr;
 }
 
@@ -163,7 +164,19 @@ static int make_groups(const kr_profiler_sweep_point *p, int n, double f_max, in
             }
         out->groups[k].points = g->n;
     }
-    out->ngroups = F->ng;
+    /* A group of fewer than 4 points has as many parameters as points (3) or more: it fits any
+     * exponent exactly and says nothing about it, so it is left out. */
+    int kept = 0, npts = 0;
+    for (int k = 0; k < F->ng; k++)
+        if (F->g[k].n >= 4) {
+            F->g[kept] = F->g[k];
+            out->groups[kept++] = out->groups[k];
+            npts += F->g[k].n;
+        }
+    F->ng = out->ngroups = kept;
+    out->npoints = npts;
+    if (kept == 0)
+        return kr_error_set(err, KR_EINVAL, "comm fit: no kernel x collective group has 4 or more points");
     return KR_OK;
 }
 
@@ -177,6 +190,26 @@ static void exp_range(const double *ssr, int ngrid, int best, double bound, doub
         hi++;
     out->clock_exp_lo = fmin(e, E_LO + lo * E_STEP);
     out->clock_exp_hi = fmax(e, E_LO + hi * E_STEP);
+}
+
+/* Golden-section search for the least SSR within one grid step either side of the grid's best;
+ * returns the exponent (the grid point if the search found nothing lower) and its SSR in *s. */
+static double refine(fit_ctx *F, const double *ssr, int ngrid, int best, double *s)
+{
+    const double gr = 0.5 * (sqrt(5.0) - 1);
+    double a = E_LO + fmax(0, best - 1) * E_STEP, b = E_LO + fmin(ngrid - 1, best + 1) * E_STEP;
+    double c = b - gr * (b - a), d = a + gr * (b - a), fc = total_ssr(F, c), fd = total_ssr(F, d);
+    for (int it = 0; it < 40 && b - a > 1e-6; it++) {
+        if (fc < fd)
+            b = d, d = c, fd = fc, c = b - gr * (b - a), fc = total_ssr(F, c);
+        else
+            a = c, c = d, fc = fd, d = a + gr * (b - a), fd = total_ssr(F, d);
+    }
+    double e = 0.5 * (a + b);
+    *s = total_ssr(F, e);
+    if (!(*s <= ssr[best]))
+        e = E_LO + best * E_STEP, *s = total_ssr(F, e);
+    return e;
 }
 
 int kr_profiler_sweep_fit_law(const kr_profiler_sweep_point *p, int n, double clock_max_mhz,
@@ -203,31 +236,24 @@ int kr_profiler_sweep_fit_law(const kr_profiler_sweep_point *p, int n, double cl
     int rc = idx && F && ssr ? KR_OK : kr_error_set(err, KR_ENOMEM, "comm fit: out of memory");
     if (rc == KR_OK)
         rc = make_groups(p, n, clock_max_mhz, idx, F, out, err);
+    int best = 0;
     if (rc == KR_OK) {
-        int best = 0;
         for (int k = 0; k < ngrid; k++) {
             ssr[k] = total_ssr(F, E_LO + k * E_STEP);
+            if (isnan(ssr[k])) {
+                rc = kr_error_set(err, KR_ENOMEM, "comm fit: out of memory");
+                break;
+            }
             if (ssr[k] < ssr[best])
                 best = k;
         }
-        /* Golden-section search on [best − 1, best + 1] grid steps. */
-        const double gr = 0.5 * (sqrt(5.0) - 1);
-        double a = E_LO + fmax(0, best - 1) * E_STEP, b = E_LO + fmin(ngrid - 1, best + 1) * E_STEP;
-        double c = b - gr * (b - a), d = a + gr * (b - a), fc = total_ssr(F, c), fd = total_ssr(F, d);
-        for (int it = 0; it < 40 && b - a > 1e-6; it++) {
-            if (fc < fd)
-                b = d, d = c, fd = fc, c = b - gr * (b - a), fc = total_ssr(F, c);
-            else
-                a = c, c = d, fc = fd, d = a + gr * (b - a), fd = total_ssr(F, d);
-        }
-        double e = 0.5 * (a + b), s = total_ssr(F, e);
-        if (s > ssr[best])
-            e = E_LO + best * E_STEP, s = total_ssr(F, e);
-        int dof = n - (3 * F->ng + 1);
+    }
+    if (rc == KR_OK) {
+        double s, e = refine(F, ssr, ngrid, best, &s);
+        int m = out->npoints, dof = m - (3 * F->ng + 1);
         double bound = dof > 0 ? s * (1 + 3.84 / dof) : INFINITY;
         out->clock_exp = e;
-        out->rms_log = sqrt(s / n);
-        out->npoints = n;
+        out->rms_log = sqrt(s / m);
         exp_range(ssr, ngrid, best, fmax(bound, s + 1e-300), e, out);
         for (int k = 0; k < F->ng; k++) { /* the groups' parameters at the fitted exponent */
             const double *x = F->x[k];
