@@ -557,6 +557,11 @@ static int parse_args(int argc, char **argv, profile_args *a)
         return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", a->backend);
     if (a->backend && a->log == NULL && a->sbatch == NULL && a->comm_sweep == NULL)
         return cli_usage_error("profile", "--backend: expected search mode (--log), --emit-sbatch or --comm-sweep");
+    if (a->comm_sweep && (a->partition || a->variant || a->strategy || a->out || a->details))
+        return cli_usage_error("profile", "--%s: not with --comm-sweep (it sweeps the collectives of every partition "
+                               "of the job, alone, into its own log)",
+                               a->partition ? "partition" : a->variant ? "variant" : a->strategy ? "strategy"
+                               : a->out ? "out" : "details");
     if ((a->clocks || a->ctas || a->kernels || a->max_points) && a->comm_sweep == NULL)
         return cli_usage_error("profile", "--%s: expected --comm-sweep",
                                a->clocks ? "clocks" : a->ctas ? "ctas" : a->kernels ? "kernels" : "max-points");

@@ -88,6 +88,7 @@ expect_exit 2 "--clocks: expected an integer, found 'abc'" -- profile --backend 
 expect_exit 2 "clock: expected 210..1410 MHz" -- profile --backend sim --comm-sweep "$TMP/x.jsonl" --clocks 2000
 expect_exit 2 "CTAs: expected 1..107, found 200" -- profile --backend sim --comm-sweep "$TMP/x.jsonl" --ctas 200
 expect_exit 2 "--kernels: proxy: the simulator has no single-GPU proxy" -- profile --backend sim --comm-sweep "$TMP/x.jsonl" --kernels proxy
+expect_exit 2 "--partition: not with --comm-sweep" -- profile --backend sim --comm-sweep "$TMP/x.jsonl" --partition fwd_attn
 expect_exit 2 "--ctas: expected --comm-sweep" -- profile --backend sim --log "$TMP/x.jsonl" --ctas 4
 expect_exit 2 "--fix: not with a comm-sweep log" -- calibrate --data "$TMP/full.jsonl" --fix comm_clock_exp=0.5
 expect_exit 2 "--base: expected a comm-sweep log" -- calibrate --data "${KR_SOURCE_DIR:?}/tests/data/calibration/a100-attn-tp2/calib.json" --base a100
