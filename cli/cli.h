@@ -93,6 +93,10 @@ int cmd_sim(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 /* kareus calibrate --profile (calib_profile.c): prints (or JSON) the fit's profile over one
  * constant; returns the exit status. */
+/* calib_sweep.c: `kareus calibrate` and `kareus sim check` on a comm-sweep log (the comm clock
+ * law fitted, the entry written to out when not NULL; base: --base NAME|FILE or NULL). */
+int cli_calib_sweep(const char *data, const char *out, const char *base, int json);
+int cli_sim_check_sweep(const char *data, const char *gpu_file, int json);
 int cli_calib_profile(const kr_sim_calib *cs, const kr_gpu *start, int fold, const int *fixed, int nfixed,
                       const char *spec, int json);
 /* kareus partition sweep (cmd_sweep.c), dispatched by cmd_partition. */

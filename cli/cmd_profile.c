@@ -1,8 +1,10 @@
 /*
  * cmd_profile.c — `kareus profile`: measure partitions on a real GPU (CUDA kernels, cuBLASLt,
  * NCCL or the single-GPU proxy, NVML clocks and energy) with the profiler backend
- * (profiler.h), show a partition's kernel plan, self-test the kernels, and calibrate the
- * GPU's own constants into a catalog entry for the simulator.
+ * (profiler.h), show a partition's kernel plan, self-test the kernels, calibrate the GPU's
+ * own constants into a catalog entry for the simulator, and sweep the comm kernel alone. This
+ * file holds the options, their checks and the dispatch, and the --config and --plan modes;
+ * the others live beside it (profile.h lists which file holds what).
  *
  * Without what a measurement needs (libkareus_cuda, a CUDA driver, a GPU, NVML, permission to
  * lock clocks) it exits 2 and says which is missing; --plan works anywhere.
@@ -16,8 +18,8 @@
 #include <unistd.h>
 
 #include "campaign.h"
-#include "cli.h"
 #include "opt.h"
+#include "profile.h"
 
 static const char usage_head[] =
     "usage: kareus profile [--job FILE] --partition KEY --config MHZ[,SMS,SLOT] [--config ...]\n"
@@ -27,7 +29,8 @@ static const char usage_head[] =
     "       kareus profile --check\n"
     "       kareus profile [--job FILE] --plan-work [--shard I/N|auto]\n"
     "       kareus profile [--job FILE] --log FILE --shard I/N|auto [--backend gpu|sim] (%r in --log/--out: I)\n"
-    "       kareus profile [--job FILE] --emit-sbatch FILE [--shards N] [--out DIR] [--backend gpu|sim]\n\n"
+    "       kareus profile [--job FILE] --emit-sbatch FILE [--shards N] [--out DIR] [--backend gpu|sim]\n"
+    "       kareus profile [--job FILE] --comm-sweep FILE [--backend gpu|sim] [--clocks L] [--ctas L] [--kernels L]\n\n"
     "Measures partitions on this machine's GPU: one nanobatch's compute (cuBLASLt GEMMs,\n"
     "flash-style attention, memory-bound kernels) on the compute stream and the other\n"
     "nanobatch's collective on a comm stream launched at the slot with SMS CTAs (NCCL with two\n"
@@ -35,29 +38,6 @@ static const char usage_head[] =
     "time from CUDA events, energy from the NVML counter between its update edges, >= 3 repeats.\n\n"
     "modes:\n";
 
-#define MAX_CONFIGS 64
-
-/* What the options set. */
-
-typedef struct args {
-    const char *job, *partition, *variant, *strategy, *out, *details, *control, *base, *name, *raw, *log;
-    int sim;               /* --sim: the simulator's prediction next to each measurement */
-    const char *sim_gpu;   /* --sim-gpu FILE: ... with this GPU entry (e.g. a calibrated one) */
-    const char *prior;     /* --prior none|sim|FILE (search mode; NULL: sim) */
-    int prior_sens;        /* --prior-features: 0 auto, 1 on (both: on), -1 off (kr_search_config.prior_sens) */
-    int prior_calib;       /* --prior-calibrate: the same (kr_search_config.prior_calib) */
-    const char *configs[MAX_CONFIGS];
-    int nconfigs;
-    int plan, calibrate, check, json, quick, quiet;
-    const char *backend;   /* --backend gpu (default) | sim: what search mode measures with */
-    const char *shard;     /* --shard I/N | auto */
-    const char *sbatch;    /* --emit-sbatch FILE */
-    int plan_work, shards; /* --plan-work; --shards N (--emit-sbatch) */
-    int device, devices;
-    unsigned long long seed;
-    kr_profiler_comm comm;
-    kr_profiler_config o;
-} args;
 
 static int set_seed(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 {
@@ -65,14 +45,14 @@ static int set_seed(const char *cmd, const cli_opt *o, const char *arg, void *ct
     long l;
     int rc = cli_parse_long(cmd, "--seed", arg, 0, 2147483647L, &l);
     if (rc == 0)
-        ((args *)ctx)->seed = (unsigned long long)l;
+        ((profile_args *)ctx)->seed = (unsigned long long)l;
     return rc;
 }
 
 static int set_comm(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 {
     (void)o;
-    args *a = ctx;
+    profile_args *a = ctx;
     if (kr_profiler_comm_parse(arg, &a->comm) || a->comm == KR_PROFILER_COMM_NONE)
         return cli_usage_error(cmd, "--comm: expected auto, nccl, proxy or proxy-unpaced, found '%s'", arg);
     return 0;
@@ -81,7 +61,7 @@ static int set_comm(const char *cmd, const cli_opt *o, const char *arg, void *ct
 static int set_config(const char *cmd, const cli_opt *o, const char *arg, void *ctx)
 {
     (void)o;
-    args *a = ctx;
+    profile_args *a = ctx;
     if (a->nconfigs == MAX_CONFIGS)
         return cli_usage_error(cmd, "--config: at most %d configurations", MAX_CONFIGS);
     a->configs[a->nconfigs++] = arg;
@@ -96,156 +76,148 @@ static const cli_opt profile_opts[] = {
     CLI_OPT("log", 1,
         "  --log FILE       search the partition(s) with the GPU backend (--strategy, default bo),\n"
         "                   every measurement appended to the search's JSONL log as it is taken\n",
-        cli_set_str, args, log),
+        cli_set_str, profile_args, log),
     CLI_OPT("plan-work", 0,
         "  --plan-work      list the campaign's work units (partition x GPU type, the GPUs each\n"
         "                   needs) and the shard of each (with --shard); no GPU needed\n",
-        cli_set_flag, args, plan_work),
+        cli_set_flag, profile_args, plan_work),
     CLI_OPT("emit-sbatch", 1,
         "  --emit-sbatch FILE  write an sbatch array script running the campaign in --shards N\n"
         "                   tasks (logs and frontiers under --out DIR, default kareus-campaign),\n"
         "                   and print it and the torchrun command\n",
-        cli_set_str, args, sbatch),
+        cli_set_str, profile_args, sbatch),
+    CLI_OPT("comm-sweep", 1,
+        "  --comm-sweep FILE  the comm kernel alone over --clocks x --ctas x --kernels for the job's\n"
+        "                   collectives, every point appended to FILE (JSONL; rerun resumes); fit it\n"
+        "                   with `kareus calibrate --data FILE` (docs/profiler.md)\n",
+        cli_set_str, profile_args, comm_sweep),
     CLI_OPT("plan", 0,
         "  --plan           print the kernel plan (no GPU needed)\n",
-        cli_set_flag, args, plan),
+        cli_set_flag, profile_args, plan),
     CLI_OPT("calibrate", 0,
         "  --calibrate      measure the GPU's constants and write a catalog entry (docs/profiler.md)\n",
-        cli_set_flag, args, calibrate),
+        cli_set_flag, profile_args, calibrate),
     CLI_OPT("check", 0,
         "  --check          what is present, and the kernels checked against CPU references\n"
         "options:\n",
-        cli_set_flag, args, check),
+        cli_set_flag, profile_args, check),
     CLI_OPT("job", 1,
         "  --job FILE       job spec (JSON or built-in name; default: the default job)\n",
-        cli_set_str, args, job),
+        cli_set_str, profile_args, job),
     CLI_OPT("partition", 1,
         "  --partition KEY  a partition key, non-partition work (embed_fwd, ...), or all\n",
-        cli_set_str, args, partition),
+        cli_set_str, profile_args, partition),
     CLI_OPT("variant", 1,
         "  --variant V      kareus (default), sequential or default-overlap\n",
-        cli_set_str, args, variant),
+        cli_set_str, profile_args, variant),
     CLI_OPT("shard", 1,
         "  --shard I/N|auto search mode: only the units u with u mod N = I (0 <= I < N); auto: the\n"
         "                   Slurm array task, srun task or torchrun rank; %r in --log/--out is I\n",
-        cli_set_str, args, shard),
+        cli_set_str, profile_args, shard),
     CLI_OPT_RANGE("shards", 1,
         "  --shards N       --emit-sbatch: array tasks (default 4)\n",
-        cli_set_int, args, shards, 1, 10000),
+        cli_set_int, profile_args, shards, 1, 10000),
     CLI_OPT("backend", 1,
-        "  --backend B      search mode: gpu (default: this machine's GPUs) or sim (the simulator,\n"
-        "                   for a campaign's dry run on machines without a GPU)\n",
-        cli_set_str, args, backend),
+        "  --backend B      search mode and comm sweep: gpu (default: this machine's GPUs) or sim (the\n"
+        "                   simulator, for a campaign's dry run on machines without a GPU)\n",
+        cli_set_str, profile_args, backend),
+    CLI_OPT("clocks", 1,
+        "  --clocks LIST    comm sweep: SM clocks in MHz, e.g. 1410,1200,1020 (default: 5 spread over\n"
+        "                   the GPU's planning range)\n",
+        cli_set_str, profile_args, clocks),
+    CLI_OPT("ctas", 1,
+        "  --ctas LIST      comm sweep: CTA counts (default 1,2,4,8,16,24)\n",
+        cli_set_str, profile_args, ctas),
+    CLI_OPT("kernels", 1,
+        "  --kernels LIST   comm sweep: tuned, nccl, proxy (default: tuned,nccl on the simulator; nccl\n"
+        "                   with two or more GPUs, proxy with one; the GPU has no tuned kernel)\n",
+        cli_set_str, profile_args, kernels),
+    CLI_OPT_RANGE("max-points", 1,
+        "  --max-points N   comm sweep: stop after N new measurements (rerun to go on)\n",
+        cli_set_int, profile_args, max_points, 1, 1000000),
     CLI_OPT("strategy", 1,
         "  --strategy S     bo (default), exhaustive or artifact (search mode)\n",
-        cli_set_str, args, strategy),
+        cli_set_str, profile_args, strategy),
     CLI_OPT_FN("seed", 1,
         "  --seed N         search seed (default 1)\n",
         set_seed),
     CLI_OPT("prior", 1,
         "  --prior SPEC     search mode, bo: the simulator's prediction as the prior mean: sim (default:\n"
         "                   the job's GPU), FILE (a GPU entry, e.g. from --calibrate) or none\n",
-        cli_set_str, args, prior),
+        cli_set_str, profile_args, prior),
     CLI_OPT("prior-features", 1,
         "  --prior-features auto|on|off  search mode: also fit how each uncertain GPU constant moves\n"
         "                   the prior's predictions (default on; off: the prior's line alone)\n",
-        cli_set_auto_on_off, args, prior_sens),
+        cli_set_auto_on_off, profile_args, prior_sens),
     CLI_OPT("prior-calibrate", 1,
         "  --prior-calibrate auto|on|off  search mode, with the features: also calibrate the prior's\n"
         "                   GPU constants to the measurements before each fit (default on)\n",
-        cli_set_auto_on_off, args, prior_calib),
+        cli_set_auto_on_off, profile_args, prior_calib),
     CLI_OPT("out", 1,
         "  --out PATH       --config: the results as JSON; search: directory for frontier files;\n"
         "                   --calibrate: the entry (default gpu-calibrated.json)\n",
-        cli_set_str, args, out),
+        cli_set_str, profile_args, out),
     CLI_OPT("details", 1,
         "  --details FILE   append one JSON line per measurement with everything behind it\n",
-        cli_set_str, args, details),
+        cli_set_str, profile_args, details),
     CLI_OPT("json", 0,
         "  --json           machine-readable output (--config mode); with --out FILE also to FILE\n",
-        cli_set_flag, args, json),
+        cli_set_flag, profile_args, json),
     CLI_OPT("sim", 0,
         "  --sim            --config: the simulator's prediction (the job's GPU) and measured/simulated\n"
         "                   ratios beside each measurement\n",
-        cli_set_flag, args, sim),
+        cli_set_flag, profile_args, sim),
     CLI_OPT("sim-gpu", 1,
-        "  --sim-gpu FILE   also the simulator with this GPU entry (e.g. the one --calibrate wrote)\n",
-        cli_set_str, args, sim_gpu),
+        "  --sim-gpu FILE   also the simulator with this GPU entry (e.g. the one --calibrate wrote);\n"
+        "                   comm sweep with --backend sim: the simulator with this entry\n",
+        cli_set_str, profile_args, sim_gpu),
     CLI_OPT_RANGE("device", 1,
         "  --device N       first CUDA device (default 0)\n",
-        cli_set_int, args, device, 0, 1023),
+        cli_set_int, profile_args, device, 0, 1023),
     CLI_OPT_RANGE("devices", 1,
         "  --devices N      GPUs to use (default: all from --device on, for NCCL)\n",
-        cli_set_int, args, devices, 1, KR_PROFILER_MAX_RANKS),
+        cli_set_int, profile_args, devices, 1, KR_PROFILER_MAX_RANKS),
     CLI_OPT_FN("comm", 1,
         "  --comm MODE      auto (default), nccl, proxy (link-capped) or proxy-unpaced\n",
         set_comm),
     CLI_OPT("control", 1,
         "  --control SPEC   clock/energy backend (default nvml; see `kareus gpu --help`)\n",
-        cli_set_str, args, control),
+        cli_set_str, profile_args, control),
     CLI_OPT_RANGE("window", 1,
         "  --window S       energy window per repeat, >= 1 s (default 1)\n",
-        cli_set_double, args, o.window_s, 1.0, 600.0),
+        cli_set_double, profile_args, o.window_s, 1.0, 600.0),
     CLI_OPT_RANGE("repeats", 1,
         "  --repeats N      repeats, 3..16 (default 3)\n",
-        cli_set_int, args, o.repeats, 3, KR_PROFILER_MAX_REPEATS),
+        cli_set_int, profile_args, o.repeats, 3, KR_PROFILER_MAX_REPEATS),
     CLI_OPT_RANGE("cooldown-ratio", 1,
         "  --cooldown-ratio X  idle time after a measurement, x its busy time (default 0.5)\n",
-        cli_set_double, args, o.cooldown_ratio, 0.0, 100.0),
+        cli_set_double, profile_args, o.cooldown_ratio, 0.0, 100.0),
     CLI_OPT("quiet", 0,
         "  --quiet          no progress lines\n"
         "calibration:\n",
-        cli_set_flag, args, quiet),
+        cli_set_flag, profile_args, quiet),
     CLI_OPT("base", 1,
         "  --base GPU       catalog entry filling what is not measured (default: matched by name)\n",
-        cli_set_str, args, base),
+        cli_set_str, profile_args, base),
     CLI_OPT("name", 1,
         "  --name NAME      name of the new entry (default: <base>-calibrated)\n",
-        cli_set_str, args, name),
+        cli_set_str, profile_args, name),
     CLI_OPT("raw", 1,
         "  --raw FILE       every raw point as JSON (default: <out>.raw.json)\n",
-        cli_set_str, args, raw),
+        cli_set_str, profile_args, raw),
     CLI_OPT("quick", 0,
         "  --quick          fewer points (3 GEMM clocks, 2 copy clocks, 3 CTA counts)\n",
-        cli_set_flag, args, quick),
+        cli_set_flag, profile_args, quick),
     CLI_OPT_HELP,
 };
 static const cli_optset profile_set = {"profile", usage_head, profile_opts, CLI_OPT_COUNT(profile_opts),
                                        NULL, "h", 0};
 
-/* ---- what is missing ------------------------------------------------------------------------ */
-
-static int is_missing(int rc)
-{
-    return rc == KR_ENOLIB || rc == KR_ENODEV || rc == KR_EPERM || rc == KR_EUNSUPPORTED;
-}
-
-/* Opens the CUDA runner and the control backend; on failure prints every missing piece and
- * returns the exit status (2 when something is missing, 1 otherwise). */
-static int open_hardware(const args *a, kr_profiler_runner **runner, kr_backend **ctl)
-{
-    /* CUDA and NVML must number the GPUs alike (the control backend takes NVML indices). */
-    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
-    kr_error err = {0};
-    int rc = kr_profiler_open_hardware(a->device, a->devices, a->control, runner, ctl, &err);
-    if (rc == KR_OK)
-        return 0;
-    fprintf(stderr, "kareus profile: %s\n", err.msg);
-    return is_missing(rc) || kr_status_is_input_error(rc) ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
-}
-
-/* Exit status of a failed measurement: 2 when a permission or capability is missing. */
-static int report_failure(int rc, const char *msg)
-{
-    fprintf(stderr, "kareus profile: %s\n", msg[0] ? msg : kr_strerror(rc));
-    return is_missing(rc) || kr_status_is_input_error(rc) ? CLI_EXIT_INPUT : CLI_EXIT_FAIL;
-}
-
 /* ---- partitions and configs -------------------------------------------------------------------- */
 
 /* The partitions named by key ("all": every layer partition of the variant and every piece of
  * non-partition work) into set. Returns 0 or an exit status. */
-static int select_partitions(const kr_job *job, kr_variant var, const char *key, kr_partition_set *set)
+int profile_select_partitions(const kr_job *job, kr_variant var, const char *key, kr_partition_set *set)
 {
     kr_error err = {0};
     kr_partition_set *all = malloc(sizeof *all);
@@ -332,7 +304,7 @@ static int parse_config(const kr_job *job, const kr_partition *p, const char *te
 
 /* ---- modes ------------------------------------------------------------------------------------- */
 
-static int mode_plan(const args *a, const kr_job *job, const kr_partition_set *set)
+static int mode_plan(const profile_args *a, const kr_job *job, const kr_partition_set *set)
 {
     kr_profiler_program *plan = malloc(sizeof *plan);
     char *text = malloc(65536);
@@ -359,7 +331,7 @@ static int mode_plan(const args *a, const kr_job *job, const kr_partition_set *s
         kr_error err = {0};
         int rc = kr_profiler_program_build(job, p, &c, &pp, plan, &err);
         if (rc) {
-            status = report_failure(rc, err.msg);
+            status = profile_report_failure(rc, err.msg);
             break;
         }
         kr_profiler_program_format(plan, text, 65536);
@@ -439,7 +411,7 @@ static int write_json_file(const char *path, json_t *arr)
 
 static void observe(void *ud, const kr_partition *p, const kr_config *c, const kr_profiler_result *r)
 {
-    const args *a = ud;
+    const profile_args *a = ud;
     if (!a->quiet)
         fprintf(stderr, "kareus profile: %s %d MHz %d SMs %s: %.4f ms, %.5f J (%lld iterations, %s)\n", p->key,
                 c->freq_mhz, c->sms, kr_partition_slot_name(p, c->slot), r->m.time_s * 1e3, r->m.energy_j, r->iters,
@@ -456,7 +428,7 @@ static void warn_gpu(const kr_job *job, const char *device)
 }
 
 /* The GPU backend (runner + NVML, owned by it), or the exit status with the reason printed. */
-static int make_backend(const args *a, const kr_job *job, kr_backend **gpu)
+int profile_make_backend(const profile_args *a, const kr_job *job, kr_backend **gpu)
 {
     setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
     kr_profiler_open_config oo;
@@ -472,12 +444,12 @@ static int make_backend(const args *a, const kr_job *job, kr_backend **gpu)
     kr_error err = {0};
     int rc = kr_profiler_open_backend(job, &oo, gpu, &err);
     if (rc)
-        return report_failure(rc, err.msg);
+        return profile_report_failure(rc, err.msg);
     warn_gpu(job, kr_profiler_backend_device(*gpu));
     return 0;
 }
 
-static int mode_configs(const args *a, const kr_job *job, const kr_partition_set *set)
+static int mode_configs(const profile_args *a, const kr_job *job, const kr_partition_set *set)
 {
     if (set->n != 1)
         return cli_usage_error("profile", "--config: name one partition with --partition (found %d)", set->n);
@@ -516,7 +488,7 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
         sm.n++;
     }
     kr_backend *gpu = NULL;
-    int status = make_backend(a, job, &gpu);
+    int status = profile_make_backend(a, job, &gpu);
     if (status)
         return status;
     json_t *arr = json_array();
@@ -534,7 +506,7 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
         kr_measurement m;
         int rc = kr_backend_measure(gpu, p, &cfg[i], &m);
         if (rc) {
-            status = report_failure(rc, kr_backend_errmsg(gpu));
+            status = profile_report_failure(rc, kr_backend_errmsg(gpu));
             break;
         }
         kr_profiler_result r;
@@ -558,303 +530,9 @@ static int mode_configs(const args *a, const kr_job *job, const kr_partition_set
     return status;
 }
 
-static int mode_check(const args *a)
-{
-    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
-    kr_profiler_probe_info info;
-    kr_error err = {0};
-    int rc = kr_profiler_probe(&info, &err);
-    if (info.lib_path[0])
-        printf("library   %s (%s)\n", info.lib_path, info.build);
-    if (info.driver_version)
-        printf("driver    CUDA %d.%d\n", info.driver_version / 1000, (info.driver_version % 1000) / 10);
-    for (int i = 0; i < info.ndevices && i < KR_PROFILER_MAX_RANKS; i++)
-        printf("GPU %d     %s, %d SMs, compute capability %d.%d, %.1f GB\n", i, info.name[i], info.sm_count[i],
-               info.cc_major[i], info.cc_minor[i], info.mem_bytes[i] / 1e9);
-    fflush(stdout);
-    kr_profiler_runner *runner;
-    kr_backend *ctl;
-    int status = open_hardware(a, &runner, &ctl);
-    if (status)
-        return status;
-    (void)rc;
-    printf("control   %s\n", kr_backend_name(ctl));
-    static char report[32768];
-    rc = kr_profiler_selftest(runner, report, sizeof report, &err);
-    fputs(report, stdout);
-    kr_profiler_runner_destroy(runner);
-    kr_backend_destroy(ctl);
-    if (rc == KR_EMISMATCH) { /* a kernel disagrees with its reference: a failure, not bad input */
-        fprintf(stderr, "kareus profile: %s\n", err.msg);
-        return CLI_EXIT_FAIL;
-    }
-    if (rc)
-        return report_failure(rc, err.msg);
-    return 0;
-}
-
-static void calib_progress(void *ud, const char *what)
-{
-    cli_progress(*(const int *)ud, "kareus profile --calibrate: %s", what);
-}
-
-static int mode_calibrate(const args *a)
-{
-    kr_profiler_runner *runner;
-    kr_backend *ctl;
-    int status = open_hardware(a, &runner, &ctl);
-    if (status)
-        return status;
-    kr_gpu base;
-    kr_error err = {0};
-    int rc = KR_ENOTFOUND;
-    if (a->base)
-        rc = kr_catalog_gpu_find(a->base, &base, &err);
-    else
-        for (int i = 0; i < kr_catalog_gpu_count() && rc; i++) {
-            kr_catalog_gpu_at(i, &base);
-            if (strcasecmp(base.display, runner->device_name) == 0)
-                rc = KR_OK;
-        }
-    if (rc) {
-        if (!a->base)
-            fprintf(stderr, "kareus profile: --base: the GPU '%s' is not in the catalog by name; give the closest "
-                            "entry (see `kareus catalog`)\n", runner->device_name);
-        else
-            fprintf(stderr, "kareus profile: --base: %s\n", err.msg);
-        kr_profiler_runner_destroy(runner);
-        kr_backend_destroy(ctl);
-        return CLI_EXIT_INPUT;
-    }
-    kr_profiler_calib_config co;
-    kr_profiler_calib_config_default(&co);
-    if (a->quick) {
-        co.gemm_clocks = 3;
-        co.stream_clocks = 2;
-        co.ncoll_ctas = 3;
-        co.coll_ctas[0] = 1, co.coll_ctas[1] = 4, co.coll_ctas[2] = 16;
-    }
-    int quiet = a->quiet;
-    co.progress = calib_progress;
-    co.progress_ud = &quiet;
-    kr_profiler_calib *c = malloc(sizeof *c);
-    if (c == NULL)
-        return CLI_EXIT_FAIL;
-    rc = kr_profiler_calibrate(runner, ctl, &base, &co, &a->o, NULL, c, &err);
-    cli_progress_done(a->quiet);
-    kr_profiler_runner_destroy(runner);
-    kr_backend_destroy(ctl);
-    if (rc) {
-        free(c);
-        return report_failure(rc, err.msg);
-    }
-    snprintf(c->gpu.name, sizeof c->gpu.name, "%s", a->name ? a->name : base.name);
-    if (a->name == NULL)
-        snprintf(c->gpu.name + strlen(c->gpu.name), sizeof c->gpu.name - strlen(c->gpu.name), "-calibrated");
-    const char *out = a->out ? a->out : "gpu-calibrated.json";
-    char raw[4096];
-    if (a->raw)
-        snprintf(raw, sizeof raw, "%s", a->raw);
-    else {
-        snprintf(raw, sizeof raw, "%s", out);
-        char *dot = strrchr(raw, '.');
-        if (dot && strcmp(dot, ".json") == 0)
-            *dot = '\0';
-        strncat(raw, ".raw.json", sizeof raw - strlen(raw) - 1);
-    }
-    if ((rc = kr_gpu_write_json(out, &c->gpu, &err)) || (rc = kr_profiler_calib_write_raw(raw, c, &err))) {
-        free(c);
-        return cli_report(rc, &err);
-    }
-    printf("calibrated %s (base %s) on %s, %s\n", c->gpu.name, base.name, c->device, c->date);
-    for (int i = 0; i < KR_GPU_NPARAMS; i++)
-        if (c->measured[i])
-            printf("  %-18s %-12.6g (base %.6g) %s\n", kr_gpu_param(i)->field, kr_gpu_param_value(&c->gpu, i),
-                   kr_gpu_param_value(&base, i), kr_gpu_param(i)->unit);
-    printf("wrote %s and %s\n", out, raw);
-    free(c);
-    return 0;
-}
-
-static void search_progress(void *ud, const kr_search_progress *p)
-{
-    const args *a = ud;
-    cli_progress(a->quiet, "kareus profile: %s (%d/%d): %ld of %ld configurations, %ld measured now, batch %d%s",
-                 p->key, p->index + 1, p->count, p->evaluated, p->space_size, p->measured, p->batch,
-                 p->done ? ", done" : "");
-    if (p->done)
-        cli_progress_done(a->quiet);
-}
-
-/* The backend of search mode: the GPU (make_backend) or, with --backend sim, the simulator. */
-static int open_search_backend(const args *a, const kr_job *job, kr_backend **b)
-{
-    const char *name = a->backend ? a->backend : "gpu";
-    if (strcmp(name, "gpu") == 0)
-        return make_backend(a, job, b);
-    if (strcmp(name, "sim") != 0)
-        return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", name);
-    kr_error err = {0};
-    int rc = kr_backend_open("sim", &(kr_backend_open_config){.job = job}, b, &err);
-    return rc ? cli_report(rc, &err) : 0;
-}
-
-/* The device a search measures on, for its first line. */
-static const char *search_device(kr_backend *b)
-{
-    return (kr_backend_caps(b) & KR_BACKEND_SIMULATED) ? "the simulator" : kr_profiler_backend_device(b);
-}
-
-/* --plan-work: the campaign's units and their shards (no GPU needed). */
-static int mode_plan_work(const args *a, const kr_job *job, kr_variant var)
-{
-    cli_shard sh = {0, 1, "--shard"};
-    int only = -1, status = a->shard ? cli_shard_parse(a->shard, &sh) : 0;
-    if (status)
-        return status;
-    if (a->shard)
-        only = sh.index;
-    kr_partition_set *set = malloc(sizeof *set);
-    if (set == NULL)
-        return CLI_EXIT_FAIL;
-    kr_error err = {0};
-    int rc = kr_search_partitions(job, var, 1, set, &err);
-    if (rc)
-        status = cli_report(rc, &err);
-    else
-        cli_campaign_print(job, set, sh.count, only);
-    free(set);
-    return status;
-}
-
-/* --emit-sbatch FILE: the campaign as a Slurm array script (and the torchrun command). */
-static int mode_sbatch(const args *a, const kr_job *job, kr_variant var)
-{
-    kr_partition_set *set = malloc(sizeof *set);
-    if (set == NULL)
-        return CLI_EXIT_FAIL;
-    kr_error err = {0};
-    int rc = kr_search_partitions(job, var, 1, set, &err), gpus = 1;
-    if (rc) {
-        free(set);
-        return cli_report(rc, &err);
-    }
-    for (int i = 0; i < set->n; i++)
-        if (set->p[i].coll.kind != KR_COLL_NONE && job->tp > gpus)
-            gpus = job->tp;
-    free(set);
-    const char *be = a->backend ? a->backend : "gpu";
-    if (strcmp(be, "gpu") != 0 && strcmp(be, "sim") != 0)
-        return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", be);
-    char extra[512], dir[4200];
-    /* On GPUs the clocks go through --control: kareusd lets unprivileged array tasks lock them. */
-    snprintf(extra, sizeof extra, " --backend %s%s%s --strategy %s --seed %llu%s%s", be,
-             strcmp(be, "gpu") == 0 ? " --control " : "", strcmp(be, "gpu") == 0 ? a->control : "",
-             a->strategy ? a->strategy : "bo", a->seed, a->variant ? " --variant " : "", a->variant ? a->variant : "");
-    const char *d = a->out ? a->out : "kareus-campaign";
-    char mk[4200];
-    snprintf(mk, sizeof mk, "%s", d);
-    for (char *q = mk + 1; *q; q++) /* mkdir -p: Slurm writes the tasks' output there */
-        if (*q == '/') {
-            *q = '\0';
-            mkdir(mk, 0777);
-            *q = '/';
-        }
-    if (mkdir(d, 0777) != 0 && errno != EEXIST)
-        return cli_usage_error("profile", "--out %s: cannot create the campaign directory: %s", d, strerror(errno));
-    char *real = realpath(d, NULL);
-    snprintf(dir, sizeof dir, "%s", real ? real : d);
-    free(real);
-    char self[4096];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[k > 0 ? k : 0] = '\0';
-    cli_sbatch o = {a->job, dir, extra, k > 0 ? self : "kareus", a->shards ? a->shards : 4,
-                    strcmp(be, "gpu") == 0 ? gpus : 0};
-    return cli_campaign_sbatch(a->sbatch, &o);
-}
-
-/* Search mode: the search module's strategies with the GPU backend, every measurement in the
- * search's log as it is taken; frontier files per partition in --out (default "frontiers"). */
-static int mode_search(const args *a, const kr_job *job, kr_variant var)
-{
-    kr_search_config opt;
-    kr_search_config_default(&opt);
-    if (a->strategy && kr_strategy_parse(a->strategy, &opt.strategy))
-        return cli_usage_error("profile", "--strategy: expected bo, exhaustive or artifact, found '%s'", a->strategy);
-    opt.seed = a->seed;
-    kr_job prior_job;
-    int use_prior = 0, prc = cli_search_prior("profile", a->prior ? a->prior : "sim", job, &prior_job, &use_prior);
-    if (prc)
-        return prc;
-    opt.prior = use_prior ? &prior_job : NULL;
-    opt.prior_sens = a->prior_sens;
-    opt.prior_calib = a->prior_calib;
-    kr_error err = {0};
-    kr_partition_set *set = malloc(sizeof *set);
-    if (set == NULL)
-        return CLI_EXIT_FAIL;
-    int status = 0, rc;
-    if (a->partition == NULL || strcmp(a->partition, "all") == 0)
-        rc = kr_search_partitions(job, var, 1, set, &err);
-    else
-        rc = KR_OK, status = select_partitions(job, var, a->partition, set);
-    if (rc)
-        status = cli_report(rc, &err);
-    cli_shard sh = {0, 1, "--shard"};
-    char logpath[4200], out[4200];
-    if (status == 0 && a->shard)
-        status = cli_shard_parse(a->shard, &sh);
-    if (status == 0)
-        status = cli_shard_path(a->log, &sh, logpath, sizeof logpath);
-    if (status == 0)
-        status = cli_shard_path(a->out ? a->out : "frontiers", &sh, out, sizeof out);
-    kr_backend *gpu = NULL;
-    kr_search_log *log = NULL;
-    if (status == 0 && (rc = kr_search_log_check(logpath, job, &err)))
-        status = cli_report(rc, &err); /* a wrong --log is refused before anything is opened */
-    if (status == 0)
-        status = open_search_backend(a, job, &gpu);
-    if (status == 0 && (rc = kr_search_log_open(logpath, job, &log, &err)))
-        status = cli_report(rc, &err);
-    if (status == 0 && (kr_backend_caps(gpu) & KR_BACKEND_SIMULATED))
-        kr_search_log_set_sync(log, KR_LOG_SYNC_BATCH); /* microseconds a measurement: fsync per batch */
-    if (status == 0 && kr_search_log_warning(log)[0])
-        fprintf(stderr, "kareus profile: warning: %s\n", kr_search_log_warning(log));
-    memcpy(&opt.progress_ud, &a, sizeof a); /* read only by search_progress */
-    opt.progress = search_progress;
-    if (status == 0)
-        printf("%s search of %s (%s) on %s, log %s -> %s%s\n", kr_strategy_name(opt.strategy), job->name,
-               kr_variant_name(var), search_device(gpu), logpath, out, "");
-    if (status == 0 && sh.count > 1)
-        printf("shard %d of %d (from %s): units u with u mod %d = %d\n", sh.index, sh.count, sh.from, sh.count,
-               sh.index);
-    for (int i = 0; i < set->n && status == 0; i++) {
-        if (cli_shard_of(i, sh.count) != sh.index)
-            continue;
-        kr_partition_frontier front;
-        kr_search_stats st;
-        rc = kr_search_partition(job, &set->p[i], gpu, log, &opt, &front, &st, &err);
-        if (rc == KR_OK) {
-            rc = kr_search_write_frontier(out, &front, &err);
-            printf("  %-12s %5ld of %6ld configurations (%5.1f%%), %ld measured now, %ld from the log; %s; "
-                   "frontier %ld points\n",
-                   set->p[i].key, st.evaluated, st.space_size,
-                   st.space_size ? 100.0 * (double)st.evaluated / (double)st.space_size : 0.0, st.measured, st.from_log,
-                   st.stop, st.front_eff);
-            kr_frontier_free(&front);
-        }
-        if (rc)
-            status = report_failure(rc, err.msg);
-    }
-    kr_search_log_close(log);
-    kr_backend_destroy(gpu);
-    free(set);
-    return status;
-}
-
 /* ---- arguments ----------------------------------------------------------------------------------- */
 
-static int parse_args(int argc, char **argv, args *a)
+static int parse_args(int argc, char **argv, profile_args *a)
 {
     memset(a, 0, sizeof *a);
     a->control = "nvml";
@@ -868,17 +546,25 @@ static int parse_args(int argc, char **argv, args *a)
     if (next < argc)
         return cli_usage_error("profile", "unexpected argument '%s'", argv[next]);
     int modes = a->plan + a->calibrate + a->check + (a->nconfigs > 0 && !a->plan) + (a->log != NULL) +
-                a->plan_work + (a->sbatch != NULL);
+                a->plan_work + (a->sbatch != NULL) + (a->comm_sweep != NULL);
     if (modes == 0)
         return cli_usage_error("profile", "expected a mode: --config, --log (search), --plan, --plan-work, "
-                               "--emit-sbatch, --calibrate or --check");
+                               "--emit-sbatch, --comm-sweep, --calibrate or --check");
     if (modes > 1)
         return cli_usage_error("profile", "give one mode: --config, --log, --plan, --plan-work, --emit-sbatch, "
-                               "--calibrate or --check");
+                               "--comm-sweep, --calibrate or --check");
     if (a->backend && strcmp(a->backend, "gpu") != 0 && strcmp(a->backend, "sim") != 0)
         return cli_usage_error("profile", "--backend: expected gpu or sim, found '%s'", a->backend);
-    if (a->backend && a->log == NULL && a->sbatch == NULL)
-        return cli_usage_error("profile", "--backend: expected search mode (--log) or --emit-sbatch");
+    if (a->backend && a->log == NULL && a->sbatch == NULL && a->comm_sweep == NULL)
+        return cli_usage_error("profile", "--backend: expected search mode (--log), --emit-sbatch or --comm-sweep");
+    if (a->comm_sweep && (a->partition || a->variant || a->strategy || a->out || a->details))
+        return cli_usage_error("profile", "--%s: not with --comm-sweep (it sweeps the collectives of every partition "
+                               "of the job, alone, into its own log)",
+                               a->partition ? "partition" : a->variant ? "variant" : a->strategy ? "strategy"
+                               : a->out ? "out" : "details");
+    if ((a->clocks || a->ctas || a->kernels || a->max_points) && a->comm_sweep == NULL)
+        return cli_usage_error("profile", "--%s: expected --comm-sweep",
+                               a->clocks ? "clocks" : a->ctas ? "ctas" : a->kernels ? "kernels" : "max-points");
     if (a->shard && a->log == NULL && !a->plan_work)
         return cli_usage_error("profile", "--shard: expected search mode (--log) or --plan-work");
     if ((a->plan || a->nconfigs > 0) && a->partition == NULL)
@@ -890,14 +576,14 @@ static int parse_args(int argc, char **argv, args *a)
 
 int cmd_profile(int argc, char **argv)
 {
-    args a;
+    profile_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? 0 : rc;
     if (a.check)
-        return mode_check(&a);
+        return profile_mode_check(&a);
     if (a.calibrate)
-        return mode_calibrate(&a);
+        return profile_mode_calibrate(&a);
     kr_variant var = KR_VARIANT_KAREUS;
     if (a.variant && kr_variant_parse(a.variant, &var))
         return cli_usage_error("profile", "--variant: expected kareus, sequential or default-overlap, found '%s'",
@@ -906,15 +592,17 @@ int cmd_profile(int argc, char **argv)
     if ((rc = cli_load_job(a.job, &job)))
         return rc;
     if (a.log)
-        return mode_search(&a, &job, var);
+        return profile_mode_search(&a, &job, var);
+    if (a.comm_sweep)
+        return profile_mode_comm_sweep(&a, &job);
     if (a.plan_work)
-        return mode_plan_work(&a, &job, var);
+        return profile_mode_plan_work(&a, &job, var);
     if (a.sbatch)
-        return mode_sbatch(&a, &job, var);
+        return profile_mode_sbatch(&a, &job, var);
     kr_partition_set *set = malloc(sizeof *set);
     if (set == NULL)
         return CLI_EXIT_FAIL;
-    rc = select_partitions(&job, var, a.partition ? a.partition : "all", set);
+    rc = profile_select_partitions(&job, var, a.partition ? a.partition : "all", set);
     if (rc == 0)
         rc = a.plan ? mode_plan(&a, &job, set) : mode_configs(&a, &job, set);
     free(set);

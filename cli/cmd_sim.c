@@ -31,7 +31,9 @@ static const char check_head[] =
     "CSV files in the Kareus artifact's energy_results.csv layout, the clock of each) and prints,\n"
     "per clock: median and 90th-percentile relative error of time, energy and average power,\n"
     "Spearman rank correlation of time over all rows, of the overlap windows and of the CTA\n"
-    "counts; and the measured vs predicted ratios of time and energy to the first clock.\n";
+    "counts; and the measured vs predicted ratios of time and energy to the first clock.\n"
+    "With a comm-sweep log (kareus profile --comm-sweep) as --data: the simulator's comm kernels\n"
+    "against every point of it (median and largest relative time error).\n";
 
 /* What the options set. */
 typedef struct check_args {
@@ -68,18 +70,23 @@ static const cli_optset check_set = {"sim check", check_head, check_opts, CLI_OP
 
 static const char calib_head[] =
     "usage: kareus calibrate --data CALIB.json [--fold odd|even|all] [--fix NAME=VALUE]... [--out GPU.json]\n"
-    "                        [--profile NAME=LO:HI:STEP] [--json]\n\n"
+    "                        [--profile NAME=LO:HI:STEP] [--json]\n"
+    "       kareus calibrate --data SWEEP.jsonl [--base GPU] [--out GPU.json] [--json]\n\n"
     "Fits the constants a measured partition pins down (loaded v_max, the floor power's\n"
     "clock-independent part, host dispatch per op, attention efficiency, the tuned comm kernel's\n"
     "per-CTA bandwidth, saturation and clock exponent, comm CTA power) to the rows of one fold\n"
     "by least squares on log time and log energy, starting from the job's GPU entry, and prints\n"
-    "the fitted values with the check of both folds. Default fold: odd (validate on even).\n";
+    "the fitted values with the check of both folds. Default fold: odd (validate on even).\n"
+    "With a comm-sweep log (kareus profile --comm-sweep) it fits the comm kernels' clock law\n"
+    "instead: comm_clock_exp by least squares on log time, with its RMS and the range the data\n"
+    "allow, written into --base (docs/calibration.md).\n";
 
 /* What the options set. */
 typedef struct calib_args {
     const char *data, *out;
     int fold, json;
     const char *profile;         /* --profile NAME=LO:HI:STEP */
+    const char *base;            /* --base NAME|FILE (comm-sweep logs) */
     int nfixed;
     int fixed[KR_GPU_NPARAMS];   /* --fix: KR_GPU_P_… held at fixed_v */
     double fixed_v[KR_GPU_NPARAMS];
@@ -135,6 +142,10 @@ static const cli_opt calib_opts[] = {
         "  --profile NAME=LO:HI:STEP  refit with NAME held at each value and print the RMS on the rows\n"
         "                of its stage and on all rows, with the range of NAME the data allow\n",
         cli_set_str, calib_args, profile),
+    CLI_OPT("base", 1,
+        "  --base GPU    with a comm-sweep log (kareus profile --comm-sweep): the entry (catalog name or\n"
+        "                file) the fitted comm_clock_exp goes into (default: the log's GPU by name)\n",
+        cli_set_str, calib_args, base),
     CLI_OPT_HELP,
 };
 static const cli_optset calib_set = {"calibrate", calib_head, calib_opts, CLI_OPT_COUNT(calib_opts),
@@ -206,7 +217,12 @@ static int sim_check(int argc, char **argv)
     const char *data = a.data, *gpu_file = a.gpu_file, *rows = a.rows;
     int fold = a.fold, json = a.json;
     if (data == NULL)
-        return cli_usage_error("sim check", "--data: required (a kareus.calib manifest)");
+        return cli_usage_error("sim check", "--data: required (a kareus.calib manifest or a comm-sweep log)");
+    if (kr_profiler_sweep_is_log(data)) {
+        if (rows)
+            return cli_usage_error("sim check", "--rows: not with a comm-sweep log");
+        return cli_sim_check_sweep(data, gpu_file, json);
+    }
     kr_error err = {0};
     kr_sim_calib *cs = calloc(1, sizeof *cs);
     kr_gpu *gpu = calloc(1, sizeof *gpu);
@@ -264,6 +280,62 @@ int cmd_sim(int argc, char **argv)
     return cli_usage_error("sim", "expected the subcommand check, found '%s'", argv[1]);
 }
 
+/* What a harness fit printed: the data, folds, RMS, the set, the fitted entry and the checks. */
+typedef struct calib_fit_view {
+    const char *data;
+    int fold, other;
+    double rms;
+    const kr_sim_calib *cs;
+    const kr_gpu *fit;
+    const kr_sim_calib_report *before, *on_fit, *held;
+} calib_fit_view;
+
+static void fit_print_json(const calib_fit_view *v)
+{
+    int nf;
+    const int *fp = kr_sim_calib_fitted(&nf);
+    json_t *o = json_object(), *p = json_object();
+    json_object_set_new(o, "data", json_string(v->data));
+    json_object_set_new(o, "fold", json_string(fold_name(v->fold)));
+    json_object_set_new(o, "rms_log_error", json_real(v->rms));
+    for (int k = 0; k < nf; k++)
+        json_object_set_new(p, kr_gpu_param(fp[k])->field, json_real(kr_gpu_param_value(v->fit, fp[k])));
+    json_object_set_new(p, "v_exp", json_real(v->fit->v_exp));
+    json_object_set_new(p, "attn_bwd_eff", json_real(v->fit->attn_bwd_eff));
+    json_object_set_new(o, "fitted", p);
+    json_object_set_new(o, "check_fit_fold", report_json(v->on_fit));
+    json_object_set_new(o, "check_held_out", report_json(v->held));
+    json_object_set_new(o, "check_held_out_before", report_json(v->before));
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    puts(s);
+    free(s);
+    json_decref(o);
+}
+
+static void fit_print_text(const calib_fit_view *v, const calib_args *a)
+{
+    int nf;
+    const int *fp = kr_sim_calib_fitted(&nf);
+    const kr_sim_calib *cs = v->cs;
+    printf("fit on fold %s of %s (%s, %d rows): RMS log error %.4f\n", fold_name(v->fold), v->data, cs->partition,
+           cs->n, v->rms);
+    for (int k = 0; k < nf; k++) {
+        int fixed = 0;
+        for (int j = 0; j < a->nfixed; j++)
+            fixed |= a->fixed[j] == fp[k];
+        printf("  %-16s %-12.6g (%s %.6g)\n", kr_gpu_param(fp[k])->field, kr_gpu_param_value(v->fit, fp[k]),
+               fixed ? "held; the entry has" : "was", kr_gpu_param_value(&cs->job.gpu, fp[k]));
+    }
+    printf("  %-16s %-12.6g (follows from v_max)\n", "v_exp", v->fit->v_exp);
+    printf("  %-16s %-12.6g (follows from attn_eff)\n", "attn_bwd_eff", v->fit->attn_bwd_eff);
+    char title[300];
+    snprintf(title, sizeof title, "held-out fold (%s) with the job's GPU entry:", fold_name(v->other));
+    report_print(title, v->before);
+    report_print("fit fold with the fitted constants:", v->on_fit);
+    snprintf(title, sizeof title, "held-out fold (%s) with the fitted constants:", fold_name(v->other));
+    report_print(title, v->held);
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     calib_args a = {.fold = KR_CALIB_ODD};
@@ -273,9 +345,17 @@ int cmd_calibrate(int argc, char **argv)
     const char *data = a.data, *out = a.out;
     int fold = a.fold, json = a.json;
     if (data == NULL)
-        return cli_usage_error("calibrate", "--data: required (a kareus.calib manifest)");
+        return cli_usage_error("calibrate", "--data: required (a kareus.calib manifest or a comm-sweep log)");
     if (out && out[0] == '\0')
         return cli_usage_error("calibrate", "--out: expected a file name, found an empty string");
+    if (kr_profiler_sweep_is_log(data)) {
+        if (a.nfixed || a.profile)
+            return cli_usage_error("calibrate", "--%s: not with a comm-sweep log (it fits comm_clock_exp alone)",
+                                   a.nfixed ? "fix" : "profile");
+        return cli_calib_sweep(data, out, a.base, json);
+    }
+    if (a.base)
+        return cli_usage_error("calibrate", "--base: expected a comm-sweep log as --data");
     kr_error err = {0};
     kr_sim_calib *cs = calloc(1, sizeof *cs);
     kr_gpu *fit = calloc(1, sizeof *fit);
@@ -314,42 +394,11 @@ int cmd_calibrate(int argc, char **argv)
     for (int k = 0; k < nf; k++)
         snprintf(fit->source[fp[k]], KR_SOURCE_MAX, "%s", src);
     snprintf(fit->source[KR_GPU_P_v_exp], KR_SOURCE_MAX, "D: V(f) through v_min, 0.744 V @1155 MHz and the fitted v_max");
-    if (json) {
-        json_t *o = json_object(), *p = json_object();
-        json_object_set_new(o, "data", json_string(data));
-        json_object_set_new(o, "fold", json_string(fold_name(fold)));
-        json_object_set_new(o, "rms_log_error", json_real(rms));
-        for (int k = 0; k < nf; k++)
-            json_object_set_new(p, kr_gpu_param(fp[k])->field, json_real(kr_gpu_param_value(fit, fp[k])));
-        json_object_set_new(p, "v_exp", json_real(fit->v_exp));
-        json_object_set_new(p, "attn_bwd_eff", json_real(fit->attn_bwd_eff));
-        json_object_set_new(o, "fitted", p);
-        json_object_set_new(o, "check_fit_fold", report_json(&on_fit));
-        json_object_set_new(o, "check_held_out", report_json(&held));
-        json_object_set_new(o, "check_held_out_before", report_json(&before));
-        char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        puts(s);
-        free(s);
-        json_decref(o);
-    } else {
-        printf("fit on fold %s of %s (%s, %d rows): RMS log error %.4f\n", fold_name(fold), data, cs->partition, cs->n,
-               rms);
-        for (int k = 0; k < nf; k++) {
-            int fixed = 0;
-            for (int j = 0; j < a.nfixed; j++)
-                fixed |= a.fixed[j] == fp[k];
-            printf("  %-16s %-12.6g (%s %.6g)\n", kr_gpu_param(fp[k])->field, kr_gpu_param_value(fit, fp[k]),
-                   fixed ? "held; the entry has" : "was", kr_gpu_param_value(&cs->job.gpu, fp[k]));
-        }
-        printf("  %-16s %-12.6g (follows from v_max)\n", "v_exp", fit->v_exp);
-        printf("  %-16s %-12.6g (follows from attn_eff)\n", "attn_bwd_eff", fit->attn_bwd_eff);
-        char title[300];
-        snprintf(title, sizeof title, "held-out fold (%s) with the job's GPU entry:", fold_name(other));
-        report_print(title, &before);
-        report_print("fit fold with the fitted constants:", &on_fit);
-        snprintf(title, sizeof title, "held-out fold (%s) with the fitted constants:", fold_name(other));
-        report_print(title, &held);
-    }
+    calib_fit_view v = {data, fold, other, rms, cs, fit, &before, &on_fit, &held};
+    if (json)
+        fit_print_json(&v);
+    else
+        fit_print_text(&v, &a);
     if (out)
         rc = kr_gpu_write_json(out, fit, &err);
 done:

@@ -10,7 +10,7 @@ build=$1 seconds=$2
 shift 2
 src=$(cd "$(dirname "$0")" && pwd)
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(job gpu plan options frontier summary mlog artifact)
+[ ${#names[@]} -gt 0 ] || names=(job gpu plan options frontier summary mlog sweep artifact)
 status=0
 for n in "${names[@]}"; do
   bin="$build/fuzz_$n"

@@ -15,7 +15,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 if command -v clang >/dev/null; then
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DKAREUS_FUZZ=ON -DKAREUS_WERROR=OFF \
         -DKAREUS_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  cmake --build build-fuzz --target fuzz_job fuzz_gpu fuzz_plan fuzz_options fuzz_frontier fuzz_summary fuzz_mlog fuzz_artifact
+  cmake --build build-fuzz --target fuzz_job fuzz_gpu fuzz_plan fuzz_options fuzz_frontier fuzz_summary fuzz_mlog fuzz_sweep fuzz_artifact
   bash fuzz/run.sh build-fuzz "$FUZZ_SECONDS"
 else
   echo "ci-steps-i14a: clang not found: fuzzers not run (apt-get install -y clang)" >&2

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # device-check.sh — the hardware profiler on a real GPU, in one go, within 8 minutes: builds
 # kareus with the CUDA library, checks every kernel against its CPU reference, calibrates the
-# GPU's constants (--quick), measures one partition sweep at a few configurations, and compares
-# measured against simulated time and energy (the catalog's GPU and the calibrated one).
+# GPU's constants (--quick), sweeps the comm kernel alone over clocks x CTAs and fits its clock
+# law (kareus profile --comm-sweep, kareus calibrate: comm_clock_exp), measures one partition
+# sweep at a few configurations, and compares measured against simulated time and energy (the
+# catalog's GPU and the calibrated one).
 #
 #   sudo scripts/device-check.sh              results in ./device-check-out (or $OUT if set)
 #
@@ -119,11 +121,7 @@ if [ -z "$base" ]; then
 fi
 echo "GPU '$gpu' -> catalog entry $base"
 
-step "calibration (--quick)"
-run calibrate 200 "$OUT/calibrate.txt" "$KAREUS" profile --calibrate --quick --base "$base" \
-  --out "$OUT/gpu-calibrated.json" --raw "$OUT/gpu-calibrated.raw.json" --cooldown-ratio 0.3
-
-step "partition sweep: measured vs simulated"
+step "job and clocks"
 job=${KR_DC_JOB:-$OUT/job.json}
 if [ -z "${KR_DC_JOB:-}" ]; then
   cat >"$job" <<EOF
@@ -137,6 +135,24 @@ case "$fmax" in '' | *[!0-9]*) fmax=1980 ;; esac
 fmid=$((fmax - 480))
 flow=$((fmax - 960))
 echo "sweep clocks: $fmax, $fmid, $flow MHz"
+
+step "calibration (--quick)"
+run calibrate 200 "$OUT/calibrate.txt" "$KAREUS" profile --calibrate --quick --base "$base" \
+  --out "$OUT/gpu-calibrated.json" --raw "$OUT/gpu-calibrated.raw.json" --cooldown-ratio 0.3
+
+step "comm sweep: the comm kernel alone over clocks x CTAs, and the clock law fitted (issue 31)"
+# One GPU: the single-GPU proxy (the CTA structure of the comm kernel, copies through HBM); with
+# more, NCCL. 3 clocks x 3 CTA counts, one settle per clock, no cooldown: about 45 s. The fit sets
+# comm_clock_exp only (docs/calibration.md, "Pinning the comm clock law on hardware").
+run comm-sweep 60 "$OUT/comm-sweep.txt" "$KAREUS" profile --job "$job" --comm-sweep "$OUT/comm-sweep.jsonl" \
+  --clocks "$fmax,$fmid,$flow" --ctas 1,2,4 --window 1 --repeats 3 --cooldown-ratio 0
+commbase=$base
+[ -f "$OUT/gpu-calibrated.json" ] && commbase=$OUT/gpu-calibrated.json
+run comm-fit 30 "$OUT/comm-fit.txt" "$KAREUS" calibrate --data "$OUT/comm-sweep.jsonl" --base "$commbase" \
+  --out "$OUT/gpu-comm.json"
+echo "fitted: $(grep -h 'comm_clock_exp' "$OUT/comm-fit.txt" 2>/dev/null | head -1 || echo 'no fit')"
+
+step "partition sweep: measured vs simulated"
 "$KAREUS" profile --job "$job" --partition fwd_attn --plan --config "$fmax,12,linear_0" >"$OUT/plan-fwd_attn.txt" 2>&1 || true
 simgpu=()
 [ -f "$OUT/gpu-calibrated.json" ] && simgpu=(--sim-gpu "$OUT/gpu-calibrated.json")
@@ -166,6 +182,10 @@ step "summary"
   echo "## Calibration"
   echo '```'
   cat "$OUT/calibrate.txt" 2>/dev/null || echo "(none)"
+  echo '```'
+  echo "## Comm sweep and the clock law (comm_clock_exp)"
+  echo '```'
+  cat "$OUT/comm-fit.txt" 2>/dev/null || echo "(none)"
   echo '```'
   for k in fwd_attn fwd_mlp bwd_attn; do
     echo "## Sweep $k (time in ms, energy in J per GPU and execution; ratios measured / simulated)"

@@ -5,6 +5,9 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "kareus/kareus.h"
 #include "kareus/profiler.h"
@@ -1553,6 +1556,158 @@ static void gpu_kernels_match_cpu_references(void **state)
     assert_int_equal(rc, KR_OK);
 }
 
+/* ---- comm sweep: the fit of the clock law and the log ------------------------------------------ */
+
+/* Synthetic points of one kernel's law (the simulator's forms) on a 3 x 5 grid, times scaled by
+ * 1 + noise·z, z standard normal from rng (NULL: exact). */
+static int law_points(kr_profiler_sweep_point *p, kr_profiler_sweep_kernel k, double e, double noise, kr__rng *rng)
+{
+    static const int clocks[] = {1410, 1155, 900}, ctas[] = {1, 2, 4, 8, 16};
+    double c = 8e9, sat = 200e9, alpha = 2e-5;
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++, n++) {
+            kr_profiler_sweep_point *q = &p[n];
+            memset(q, 0, sizeof *q);
+            q->kernel = k;
+            q->coll = KR_COLL_ALLREDUCE;
+            q->bytes = 64e6;
+            q->group = 8;
+            q->ctas = ctas[j];
+            q->freq_mhz = q->clock_mhz = clocks[i];
+            double lin = ctas[j] * c * pow(clocks[i] / 1410.0, e);
+            double bw = k == KR_SWEEP_NCCL ? fmin(sat, lin) : sat * -expm1(-lin / sat);
+            q->time_s = (alpha + kr_profiler_sweep_bus_bytes(q) / bw) * (1 + (rng ? noise * kr__rng_normal(rng) : 0));
+            q->busbw_Bps = kr_profiler_sweep_bus_bytes(q) / q->time_s;
+            q->ranks = 8, q->repeats = 1;
+        }
+    return n;
+}
+
+static void sweep_fit_recovers_the_exponent(void **state)
+{
+    (void)state;
+    kr_profiler_sweep_point p[30];
+    kr_profiler_sweep_fit f;
+    kr_error e = {0};
+    /* Exact points of both laws: the exponent to 1e-3. */
+    for (double want = 0.5; want <= 1.3; want += 0.25) {
+        int n = law_points(p, KR_SWEEP_TUNED, want, 0, NULL);
+        n += law_points(p + n, KR_SWEEP_NCCL, want, 0, NULL);
+        assert_int_equal(kr_profiler_sweep_fit_law(p, n, 1410, &f, &e), KR_OK);
+        assert_true(fabs(f.clock_exp - want) < 1e-3);
+        assert_int_equal(f.ngroups, 2);
+        assert_true(f.rms_log < 1e-4);
+    }
+    /* A group of 3 points (any times) fits every exponent exactly: left out, the fit unchanged. */
+    int n = law_points(p, KR_SWEEP_TUNED, 0.9, 0, NULL);
+    for (int i = 0; i < 3; i++) {
+        p[n + i] = p[i];
+        p[n + i].kernel = KR_SWEEP_NCCL;
+        p[n + i].time_s *= 1.0 + 0.3 * i;
+    }
+    assert_int_equal(kr_profiler_sweep_fit_law(p, n + 3, 1410, &f, &e), KR_OK);
+    assert_int_equal(f.ngroups, 1);
+    assert_int_equal(f.npoints, n);
+    assert_true(fabs(f.clock_exp - 0.9) < 1e-3);
+    /* 1.5 % Gaussian noise on the proxy's law alone (15 points, as a short GPU sweep), 40 draws:
+     * unbiased, every fit within 0.1, and the stated range holds the truth about as often as a
+     * 95 % interval should (measured: 36 of 40). */
+    kr__rng rng;
+    kr__rng_seed(&rng, 7);
+    int cover = 0;
+    double bias = 0;
+    for (int s = 0; s < 40; s++) {
+        n = law_points(p, KR_SWEEP_PROXY, 0.7, 0.015, &rng);
+        assert_int_equal(kr_profiler_sweep_fit_law(p, n, 1410, &f, &e), KR_OK);
+        assert_true(fabs(f.clock_exp - 0.7) < 0.1);
+        assert_true(f.clock_exp_lo <= f.clock_exp && f.clock_exp <= f.clock_exp_hi);
+        cover += f.clock_exp_lo <= 0.7 && 0.7 <= f.clock_exp_hi;
+        bias += (f.clock_exp - 0.7) / 40;
+    }
+    assert_true(fabs(bias) < 0.02);
+    assert_true(cover >= 32);
+    /* One clock pins nothing. */
+    assert_int_equal(kr_profiler_sweep_fit_law(p, 5, 1410, &f, &e), KR_EINVAL);
+}
+
+static char *slurp(const char *path)
+{
+    char *t = NULL;
+    size_t len = 0;
+    kr_error e = {0};
+    return kr__read_file(path, &t, &len, &e) == KR_OK ? t : NULL;
+}
+
+static void sweep_log_resumes_and_refuses_foreign_files(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    char dir[] = "/tmp/kr-sweep-XXXXXX", path[64], notes[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/s.jsonl", dir);
+    snprintf(notes, sizeof notes, "%s/notes.txt", dir);
+    kr_profiler_sweep_config cfg = {2, {KR_SWEEP_TUNED, KR_SWEEP_NCCL}, 2, {1410, 900}, 2, {2, 8}, 0};
+    kr_profiler_sweep_point *pts;
+    int n;
+    kr_error e = {0};
+    assert_int_equal(kr_profiler_sweep_plan(&job, &cfg, &pts, &n, &e), KR_OK);
+    assert_int_equal(n, 8);
+    kr_profiler_sweep_log *log;
+    assert_int_equal(kr_profiler_sweep_log_open(path, &job, "sim", 0, &log, &e), KR_OK);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(kr_profiler_sweep_measure_sim(&job.gpu, &job.cluster, &pts[i], &e), KR_OK);
+        assert_int_equal(kr_profiler_sweep_log_append(log, &pts[i], &e), KR_OK);
+    }
+    kr_profiler_sweep_log_close(log);
+    char *full = slurp(path);
+    assert_non_null(full);
+    /* A torn last line: dropped on open (the file cut after the last newline), points kept. */
+    FILE *f = fopen(path, "a");
+    fputs("{\"kernel\":\"tuned\",\"coll\":\"allre", f);
+    fclose(f);
+    assert_int_equal(kr_profiler_sweep_log_open(path, &job, "sim", 0, &log, &e), KR_OK);
+    assert_non_null(strstr(kr_profiler_sweep_log_warning(log), "dropped a torn last line"));
+    assert_int_equal(kr_profiler_sweep_log_count(log), n);
+    for (int i = 0; i < n; i++)
+        assert_true(kr_profiler_sweep_log_has(log, &pts[i]));
+    kr_profiler_sweep_log_close(log);
+    char *again = slurp(path);
+    assert_string_equal(full, again);
+    assert_true(kr_profiler_sweep_is_log(path));
+    /* Read back: the same points (a blank line, as an editor may leave, is skipped). */
+    f = fopen(path, "a");
+    fputs("\n", f);
+    fclose(f);
+    kr_profiler_sweep_data d;
+    assert_int_equal(kr_profiler_sweep_read(path, &d, &e), KR_OK);
+    assert_int_equal(d.n, n);
+    assert_true(d.p[3].time_s == pts[3].time_s && d.p[3].ctas == pts[3].ctas);
+    assert_string_equal(d.backend, "sim");
+    kr_profiler_sweep_data_free(&d);
+    assert_int_equal(kr_profiler_sweep_log_open(path, &job, "sim", 0, &log, &e), KR_OK);
+    assert_int_equal(kr_profiler_sweep_log_count(log), n);
+    kr_profiler_sweep_log_close(log);
+    /* Another backend, and a file that is not ours: refused, unchanged. */
+    assert_int_equal(kr_profiler_sweep_log_open(path, &job, "gpu", 0, &log, &e), KR_EMISMATCH);
+    f = fopen(notes, "w");
+    fputs("my notes\n", f);
+    fclose(f);
+    assert_false(kr_profiler_sweep_is_log(notes));
+    assert_int_equal(kr_profiler_sweep_log_open(notes, &job, "sim", 0, &log, &e), KR_EPARSE);
+    assert_non_null(strstr(e.msg, "expected a Kareus comm-sweep log"));
+    char *kept = slurp(notes);
+    assert_string_equal(kept, "my notes\n");
+    free(kept);
+    free(again);
+    free(full);
+    free(pts);
+    remove(path);
+    remove(notes);
+    rmdir(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(ref_bf16_rounding),
     cmocka_unit_test(ref_hash_is_stateless_and_uniform),
@@ -1589,6 +1744,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(loader_runs_a_library_through_the_abi),
     cmocka_unit_test(probe_without_a_gpu_names_what_is_missing),
     cmocka_unit_test(gpu_kernels_match_cpu_references),
+    cmocka_unit_test(sweep_fit_recovers_the_exponent),
+    cmocka_unit_test(sweep_log_resumes_and_refuses_foreign_files),
 };
 
 KR_TEST_MAIN(tests)

@@ -514,5 +514,146 @@ int kr_profiler_calib_entry(const kr_gpu *base, kr_profiler_calib *c, kr_error *
 /* Writes every raw point of c as JSON (atomically). */
 int kr_profiler_calib_write_raw(const char *path, const kr_profiler_calib *c, kr_error *err);
 
+
+/* ---- comm sweep (kareus profile --comm-sweep) -------------------------------------------- */
+
+/*
+ * The comm kernel alone, over SM clocks x CTA counts x kernels, for the collectives of a job's
+ * partitions: a JSONL log (docs/formats.md) that `kareus calibrate` fits the comm clock law to.
+ * Kernels: "tuned" and "nccl" on the simulator (kr_sim_collective_kernel); "nccl" on two or
+ * more GPUs; "proxy" on one GPU (the unpaced single-GPU proxy: the same CTA structure moving the
+ * same bytes through HBM, the only SM-issued copy one GPU can time; docs/profiler.md says what it
+ * pins). The CUDA runner has no tuned all-reduce kernel, so a GPU sweep never has "tuned".
+ */
+typedef enum kr_profiler_sweep_kernel {
+    KR_SWEEP_TUNED = 0,
+    KR_SWEEP_NCCL = 1,
+    KR_SWEEP_PROXY = 2
+} kr_profiler_sweep_kernel;
+
+const char *kr_profiler_sweep_kernel_name(kr_profiler_sweep_kernel k); /* "tuned", "nccl", "proxy" */
+int kr_profiler_sweep_kernel_parse(const char *name, kr_profiler_sweep_kernel *out);
+
+/* One point of the sweep: what identifies it, then what was measured (time_s > 0 once it is). */
+typedef struct kr_profiler_sweep_point {
+    kr_profiler_sweep_kernel kernel;
+    kr_coll_kind coll;      /* All-reduce, all-gather or reduce-scatter. */
+    double bytes;           /* nccl-tests size S. */
+    int group;              /* Ranks of the job's collective (its bus bytes: k(group)·S). */
+    int ctas;               /* CTAs of the comm kernel. */
+    int freq_mhz;           /* Clock requested. */
+    int ranks;              /* GPUs it runs on (simulator: group; proxy: 1; NCCL: min(GPUs, group)),
+                               set by the plan: part of the point's identity. */
+    int clock_mhz;          /* Clock it ran at (read back, or the simulator's after throttling). */
+    double time_s, time_sd_s; /* One execution (alpha included), mean and spread over repeats. */
+    double busbw_Bps;       /* k·S / time_s. */
+    double power_w;         /* Mean board power per GPU while it ran. */
+    int repeats;            /* Repeats behind the mean (1 on the simulator). */
+} kr_profiler_sweep_point;
+
+/* Bus bytes of the point's collective: k·S, k = 2(n−1)/n for an all-reduce, (n−1)/n otherwise. */
+double kr_profiler_sweep_bus_bytes(const kr_profiler_sweep_point *p);
+
+/* What to sweep; kr_profiler_sweep_config_default: no kernels, clocks or CTAs (filled by the
+ * caller, e.g. the CLI's defaults). */
+typedef struct kr_profiler_sweep_config {
+    int nkernels;
+    kr_profiler_sweep_kernel kernels[3];
+    int nclocks;
+    int clocks_mhz[32];
+    int nctas;
+    int ctas[32];
+    int ranks;              /* GPUs the NCCL kernel runs on (GPU backend; 1 on the simulator). */
+} kr_profiler_sweep_config;
+
+/*
+ * The points of the sweep, in measurement order (collective, kernel, clock, CTAs; a GPU settles
+ * once per clock): every distinct collective (kind, size, group) of the job's Kareus partitions. *out is
+ * malloc'd (free()). KR_EINVAL for an empty grid or a job without collectives, KR_ERANGE for
+ * CTAs outside 1..sm_count-1 or clocks outside the GPU's range.
+ */
+int kr_profiler_sweep_plan(const kr_job *job, const kr_profiler_sweep_config *cfg, kr_profiler_sweep_point **out,
+                           int *n, kr_error *err);
+
+/* Measures p on the simulator with gpu (the job's or a calibrated entry) and cluster: fills the
+ * measured fields. Kernels tuned and nccl; KR_EINVAL for proxy. */
+int kr_profiler_sweep_measure_sim(const kr_gpu *gpu, const kr_cluster *cluster, kr_profiler_sweep_point *p,
+                                  kr_error *err);
+
+/* Measures p on the runner's GPUs with the protocol (o, clk; ctl locks clocks, *locked_mhz as
+ * kr_profiler_measure): NCCL over min(runner GPUs, group) ranks, or the unpaced proxy on one. */
+int kr_profiler_sweep_measure_gpu(kr_profiler_runner *runner, kr_backend *ctl, const kr_profiler_config *o,
+                                  const kr_profiler_clock *clk, kr_profiler_sweep_point *p, int *locked_mhz,
+                                  kr_error *err);
+
+/*
+ * The sweep log: header {"schema":"kareus.commsweep","version":1,"job":FINGERPRINT,
+ * "job_name","gpu","clock_max_mhz","backend"} then one point per line, appended with one write,
+ * flushed (and fsync'd: sync = 1) per line. Opening an existing file refuses one whose first line
+ * is not such a header, of this job and backend, and leaves it byte-identical; a torn last line
+ * (no newline) is dropped from the file with a warning. As the measurement log (search.h).
+ */
+typedef struct kr_profiler_sweep_log kr_profiler_sweep_log;
+
+int kr_profiler_sweep_log_open(const char *path, const kr_job *job, const char *backend, int sync,
+                               kr_profiler_sweep_log **out, kr_error *err);
+/* 1 if a point with p's identity (kernel, collective, size, group, ranks, CTAs, clock) is in the
+ * log. */
+int kr_profiler_sweep_log_has(const kr_profiler_sweep_log *log, const kr_profiler_sweep_point *p);
+int kr_profiler_sweep_log_append(kr_profiler_sweep_log *log, const kr_profiler_sweep_point *p, kr_error *err);
+long kr_profiler_sweep_log_count(const kr_profiler_sweep_log *log);
+const char *kr_profiler_sweep_log_warning(const kr_profiler_sweep_log *log); /* "" if none */
+void kr_profiler_sweep_log_close(kr_profiler_sweep_log *log);
+
+/* A sweep log read back (kr_profiler_sweep_read; free with kr_profiler_sweep_data_free). */
+typedef struct kr_profiler_sweep_data {
+    char job[17], job_name[128], gpu[KR_NAME_MAX], backend[16];
+    double clock_max_mhz;
+    int n;
+    kr_profiler_sweep_point *p;   /* Duplicates dropped (first kept). */
+    char warning[512];            /* Torn last line, duplicates ("" if none). */
+} kr_profiler_sweep_data;
+
+/* 1 if path's first line is a comm-sweep header (what `kareus calibrate` detects), else 0. */
+int kr_profiler_sweep_is_log(const char *path);
+/* Reads a sweep log without changing it (a torn last line is skipped with a warning). KR_EPARSE
+ * with FILE:LINE for anything else malformed. */
+int kr_profiler_sweep_read(const char *path, kr_profiler_sweep_data *out, kr_error *err);
+void kr_profiler_sweep_data_free(kr_profiler_sweep_data *d);
+
+/* One group of the fit: the points of one kernel on one collective over the same ranks. */
+typedef struct kr_profiler_sweep_group {
+    kr_profiler_sweep_kernel kernel;
+    kr_coll_kind coll;
+    double bytes;
+    int group, ranks, points;
+    double cta_Bps;         /* Per-CTA bus bandwidth at the top clock. */
+    double sat_Bps;         /* Saturation (the cap the CTAs approach). */
+    double alpha_s;         /* Latency phase. */
+} kr_profiler_sweep_group;
+
+/* The fit of the clock law to a sweep. */
+typedef struct kr_profiler_sweep_fit {
+    double clock_exp;               /* Fitted exponent of (f/f_max). */
+    double clock_exp_lo, clock_exp_hi; /* Range where the residual sum of squares stays within
+                                       an F-test's 95 % bound of its minimum (profile over the
+                                       exponent, grid step 0.01 in [0.05, 2.5]). */
+    double rms_log;                 /* RMS of log(time) residuals at the fit. */
+    int npoints, ngroups;
+    kr_profiler_sweep_group groups[24];
+} kr_profiler_sweep_fit;
+
+/*
+ * Fits the comm clock law to the points: per group (kernel, collective) time = alpha + k·S /
+ * B(s, f) with B the simulator's law for that kernel (tuned and proxy: B_sat·(1 − exp(−s·c·x^e /
+ * B_sat)); nccl: min(B_sat, s·c·x^e)), x = clock/clock_max_mhz, one exponent e shared by all
+ * groups; least squares on log time (MINPACK lmdif per group for c, B_sat, alpha; the exponent by
+ * a profile and golden-section search). Groups of fewer than 4 points are left out (3 parameters
+ * fit any exponent). KR_EINVAL when the points cannot pin it (fewer than two clocks, fewer than
+ * 4 points, or no group of 4).
+ */
+int kr_profiler_sweep_fit_law(const kr_profiler_sweep_point *p, int n, double clock_max_mhz,
+                              kr_profiler_sweep_fit *out, kr_error *err);
+
 KR_END_DECLS
 #endif

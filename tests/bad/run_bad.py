@@ -378,6 +378,47 @@ def build_log_cases():
          links={"link.jsonl": "real.jsonl"})
 
 
+# ---- comm-sweep logs (kareus profile --comm-sweep FILE, kareus calibrate --data FILE) -------------
+
+SWEEP = ["profile", "--backend", "sim", "--quiet", "--clocks", "1410,1020", "--ctas", "1,4", "--kernels", "tuned",
+         "--comm-sweep"]
+
+
+def sweep_case(name, data, *needles, fname="s.jsonl"):
+    data = data if isinstance(data, bytes) else data.encode()
+    case("sweep-" + name, {fname: data}, SWEEP + [fname], fname, *needles)
+    case("sweep-calibrate-" + name, {fname: data}, ["calibrate", "--data", fname, "--base", "a100"], fname, *needles)
+
+
+def build_sweep_cases():
+    log = base("sweep.jsonl").decode()
+    lines = log.split("\n")
+    # Not ours: refused by the sweep, and calibrate reads it as a calibration manifest (and fails).
+    case("sweep-notes", {"notes.txt": b"my notes about the sweep\n"}, SWEEP + ["notes.txt"],
+         "notes.txt:1: expected a Kareus comm-sweep log")
+    case("sweep-search-log", {"m.jsonl": base("log.jsonl")}, SWEEP + ["m.jsonl"],
+         'm.jsonl:1: $.schema: expected "kareus.commsweep"')
+    case("sweep-other-job", {"s.jsonl": log.replace('"job":"%s","job_name"' % FP, '"job":"0000000000000000","job_name"', 1).encode()},
+         SWEEP + ["s.jsonl"], "s.jsonl:1: job: expected the fingerprint of job 'default'")
+    sweep_case("header-version-2", log.replace('"version":1', '"version":2', 1), ":1: $.version")
+    sweep_case("header-unknown-field", log.replace('"version":1', '"version":1,"x":2', 1), ":1: $.x")
+    sweep_case("header-backend", log.replace('"backend":"sim"', '"backend":"cuda"', 1), ":1: $.backend")
+    sweep_case("unknown-kernel", log.replace('"kernel":"tuned"', '"kernel":"mscclpp"', 1), ":2: $.kernel: expected tuned, nccl or proxy")
+    sweep_case("unknown-coll", log.replace('"coll":"allreduce"', '"coll":"broadcast"', 2), ":2: $.coll")
+    sweep_case("negative-time", re.sub(r'"time_s":[0-9.e-]+', '"time_s":-1', log, count=1), ":2: $.time_s")
+    sweep_case("ctas-string", log.replace('"ctas":4', '"ctas":"four"', 1), ":4: $.ctas: expected an integer")
+    sweep_case("line-unknown-field", log.replace('"repeats":1', '"repeats":1,"note":"x"', 1), ":2: $.note")
+    sweep_case("line-other-job", "\n".join([lines[0], lines[1].replace(FP, "0000000000000000")] + lines[2:]),
+               ":2: $.job: expected the header's job fingerprint")
+    sweep_case("torn-middle-line", "\n".join([lines[0], lines[1][:40]] + lines[2:]), ":2:40: invalid JSON")
+    sweep_case("second-header", "\n".join([lines[0], lines[0]] + lines[1:]), ":2: $.schema")
+    for opt, val, needle in (("--clocks", "1410,,1020", "--clocks: expected a comma-separated list of integers, found '1410,,1020'"),
+                             ("--ctas", "0", "--ctas: expected an integer in [1, 65536], found 0"),
+                             ("--kernels", "fast", "--kernels: expected up to 3 of tuned, nccl, proxy"),
+                             ("--max-points", "0", "--max-points: expected an integer in [1, 1000000]")):
+        case("sweep-option" + opt, {}, ["profile", "--backend", "sim", "--comm-sweep", "s.jsonl", opt, val], needle)
+
+
 # ---- shard logs and shard specs (kareus log merge OUT SHARD..., kareus profile --shard) -------
 
 MERGE = ["log", "merge", "merged.jsonl", "good.jsonl"]
@@ -527,7 +568,7 @@ def main():
     only = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else None
     FP = current_fp()
     for b in (build_job_cases, build_gpu_cases, build_plan_cases, build_options_cases, build_frontier_cases,
-              build_log_cases, build_merge_cases, build_report_cases, build_path_cases):
+              build_log_cases, build_sweep_cases, build_merge_cases, build_report_cases, build_path_cases):
         b()
     names = [c[0] for c in CASES]
     assert len(names) == len(set(names)), "duplicate case names"
