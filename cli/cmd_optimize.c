@@ -150,6 +150,10 @@ static void print_table(const kr_optimize_result *r, const char *out)
            "frontiers as the paper computes them; \"--\" = no plan qualifies. Solver vs simulation: at most\n"
            "%.2f%% apart in time, %.2f%% in energy. %.2f s in all.\n",
            100 * r->max_time_err, 100 * r->max_energy_err, r->wall_s);
+    const kr_method_result *k = &r->m[KR_METHOD_KAREUS];
+    if (k->enabled && k->from_np)
+        printf("Kareus's frontier: %d steps, %d its own, %d Nanobatching+Perseus's (run as Kareus plans on NCCL).\n",
+               k->nsteps, k->steps_own, k->nsteps - k->steps_own);
     if (out)
         printf("Results in %s/ (report.html, summary.json, plans/, frontiers/).\n", out);
 }

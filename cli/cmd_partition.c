@@ -171,7 +171,7 @@ static int eval(int argc, char **argv)
     kr_partition p;
     if ((rc = find_partition(&job, var, key, &p)))
         return rc;
-    kr_config cfg = {0, 0, KR_SLOT_NONE};
+    kr_config cfg = {0, 0, KR_SLOT_NONE, 0};
     int fixed = p.variant != KR_VARIANT_KAREUS || p.per_stage > 0;
     if (fixed) {
         cfg.sms = p.fixed_sms;

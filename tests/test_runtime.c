@@ -61,11 +61,11 @@ static void make_plan(kr_plan *plan, int stages, int mb, freq_fn f)
             in->chunk = 0;
             in->freq_mhz = f(in->kind, in->microbatch);
             if (in->kind == KR_INSTR_FORWARD) {
-                in->comm[0] = (kr_comm_setting){"fwd_attn", 0, "rope_0", 8 + in->microbatch % 8};
+                in->comm[0] = (kr_comm_setting){"fwd_attn", 0, "rope_0", 8 + in->microbatch % 8, 0};
                 in->ncomm = 1;
             } else {
-                in->comm[0] = (kr_comm_setting){"bwd_mlp", 0, "none", 4};
-                in->comm[1] = (kr_comm_setting){"fwd_attn", 1, "norm_0", 6};
+                in->comm[0] = (kr_comm_setting){"bwd_mlp", 0, "none", 4, 0};
+                in->comm[1] = (kr_comm_setting){"fwd_attn", 1, "norm_0", 6, 0};
                 in->ncomm = 2;
             }
         }

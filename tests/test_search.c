@@ -27,6 +27,15 @@ static long space_size_of(const kr_job *job, const kr_partition *p)
     return kr_search_space_size(&sp);
 }
 
+/* The size of p's space with the tuned kernel alone and no baseline: the reference's space. */
+static long tuned_size_of(const kr_job *job, const kr_partition *p)
+{
+    kr_search_space sp;
+    kr_error e = {0};
+    assert_int_equal(kr_search_space_init_restricted(job, p, KR_SEARCH_ONLY_TUNED, &sp, &e), KR_OK);
+    return kr_search_space_size(&sp);
+}
+
 static void space_sizes_match_reference(void **state)
 {
     (void)state;
@@ -35,11 +44,16 @@ static void space_sizes_match_reference(void **state)
     kr_partition_set set;
     kr_job_default(&job);
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
-    /* kareus-method.md §2: 18 clocks × SM values × slots. */
-    assert_int_equal(space_size_of(&job, find(&set, "fwd_attn")), 720);
-    assert_int_equal(space_size_of(&job, find(&set, "fwd_mlp")), 540);
-    assert_int_equal(space_size_of(&job, find(&set, "bwd_attn")), 720);
-    assert_int_equal(space_size_of(&job, find(&set, "bwd_mlp")), 540);
+    /* kareus-method.md §2: 18 clocks × SM values × slots, with the tuned kernel; ours holds NCCL
+     * too (issue 31), and the A100's 24 NCCL channels are on sms_allreduce: no baseline block. */
+    assert_int_equal(tuned_size_of(&job, find(&set, "fwd_attn")), 720);
+    assert_int_equal(tuned_size_of(&job, find(&set, "fwd_mlp")), 540);
+    assert_int_equal(tuned_size_of(&job, find(&set, "bwd_attn")), 720);
+    assert_int_equal(tuned_size_of(&job, find(&set, "bwd_mlp")), 540);
+    assert_int_equal(space_size_of(&job, find(&set, "fwd_attn")), 1440);
+    assert_int_equal(space_size_of(&job, find(&set, "fwd_mlp")), 1080);
+    assert_int_equal(space_size_of(&job, find(&set, "bwd_attn")), 1440);
+    assert_int_equal(space_size_of(&job, find(&set, "bwd_mlp")), 1080);
     kr_search_space sp;
     assert_int_equal(kr_search_space_init(&job, find(&set, "fwd_attn"), &sp, &e), KR_OK);
     assert_int_equal(sp.nclocks, 18);
@@ -49,6 +63,9 @@ static void space_sizes_match_reference(void **state)
     assert_int_equal(sp.sms[0], 3);
     assert_int_equal(sp.sms[9], 30);
     assert_int_equal(sp.nslots, 4);
+    assert_int_equal(sp.nkernels, 2);
+    assert_int_equal(sp.has_base, 1);
+    assert_int_equal(sp.nbase, 0);
 
     kr_job cp;
     assert_int_equal(kr_job_builtin("llama3.2-3b-cp2tp4-mbs8-s4096", &cp, &e), KR_OK);
@@ -61,9 +78,15 @@ static void space_sizes_match_reference(void **state)
                  {"bwd_a_rs", 360},   {"bwd_a_ag", 360},    {"bwd_o_ag", 720},  {"bwd_o_ar", 180}};
     assert_int_equal(set.n, 12);
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        long got = space_size_of(&cp, find(&set, table[i].key));
+        const kr_partition *q = find(&set, table[i].key);
+        long got = tuned_size_of(&cp, q);
         if (got != table[i].size)
             fail_msg("%s: space %ld, reference %ld", table[i].key, got, table[i].size);
+        /* Both kernels; all-gathers and reduce-scatters search 1..20 CTAs, so NCCL's 24 are a
+         * baseline block: one configuration more per clock. */
+        long want = 2 * table[i].size + (q->coll.kind == KR_COLL_ALLREDUCE ? 0 : 18);
+        if ((got = space_size_of(&cp, q)) != want)
+            fail_msg("%s: space %ld, expected %ld", table[i].key, got, want);
     }
     /* Baselines and non-partition work: the clock only. */
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_SEQUENTIAL, &set, &e), KR_OK);
@@ -84,7 +107,77 @@ static void space_sizes_match_reference(void **state)
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
     long nclk = (job.clock_max_mhz - job.clock_min_mhz) / job.clock_step_mhz + 1;
     assert_true(nclk > 18);
-    assert_int_equal(space_size_of(&job, find(&set, "fwd_attn")), nclk * 40);
+    assert_int_equal(space_size_of(&job, find(&set, "fwd_attn")), nclk * 80);
+}
+
+/* restrict_space (an ablation): which knobs each flag fixes, and that the baseline's execution
+ * is then no extra candidate; every restricted configuration is one of the whole space (the
+ * CTA count fixed at NCCL's 24 is on the all-reduce list). */
+static void restricted_spaces_fix_their_knobs(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_error e = {0};
+    kr_partition_set set;
+    kr_job_default(&job);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
+    const kr_partition *p = find(&set, "fwd_attn");
+    kr_search_space all, sp;
+    assert_int_equal(kr_search_space_init(&job, p, &all, &e), KR_OK);
+    static const struct {
+        unsigned flags;
+        int nkernels, kernel0, nslots, nsms;
+    } cases[] = {{KR_SEARCH_ONLY_TUNED, 1, KR_KERNEL_TUNED, 4, 10},
+                 {KR_SEARCH_ONLY_NCCL, 1, KR_KERNEL_NCCL, 4, 10},
+                 {KR_SEARCH_FIX_SMS, 2, KR_KERNEL_TUNED, 4, 1},
+                 {KR_SEARCH_FIX_SLOT, 2, KR_KERNEL_TUNED, 1, 10},
+                 {KR_SEARCH_FIX_SMS | KR_SEARCH_FIX_SLOT | KR_SEARCH_ONLY_NCCL, 1, KR_KERNEL_NCCL, 1, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(kr_search_space_init_restricted(&job, p, cases[i].flags, &sp, &e), KR_OK);
+        assert_int_equal(sp.nkernels, cases[i].nkernels);
+        assert_int_equal(sp.kernels[0], cases[i].kernel0);
+        assert_int_equal(sp.nslots, cases[i].nslots);
+        assert_int_equal(sp.nsms, cases[i].nsms);
+        assert_int_equal(sp.has_base, 0);
+        assert_int_equal(sp.nbase, 0);
+        assert_int_equal(kr_search_space_size(&sp), 18L * cases[i].nkernels * cases[i].nslots * cases[i].nsms);
+        if (cases[i].flags & KR_SEARCH_FIX_SMS)
+            assert_int_equal(sp.sms[0], (int)job.gpu.nccl_ctas);
+        if (cases[i].flags & KR_SEARCH_FIX_SLOT)
+            assert_int_equal(p->slots[sp.slots[0]].op_index, 0);
+        for (long k = 0; k < kr_search_space_size(&sp); k++) {
+            kr_config c;
+            long idx;
+            kr_search_space_config(&sp, k, &c);
+            assert_int_equal(kr_search_space_index(&all, &c, &idx, &e), KR_OK);
+        }
+    }
+    KR_ASSERT_ERR(kr_search_space_init_restricted(&job, p, KR_SEARCH_ONLY_TUNED | KR_SEARCH_ONLY_NCCL, &sp, &e),
+                  KR_EINVAL, e, "at most one ONLY_ kernel");
+    KR_ASSERT_ERR(kr_search_space_init_restricted(&job, p, 1u << 9, &sp, &e), KR_EINVAL, e, "restrict_space");
+    /* Baselines search the clock whatever the flags. */
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_DEFAULT_OVERLAP, &set, &e), KR_OK);
+    assert_int_equal(kr_search_space_init_restricted(&job, find(&set, "fwd_attn"), KR_SEARCH_FIX_SLOT, &sp, &e), KR_OK);
+    assert_int_equal(kr_search_space_size(&sp), 18);
+    /* The baseline block: NCCL left out of planning.comm_kernels, so its execution is one
+     * configuration more per clock, after the clock's grid, and indexes back to itself. */
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
+    job.ncomm_kernels = 1;
+    assert_int_equal(kr_search_space_init(&job, find(&set, "fwd_attn"), &sp, &e), KR_OK);
+    assert_int_equal(sp.nbase, 1);
+    assert_int_equal(kr_search_space_size(&sp), 18 * 41);
+    for (int ci = 0; ci < 18; ci++) {
+        kr_config c;
+        long idx;
+        kr_search_space_config(&sp, ci * 41L + 40, &c);
+        assert_int_equal(c.kernel, KR_KERNEL_NCCL);
+        assert_int_equal(c.sms, (int)job.gpu.nccl_ctas);
+        assert_int_equal(c.freq_mhz, sp.clocks[ci]);
+        assert_int_equal(kr_search_space_index(&sp, &c, &idx, &e), KR_OK);
+        assert_int_equal(idx, ci * 41L + 40);
+        c.sms = 3; /* NCCL elsewhere is not in this space */
+        KR_ASSERT_ERR(kr_search_space_index(&sp, &c, &idx, &e), KR_ERANGE, e, "kernel: expected one of {0}");
+    }
 }
 
 static void space_index_round_trip_and_errors(void **state)
@@ -104,12 +197,12 @@ static void space_index_round_trip_and_errors(void **state)
         assert_int_equal(kr_search_space_index(&sp, &c, &j, &e), KR_OK);
         assert_int_equal(j, i);
     }
-    kr_config c = {1415, 3, 0};
+    kr_config c = {1415, 3, 0, 0};
     long j;
     KR_ASSERT_ERR(kr_search_space_index(&sp, &c, &j, &e), KR_ERANGE, e, "freq: expected a planning clock");
-    c = (kr_config){1410, 4, 0};
+    c = (kr_config){1410, 4, 0, 0};
     KR_ASSERT_ERR(kr_search_space_index(&sp, &c, &j, &e), KR_ERANGE, e, "sm: expected one of {3, 6, 9");
-    c = (kr_config){1410, 3, 3};
+    c = (kr_config){1410, 3, 3, 0};
     KR_ASSERT_ERR(kr_search_space_index(&sp, &c, &j, &e), KR_ERANGE, e, "slot");
     /* Empty clock list and empty SM list. */
     kr_job bad = job;
@@ -150,17 +243,17 @@ static void exhaustive_measures_every_config_once(void **state)
     kr_partition_frontier f;
     kr_search_stats st;
     assert_int_equal(kr_search_partition(&job, find(&set, "fwd_attn"), b, NULL, &o, &f, &st, &e), KR_OK);
-    assert_int_equal(f.n, 720);
-    assert_int_equal(fi->calls, 720);
-    assert_int_equal(st.evaluated, 720);
-    assert_int_equal(st.measured, 720);
+    assert_int_equal(f.n, 1440);
+    assert_int_equal(fi->calls, 1440);
+    assert_int_equal(st.evaluated, 1440);
+    assert_int_equal(st.measured, 1440);
     assert_int_equal(st.from_log, 0);
     assert_string_equal(st.stop, "space exhausted");
     assert_true(st.hv_eff > 0 && st.hv_total > 0);
     assert_true(st.front_eff >= 2);
     assert_string_equal(f.strategy, "exhaustive");
     assert_string_equal(f.backend, "synthetic");
-    assert_int_equal(f.space_size, 720);
+    assert_int_equal(f.space_size, 1440);
     /* Every clock has a per-clock Pareto set. */
     int clocks[32];
     assert_int_equal(kr_frontier_clocks(&f, clocks, 32), 18);
@@ -174,8 +267,17 @@ static void exhaustive_measures_every_config_once(void **state)
     /* A cap stops it early. */
     o.max_evals = 100;
     assert_int_equal(kr_search_partition(&job, find(&set, "fwd_attn"), b, NULL, &o, &f, &st, &e), KR_OK);
-    assert_int_equal(f.n, 100);
+    /* … and the baseline's execution is evaluated at every clock beyond the cap: the first 100
+     * hold it at 1410 MHz, the other 17 clocks add theirs. */
+    assert_int_equal(f.n, 117);
     assert_string_equal(st.stop, "budget");
+    for (int i = 0; i < 18; i++) {
+        kr_config c = {clocks[i], (int)job.gpu.nccl_ctas, 0, KR_KERNEL_NCCL};
+        int found = 0;
+        for (size_t k = 0; k < f.n; k++)
+            found |= memcmp(&f.pts[k].config, &c, sizeof c) == 0;
+        assert_true(found);
+    }
     kr_frontier_free(&f);
     kr_backend_destroy(b);
 }
@@ -220,6 +322,8 @@ static void resume_after_crash_loses_and_duplicates_nothing(void **state)
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
     kr_search_config o;
     kr_search_config_default(&o);
+    /* The reference's space (tuned kernel, no baseline): these counts are the log's mechanics. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     /* Reference: an uninterrupted run without a log. */
     kr_backend *b = fake_backend(&job, 0, NULL);
@@ -281,6 +385,8 @@ static void torn_last_line_is_dropped(void **state)
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
     kr_search_config o;
     kr_search_config_default(&o);
+    /* The reference's space (tuned kernel, no baseline): these counts are the log's mechanics. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     o.max_evals = 10;
     kr_backend *b = fake_backend(&job, 0, NULL);
@@ -354,6 +460,8 @@ static void headerless_old_log_is_read_and_appended(void **state)
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
     kr_search_config o;
     kr_search_config_default(&o);
+    /* The reference's space (tuned kernel, no baseline): these counts are the log's mechanics. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     o.max_evals = 10;
     kr_backend *b = fake_backend(&job, 0, NULL);
@@ -487,6 +595,8 @@ static void replay_reproduces_the_live_search(void **state)
     snprintf(path, sizeof path, "%s/live.jsonl", dir);
     kr_search_config o;
     kr_search_config_default(&o);
+    /* The reference's space (tuned kernel, no baseline): these counts are the log's mechanics. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     kr_backend *b = fake_backend(&job, 0, NULL);
     kr_search_log *log;
@@ -508,7 +618,7 @@ static void replay_reproduces_the_live_search(void **state)
         assert_frontiers_equal(&live[i].front, &rep[i].front);
     }
     /* A configuration that was never recorded is a clear error. */
-    kr_config c = {1395, 3, 0};
+    kr_config c = {1395, 3, 0, 0};
     kr_measurement m;
     assert_int_equal(kr_backend_measure(r, find(&set, "fwd_mlp"), &c, &m), KR_ENOTFOUND);
     assert_non_null(strstr(kr_backend_errmsg(r), "no recorded measurement of fwd_mlp (kareus) at 1395 MHz, slot norm_0, "
@@ -546,7 +656,7 @@ static void replay_reads_the_artifact_format(void **state)
     const kr_partition *p = find(&set, "fwd_attn");
     int slot;
     assert_int_equal(kr_partition_slot_index(p, "rope_0", &slot, &e), KR_OK);
-    kr_config c = {1410, 12, slot};
+    kr_config c = {1410, 12, slot, 0};
     kr_measurement m;
     assert_int_equal(kr_backend_measure(r, p, &c, &m), KR_OK);
     assert_true(m.time_s == 0.0042 && m.energy_j == 1.25);
@@ -563,7 +673,7 @@ static void replay_reads_the_artifact_format(void **state)
     snprintf(spec, sizeof spec, "fwd_attn=%s", other);
     const char *p2[] = {spec};
     assert_int_equal(kr_replay_backend_create(&job, p2, 1, &r, &e), KR_OK);
-    assert_int_equal(kr_backend_measure(r, p, &(kr_config){900, 3, 0}, &m), KR_OK);
+    assert_int_equal(kr_backend_measure(r, p, &(kr_config){900, 3, 0, 0}, &m), KR_OK);
     kr_backend_destroy(r);
     /* Our lines of another job are refused. */
     kr_job cp;
@@ -627,6 +737,7 @@ static void job_search_writes_readable_frontiers(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(space_sizes_match_reference),
     cmocka_unit_test(space_index_round_trip_and_errors),
+    cmocka_unit_test(restricted_spaces_fix_their_knobs),
     cmocka_unit_test(exhaustive_measures_every_config_once),
     cmocka_unit_test(resume_after_crash_loses_and_duplicates_nothing),
     cmocka_unit_test(torn_last_line_is_dropped),

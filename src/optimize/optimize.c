@@ -20,6 +20,7 @@
 #include "kareus/pipesim.h"
 #include "kareus/report.h"
 #include "kareus/sim.h"
+#include "optimize_internal.h"
 #include "util/util.h"
 
 /* The methods' names, X(value, name, slug): the name in tables and the slug in file names. */
@@ -91,6 +92,7 @@ void kr_optimize_result_free(kr_optimize_result *r)
     for (int m = 0; m < KR_NUM_METHODS; m++) {
         free(r->m[m].time_s);
         free(r->m[m].energy_j);
+        free(r->m[m].from_np);
     }
     free(r->search);
     memset(r, 0, sizeof *r);
@@ -116,6 +118,11 @@ typedef struct run {
     kr_search_log *log;
     kr_optimize_result *out;
     variant_state v[3];
+    kr_solve_result np;       /* Nanobatching+Perseus's frontier, kept for Kareus's union */
+    int have_np;
+    kr_solve_result kf;       /* Kareus's own frontier, while its union is in use */
+    kr__union un;             /* Kareus's frontier: its steps ∪ N+P's (union.c) */
+    int have_un;
     kr_error *err;
 } run;
 
@@ -224,6 +231,7 @@ static int prepare_variant(run *r, kr_variant var)
     so.seed = r->o->seed;
     so.progress = search_progress;
     so.progress_ud = r;
+    so.restrict_space = r->o->restrict_space;
     int rc = kr_search_job(job, var, 1, r->b, r->log, &so, &vs->res, &vs->nres, r->err);
     if (rc)
         return kr_error_prefix(r->err, "search (%s)", kr_variant_name(var));
@@ -364,11 +372,42 @@ static int write_plan(run *r, kr_method m, const char *label, const kr_plan *pla
     int rc;
     if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_plan_write(path, plan, r->err)))
         return rc;
+    /* A Kareus plan with partitions on NCCL has no artifact form (KR_EUNSUPPORTED): its JSON plan
+     * alone is written, as for point methods. */
     if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
-        (rc = kr_plan_export_artifact(plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err)))
+        (rc = kr_plan_export_artifact(plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err)) && rc != KR_EUNSUPPORTED)
         return rc;
     kr__strlcpy(p->file, rel, sizeof p->file);
     return r->o->pictures ? kr_report_timeline(r->o->out_dir, m, label, sim, r->job, r->err) : KR_OK;
+}
+
+/* The plan of step `step` of frontier f of method m; Kareus's union frontier: its own step's plan,
+ * or N+P's step's as the kareus variant on NCCL (*from_np = 1). */
+static int step_plan(run *r, kr_method m, const kr_solve_result *f, variant_state *vs, int step, kr_plan *plan,
+                     int *from_np)
+{
+    int rc;
+    *from_np = 0;
+    if (m == KR_METHOD_KAREUS && r->have_un && f == &r->un.u) {
+        int src = r->un.src[step], k = r->un.src_step[step];
+        *from_np = src == KR__SRC_NP;
+        if (*from_np) {
+            const variant_state *nv = &r->v[KR_VARIANT_DEFAULT_OVERLAP];
+            if ((rc = kr_solve_plan(&r->np, solve_dag(nv), &nv->opts, k, r->job, plan, r->err)) == KR_OK &&
+                (rc = kr__union_np_plan(plan, r->job, r->err)) != KR_OK)
+                kr_plan_free(plan);
+        } else {
+            rc = kr_solve_plan(&r->kf, solve_dag(vs), &vs->opts, k, r->job, plan, r->err);
+        }
+        if (rc)
+            return rc;
+        plan->step = step;
+    } else if ((rc = kr_solve_plan(f, solve_dag(vs), &vs->opts, step, r->job, plan, r->err))) {
+        return rc;
+    }
+    kr__strlcpy(plan->method, kr_method_slug(m), sizeof plan->method);
+    kr__strlcpy(plan->variant, kr_variant_name(kr_method_variant(m)), sizeof plan->variant);
+    return KR_OK;
 }
 
 /* Writes, simulates and records one plan of method m. */
@@ -391,16 +430,16 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
     }
     kr_plan plan;
     int rc;
+    int from_np = 0;
     if (given) {
         plan = *given; /* ownership moves here */
     } else {
-        if ((rc = kr_solve_plan(f, solve_dag(vs), &vs->opts, step, r->job, &plan, r->err)))
+        if ((rc = step_plan(r, m, f, vs, step, &plan, &from_np)))
             return rc;
-        kr__strlcpy(plan.method, kr_method_slug(m), sizeof plan.method);
-        kr__strlcpy(plan.variant, kr_variant_name(kr_method_variant(m)), sizeof plan.variant);
     }
     kr_opt_plan *p = &mr->plans[mr->nplans];
     memset(p, 0, sizeof *p);
+    kr__strlcpy(p->source, from_np ? "n+p" : kr_method_slug(m), sizeof p->source);
     kr__strlcpy(p->label, label, sizeof p->label);
     p->step = step;
     p->pred_time_s = plan.pred_time_s;
@@ -449,7 +488,7 @@ static int run_point_method(run *r, kr_method m, variant_state *vs)
     if (rc)
         return rc;
     mr->solve_s = kr__now_s() - t0;
-    mr->nsteps = 1;
+    mr->nsteps = mr->steps_own = 1;
     mr->time_s = malloc(sizeof(double));
     mr->energy_j = malloc(sizeof(double));
     if (mr->time_s == NULL || mr->energy_j == NULL) {
@@ -465,18 +504,29 @@ static int run_point_method(run *r, kr_method m, variant_state *vs)
     return KR_OK;
 }
 
-/* The frontier f of method m into the result, and (with an output directory) frontiers/<m>.csv. */
+/* The frontier f of method m into the result, and (with an output directory) frontiers/<m>.csv
+ * (Kareus's union: with the source of every step). */
 static int record_frontier(run *r, kr_method m, const kr_solve_result *f)
 {
     kr_method_result *mr = &r->out->m[m];
+    int un = m == KR_METHOD_KAREUS && r->have_un;
     mr->nsteps = f->nsteps;
+    mr->steps_own = un ? r->un.own : f->nsteps;
     mr->time_s = malloc(sizeof(double) * (size_t)f->nsteps);
     mr->energy_j = malloc(sizeof(double) * (size_t)f->nsteps);
-    if (mr->time_s == NULL || mr->energy_j == NULL)
+    mr->from_np = un ? malloc(sizeof(int) * (size_t)f->nsteps) : NULL;
+    const char **src = un ? malloc(sizeof(char *) * (size_t)f->nsteps) : NULL;
+    if (mr->time_s == NULL || mr->energy_j == NULL || (un && (mr->from_np == NULL || src == NULL))) {
+        free(src);
         return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
+    }
     for (int k = 0; k < f->nsteps; k++) {
         mr->time_s[k] = f->steps[k].knob_time_s;
         mr->energy_j[k] = f->steps[k].energy_j;
+        if (un) {
+            mr->from_np[k] = r->un.src[k] == KR__SRC_NP;
+            src[k] = mr->from_np[k] ? "n+p" : "kareus";
+        }
     }
     if (r->o->out_dir == NULL)
         return KR_OK;
@@ -485,7 +535,10 @@ static int record_frontier(run *r, kr_method m, const kr_solve_result *f)
     snprintf(rel, sizeof rel, "frontiers/%s.csv", kr_method_slug(m));
     path_join(path, sizeof path, r->o->out_dir, rel);
     int rc = kr__mkdirs(dir, r->err);
-    return rc ? rc : kr_solve_result_write_csv(f, path, r->err);
+    if (rc == KR_OK)
+        rc = kr_solve_result_write_csv_sourced(f, src, un ? r->un.src_step : NULL, path, r->err);
+    free(src);
+    return rc;
 }
 
 /* The plans of frontier f that are simulated and written: fastest, most frugal, 10-point. */
@@ -536,9 +589,25 @@ static int run_method(run *r, kr_method m)
         return kr_error_prefix(r->err, "solve (%s)", kr_method_name(m));
     mr->solve_s = kr__now_s() - t0;
     r->out->solve_s += mr->solve_s;
-    if ((rc = record_frontier(r, m, &f)) == KR_OK)
-        rc = choose_plans(r, m, &f, vs);
-    kr_solve_result_free(&f);
+    const kr_solve_result *front = &f;
+    if (m == KR_METHOD_KAREUS && r->o->restrict_space == 0) {
+        /* Kareus's frontier: its steps ∪ N+P's (union.c); r->kf keeps its own for the plans. */
+        if ((rc = kr__union_build(&f, r->have_np ? &r->np : NULL, &r->un, r->err))) {
+            kr_solve_result_free(&f);
+            return rc;
+        }
+        r->kf = f;
+        r->have_un = 1;
+        front = &r->un.u;
+    }
+    if ((rc = record_frontier(r, m, front)) == KR_OK)
+        rc = choose_plans(r, m, front, vs);
+    if (m == KR_METHOD_NANOBATCH_PERSEUS && rc == KR_OK && !r->have_np) {
+        r->np = f; /* kept for Kareus's union */
+        r->have_np = 1;
+    } else if (!r->have_un || front != &r->un.u) {
+        kr_solve_result_free(&f);
+    }
     return rc;
 }
 
@@ -732,6 +801,8 @@ int kr_optimize(const kr_job *job, const kr_optimize_config *opts, kr_optimize_r
                             o.unit_time_s);
     unsigned methods = o.methods ? o.methods : (1u << KR_NUM_METHODS) - 1;
     methods |= 1u << KR_METHOD_MEGATRON | 1u << KR_METHOD_PERSEUS; /* the metrics' references */
+    if ((methods & (1u << KR_METHOD_KAREUS)) && o.restrict_space == 0)
+        methods |= 1u << KR_METHOD_NANOBATCH_PERSEUS; /* Kareus's frontier takes N+P's steps */
     int rc = kr_job_validate(job, err);
     if (rc)
         return rc;
@@ -754,6 +825,12 @@ int kr_optimize(const kr_job *job, const kr_optimize_config *opts, kr_optimize_r
         rc = run_flow(&r, methods);
     for (int v = 0; v < 3; v++)
         free_variant(&r.v[v]);
+    if (r.have_np)
+        kr_solve_result_free(&r.np);
+    if (r.have_un) {
+        kr_solve_result_free(&r.kf);
+        kr__union_free(&r.un);
+    }
     kr_search_log_close(r.log);
     kr_backend_destroy(own);
     out->wall_s = kr__now_s() - t_start;

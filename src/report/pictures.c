@@ -90,7 +90,7 @@ static int partition_picture(const char *dir, const kr_job *job, const kr_plan_i
     if (rc == KR_OK && in->ncomm > 0) {
         const kr_partition *p = kr_partition_find(set, in->comm[0].key);
         const kr_partition *q = kr_partition_find(dflt, in->comm[0].key);
-        kr_config ck = {in->freq_mhz, in->comm[0].sms, 0}, cd = {in->freq_mhz, q ? q->fixed_sms : 0, q ? q->fixed_slot : 0};
+        kr_config ck = {in->freq_mhz, in->comm[0].sms, 0, 0}, cd = {in->freq_mhz, q ? q->fixed_sms : 0, q ? q->fixed_slot : 0, 0};
         if (p && q && kr_partition_slot_index(p, in->comm[0].slot, &ck.slot, err) == KR_OK &&
             (rc = kr_sim_partition_timeline(job, q, &cd, &tl[0], err)) == KR_OK &&
             (rc = kr_sim_partition_timeline(job, p, &ck, &tl[1], err)) == KR_OK) {
