@@ -112,9 +112,14 @@ int kr__union_build(const kr_solve_result *own, const kr_solve_result *np, kr__u
     /* N+P's steps on the front, fastest last: merged into Kareus's steps (kept whole, in their
      * order) before the first of Kareus's that is faster. */
     int nn = 0;
-    for (int i = k - 1; i >= 0; i--)
+    for (int i = 0; i < k; i++) /* in place: nn <= i */
         if (c[i].front && c[i].src == KR__SRC_NP)
             c[nn++] = c[i];
+    for (int i = 0; i < nn / 2; i++) {
+        cand t = c[i];
+        c[i] = c[nn - 1 - i];
+        c[nn - 1 - i] = t;
+    }
     int m = 0, j = 0;
     for (int i = 0; i <= own->nsteps; i++) {
         for (; j < nn && (i == own->nsteps || c[j].t > own->steps[i].knob_time_s); j++) {
