@@ -580,6 +580,78 @@ static void log_errors_are_precise(void **state)
                      "{\"freq\":1410,\"overlap_start\":\"norm_0\",\"sm\":3,\"time_s\":0.01,\"energy_j\":3.0,"
                      "\"key\":\"fwd_mlp\",\"variant\":\"kareus\",\"job\":\"@FP@\",\"colour\":1}",
                      KR_EPARSE, "log.jsonl:2: $.colour: unknown field");
+    /* The comm kernel: a known name, and only on the kareus variant's collectives. */
+    expect_log_error(&job, path,
+                     "{\"freq\":1410,\"overlap_start\":\"norm_0\",\"sm\":3,\"kernel\":\"cuda\",\"time_s\":0.01,"
+                     "\"energy_j\":3.0,\"key\":\"fwd_mlp\",\"variant\":\"kareus\",\"job\":\"@FP@\"}",
+                     KR_EPARSE, "log.jsonl:2: $.kernel: expected \"tuned\" or \"nccl\", found \"cuda\"");
+    expect_log_error(&job, path,
+                     "{\"freq\":1410,\"overlap_start\":\"norm_0\",\"sm\":24,\"kernel\":\"nccl\",\"time_s\":0.01,"
+                     "\"energy_j\":3.0,\"key\":\"fwd_mlp\",\"variant\":\"default-overlap\",\"job\":\"@FP@\"}",
+                     KR_ERANGE, "log.jsonl:2: $.kernel: expected no kernel (tuned) for fwd_mlp (default-overlap)");
+}
+
+/* The kernel field of the log (issue 31): written as "kernel":"nccl" for NCCL and not at all for
+ * the tuned kernel (so lines from before kernels are tuned ones), read back into the cache, part
+ * of the deduplication key (the same clock, slot and CTAs on the two kernels are two
+ * measurements), and replayed. */
+static void log_kernel_round_trip(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_error e = {0};
+    kr_partition_set set;
+    kr_job_default(&job);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
+    const kr_partition *p = find(&set, "fwd_mlp");
+    const char *dir = kr_test_tmpdir("search_log_kernel");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/log.jsonl", dir);
+    kr_search_config o;
+    kr_search_config_default(&o);
+    o.strategy = KR_STRATEGY_EXHAUSTIVE;
+    kr_backend *b = fake_backend(&job, 0, NULL);
+    kr_partition_frontier f, g;
+    kr_search_stats st;
+    assert_int_equal(search_with_log(&job, p, b, path, &o, &f, &st, &e), KR_OK);
+    assert_int_equal(count_lines(path), 1080);
+    char *text;
+    assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
+    long nccl = 0, tuned = 0;
+    for (const char *l = strchr(text, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+        const char *end = strchr(l + 1, '\n');
+        const char *k = strstr(l + 1, "\"kernel\":");
+        int has = k && k < end;
+        nccl += has && strncmp(k, "\"kernel\":\"nccl\"", 15) == 0;
+        tuned += !has;
+    }
+    free(text);
+    assert_int_equal(nccl, 540);
+    assert_int_equal(tuned, 540);
+    /* Same clock, slot and CTAs on both kernels: both kept, no duplicate warning. */
+    kr_search_log *log;
+    assert_int_equal(kr_search_log_open(path, &job, &log, &e), KR_OK);
+    assert_int_equal(kr_search_log_count(log), 1080);
+    assert_string_equal(kr_search_log_warning(log), "");
+    kr_search_log_close(log);
+    /* A rerun answers everything from the log: the kernel is part of the cache's key. */
+    assert_int_equal(search_with_log(&job, p, b, path, &o, &g, &st, &e), KR_OK);
+    assert_int_equal(st.from_log, 1080);
+    assert_int_equal(st.measured, 0);
+    assert_frontiers_equal(&f, &g);
+    kr_frontier_free(&g);
+    /* A replay of the log gives the kernel's own measurement. */
+    kr_backend *r;
+    const char *paths[] = {path};
+    assert_int_equal(kr_replay_backend_create(&job, paths, 1, &r, &e), KR_OK);
+    for (size_t i = 0; i < f.n; i++) {
+        kr_measurement m;
+        assert_int_equal(kr_backend_measure(r, p, &f.pts[i].config, &m), KR_OK);
+        assert_true(m.time_s == f.pts[i].time_s && m.energy_j == f.pts[i].energy_j);
+    }
+    kr_backend_destroy(r);
+    kr_frontier_free(&f);
+    kr_backend_destroy(b);
 }
 
 static void replay_reproduces_the_live_search(void **state)
@@ -743,6 +815,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(torn_last_line_is_dropped),
     cmocka_unit_test(headerless_old_log_is_read_and_appended),
     cmocka_unit_test(log_errors_are_precise),
+    cmocka_unit_test(log_kernel_round_trip),
     cmocka_unit_test(replay_reproduces_the_live_search),
     cmocka_unit_test(replay_reads_the_artifact_format),
     cmocka_unit_test(job_search_writes_readable_frontiers),
