@@ -38,4 +38,7 @@ void kr__union_free(kr__union *u);
  */
 int kr__union_np_plan(kr_plan *plan, const kr_job *job, kr_error *err);
 
+/* The paper's figures (o->rows) and the largest prediction errors of o's methods (metrics.c). */
+void kr__optimize_metrics(kr_optimize_result *o);
+
 #endif
