@@ -18,12 +18,12 @@ static const char usage_head[] =
     "usage: kareus search [--job FILE] [--partition KEY|all] [--strategy exhaustive|bo|artifact]\n"
     "                     [--variant kareus|sequential|default-overlap] [--log FILE|none] [--seed N]\n"
     "                     [--out DIR] [--backend sim|replay|gpu] [--replay [KEY=]FILE]... [--max-evals N]\n"
-    "                     [--stop X] [--budget N] [--clock-step MHZ] [--prior none|sim|FILE]\n"
+    "                     [--stop X] [--budget N] [--restrict LIST] [--clock-step MHZ] [--prior none|sim|FILE]\n"
     "                     [--prior-features auto|on|off] [--json] [--quiet]\n\n";
 
 /* What the options set. */
 typedef struct search_args {
-    const char *job, *part, *strat, *var, *logpath, *out, *backend, *prior_spec;
+    const char *job, *part, *strat, *var, *logpath, *out, *backend, *prior_spec, *restrict_s;
     const char *replay[64];
     int nreplay, json, quiet, step, prior_sens, prior_calib;
     long seed, max_evals, budget;
@@ -87,8 +87,15 @@ static const cli_opt search_opts[] = {
     CLI_OPT_RANGE("budget", 1,
         "  --budget N          exactly N evaluations per partition, for equal-count comparisons: artifact\n"
         "                      runs its published schedule (initial draw + batches) scaled to N; bo runs\n"
-        "                      to N without its stopping rule (clock-only work still measures every clock)\n",
+        "                      to N without its stopping rule (clock-only work still measures every clock;\n"
+        "                      the baseline's own execution is added at every clock it left out, unless\n"
+        "                      --restrict)\n",
         cli_set_long, search_args, budget, 1, 100000000L),
+    CLI_OPT("restrict", 1,
+        "  --restrict LIST     fix knobs of the kareus variant (an ablation; docs/search.md): only-tuned,\n"
+        "                      only-nccl, fix-sms (NCCL's default CTAs), fix-slot (partition start),\n"
+        "                      comma-separated; the baseline's execution is then no extra candidate\n",
+        cli_set_str, search_args, restrict_s),
     CLI_OPT_RANGE("clock-step", 1,
         "  --clock-step MHZ    planning clock step (down to the GPU's native step)\n",
         cli_set_int, search_args, step, 1, 10000),
@@ -231,6 +238,9 @@ int cmd_search(int argc, char **argv)
         return cli_usage_error("search", "--strategy: expected exhaustive, bo or artifact, found '%s'", strat);
     opt.seed = (unsigned long long)seed;
     opt.max_evals = max_evals;
+    kr_error rerr = {0};
+    if (a.restrict_s && kr_search_restrict_parse(a.restrict_s, &opt.restrict_space, &rerr))
+        return cli_usage_error("search", "--restrict: %s", rerr.msg);
     opt.bo_stop = stop;
     if (budget) {
         /* An equal-count run: N evaluations whatever the strategy's own rule would do. */

@@ -156,9 +156,9 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
  * files are written atomically; if the second cannot be written the first is removed. The paths
  * written go to freqs_path / scheds_path (may be NULL; scheds_path "" when there is none).
  * Returns KR_OK, kr_plan_validate's codes, KR_EMISMATCH (a key missing from an instruction, or
- * backward configs that differ across microbatches without recomputation), KR_EUNSUPPORTED (a
- * partition runs NCCL, which the artifact's config strings cannot express: nothing is written,
- * the message names the first such setting), KR_EIO, KR_ENOMEM.
+ * backward configs that differ across microbatches without recomputation, or a partition on NCCL,
+ * which the artifact's config strings cannot express: nothing is written, the message names the
+ * first such setting), KR_EIO, KR_ENOMEM.
  */
 int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *dir, int index, char *freqs_path,
                             size_t freqs_cap, char *scheds_path, size_t scheds_cap, kr_error *err);

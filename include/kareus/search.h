@@ -95,6 +95,13 @@ int kr_search_space_init(const kr_job *job, const kr_partition *p, kr_search_spa
 int kr_search_space_init_restricted(const kr_job *job, const kr_partition *p, unsigned restrict_space,
                                     kr_search_space *out, kr_error *err);
 
+/*
+ * Parses a restriction list, names separated by commas — only-tuned, only-nccl, fix-sms,
+ * fix-slot (KR_SEARCH_ONLY_TUNED, …) — or "none" (0) into *out. Returns KR_OK or KR_EINVAL with
+ * a message naming the bad entry and the accepted names.
+ */
+int kr_search_restrict_parse(const char *list, unsigned *out, kr_error *err);
+
 /* Configurations of one clock (nkernels · nslots · nsms + nbase); a clock's are contiguous. */
 long kr_search_space_per_clock(const kr_search_space *s);
 

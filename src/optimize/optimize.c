@@ -356,6 +356,17 @@ static int max_clock_plan(run *r, kr_method m, variant_state *vs, kr_plan *plan,
     return KR_OK;
 }
 
+/* 1 if a comm setting of plan runs NCCL (issue 31). */
+static int plan_uses_nccl(const kr_plan *plan)
+{
+    for (int s = 0; s < plan->num_stages; s++)
+        for (int i = 0; i < plan->stages[s].ninstr; i++)
+            for (int c = 0; c < plan->stages[s].instr[i].ncomm; c++)
+                if (plan->stages[s].instr[i].comm[c].kernel == KR_KERNEL_NCCL)
+                    return 1;
+    return 0;
+}
+
 /*
  * The write stage of one plan p of method m: plans/<method>/<label>.json, the same plan as the
  * published runtime reads it (Zeus PFO + Kareus scheduler: plans/<method>/freqs_pipeline_<step>.py,
@@ -372,10 +383,10 @@ static int write_plan(run *r, kr_method m, const char *label, const kr_plan *pla
     int rc;
     if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_plan_write(path, plan, r->err)))
         return rc;
-    /* A Kareus plan with partitions on NCCL has no artifact form (KR_EUNSUPPORTED): its JSON plan
-     * alone is written, as for point methods. */
+    /* A Kareus plan with partitions on NCCL has no artifact form (kr_plan_export_artifact refuses
+     * it): its JSON plan alone is written, as for point methods. */
     if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
-        (rc = kr_plan_export_artifact(plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err)) && rc != KR_EUNSUPPORTED)
+        !plan_uses_nccl(plan) && (rc = kr_plan_export_artifact(plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err)))
         return rc;
     kr__strlcpy(p->file, rel, sizeof p->file);
     return r->o->pictures ? kr_report_timeline(r->o->out_dir, m, label, sim, r->job, r->err) : KR_OK;

@@ -610,7 +610,8 @@ static int check_pairs_exportable(const kr_plan *plan, const kr_job *job, kr_err
 }
 
 /* The artifact's config strings name the tuned kernel only ("<slot>-none-<sm>-1024"): a plan
- * with partitions on NCCL (issue 31) cannot be written for its scheduler, so nothing is. */
+ * with partitions on NCCL (issue 31) cannot be written for its scheduler, so nothing is — refused
+ * as a plan the artifact cannot run as planned is (check_pairs_exportable): KR_EMISMATCH. */
 static int check_kernels_exportable(const kr_plan *plan, kr_error *err)
 {
     for (int s = 0; s < plan->num_stages; s++)
@@ -618,7 +619,7 @@ static int check_kernels_exportable(const kr_plan *plan, kr_error *err)
             const kr_plan_instr *in = &plan->stages[s].instr[i];
             for (int c = 0; c < in->ncomm; c++)
                 if (in->comm[c].kernel != KR_KERNEL_TUNED)
-                    return kr_error_set(err, KR_EUNSUPPORTED,
+                    return kr_error_set(err, KR_EMISMATCH,
                                         "export: plan stages[%d].instructions[%d]: key '%s' runs NCCL with %d CTAs: "
                                         "the artifact's schedule files express the tuned kernel only, so no artifact "
                                         "files are written for this plan (its JSON plan runs on Kareus's runtime)",

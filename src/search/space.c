@@ -131,6 +131,39 @@ int kr_search_space_init(const kr_job *job, const kr_partition *p, kr_search_spa
     return kr_search_space_init_restricted(job, p, 0, out, err);
 }
 
+/* The restriction flags' names, X(value, name). */
+#define RESTRICT_NAMES(X)                    \
+    X(KR_SEARCH_ONLY_TUNED, "only-tuned")    \
+    X(KR_SEARCH_ONLY_NCCL, "only-nccl")      \
+    X(KR_SEARCH_FIX_SMS, "fix-sms")          \
+    X(KR_SEARCH_FIX_SLOT, "fix-slot")
+static const kr__ename restrict_names[] = {RESTRICT_NAMES(KR__ENAME_ROW)};
+
+int kr_search_restrict_parse(const char *list, unsigned *out, kr_error *err)
+{
+    char buf[128];
+    if (kr__strlcpy(buf, list, sizeof buf))
+        return kr_error_set(err, KR_EINVAL, "restriction: expected a short list of names, found '%.40s…'", list);
+    unsigned flags = 0;
+    if (strcmp(buf, "none") != 0) {
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            int v;
+            if (kr__ename_parse(restrict_names, KR_ARRAY_LEN(restrict_names), t, &v))
+                return kr_error_set(err, KR_EINVAL,
+                                    "restriction: expected only-tuned, only-nccl, fix-sms, fix-slot (comma-separated) "
+                                    "or none, found '%s'", t);
+            flags |= (unsigned)v;
+        }
+        if (flags == 0)
+            return kr_error_set(err, KR_EINVAL, "restriction: expected at least one name or none, found '%s'", list);
+    }
+    if ((flags & (KR_SEARCH_ONLY_TUNED | KR_SEARCH_ONLY_NCCL)) == (KR_SEARCH_ONLY_TUNED | KR_SEARCH_ONLY_NCCL))
+        return kr_error_set(err, KR_EINVAL, "restriction: expected at most one of only-tuned and only-nccl, found both");
+    *out = flags;
+    return KR_OK;
+}
+
 long kr_search_space_per_clock(const kr_search_space *s)
 {
     return (long)s->nkernels * s->nslots * s->nsms + s->nbase;
