@@ -124,6 +124,32 @@ static const cli_opt search_opts[] = {
 };
 static const cli_optset search_set = {"search", usage_head, search_opts, CLI_OPT_COUNT(search_opts), NULL, "", 0};
 
+/* The evaluation count of opt from --max-evals, --stop, --budget and --restrict. Returns 0 or
+ * the CLI's usage error. */
+static int set_budget(const search_args *a, kr_search_config *opt)
+{
+    opt->max_evals = a->max_evals;
+    opt->bo_stop = a->stop;
+    kr_error err = {0};
+    if (a->restrict_s && kr_search_restrict_parse(a->restrict_s, &opt->restrict_space, &err))
+        return cli_usage_error("search", "--restrict: %s", err.msg);
+    if (a->budget == 0)
+        return 0;
+    /* An equal-count run: N evaluations whatever the strategy's own rule would do. */
+    if (opt->strategy == KR_STRATEGY_EXHAUSTIVE)
+        return cli_usage_error("search", "--budget: expected --strategy bo or artifact (exhaustive evaluates "
+                               "every configuration; --max-evals caps it)");
+    if (a->max_evals || a->stop != 0)
+        return cli_usage_error("search", "--budget N sets the evaluation count: expected no --max-evals or --stop "
+                               "with it");
+    opt->max_evals = a->budget;
+    if (opt->strategy == KR_STRATEGY_ARTIFACT)
+        opt->artifact_budget = a->budget;
+    else
+        opt->bo_stop = opt->bo_stop_abs = -1; /* neither the relative nor the absolute rule */
+    return 0;
+}
+
 typedef struct progress_ctx {
     int quiet;
     int index, count; /* the partition being searched, of how many */
@@ -217,8 +243,7 @@ int cmd_search(int argc, char **argv)
                *backend = a.backend, *prior_spec = a.prior_spec;
     const char **replay = a.replay;
     int nreplay = a.nreplay, json = a.json, quiet = a.quiet, step = a.step;
-    long seed = a.seed, max_evals = a.max_evals, budget = a.budget;
-    double stop = a.stop;
+    long seed = a.seed;
     kr_search_config opt;
     kr_search_config_default(&opt);
     kr_variant variant;
@@ -237,25 +262,8 @@ int cmd_search(int argc, char **argv)
     if (kr_strategy_parse(strat, &opt.strategy))
         return cli_usage_error("search", "--strategy: expected exhaustive, bo or artifact, found '%s'", strat);
     opt.seed = (unsigned long long)seed;
-    opt.max_evals = max_evals;
-    kr_error rerr = {0};
-    if (a.restrict_s && kr_search_restrict_parse(a.restrict_s, &opt.restrict_space, &rerr))
-        return cli_usage_error("search", "--restrict: %s", rerr.msg);
-    opt.bo_stop = stop;
-    if (budget) {
-        /* An equal-count run: N evaluations whatever the strategy's own rule would do. */
-        if (opt.strategy == KR_STRATEGY_EXHAUSTIVE)
-            return cli_usage_error("search", "--budget: expected --strategy bo or artifact (exhaustive evaluates "
-                                   "every configuration; --max-evals caps it)");
-        if (max_evals || stop != 0)
-            return cli_usage_error("search", "--budget N sets the evaluation count: expected no --max-evals or --stop "
-                                   "with it");
-        opt.max_evals = budget;
-        if (opt.strategy == KR_STRATEGY_ARTIFACT)
-            opt.artifact_budget = budget;
-        else
-            opt.bo_stop = opt.bo_stop_abs = -1; /* neither the relative nor the absolute rule */
-    }
+    if ((rc = set_budget(&a, &opt)))
+        return rc;
     kr_job job;
     if ((rc = cli_load_job(jobpath, &job)))
         return rc;
