@@ -94,7 +94,9 @@ static void feature(const kr__search *s, long idx, double *x, int *cat)
     double smin = sp->sms[0], smax = sp->sms[sp->nsms - 1];
     x[1] = smax > smin && smin > 0 ? log(c.sms / smin) / log(smax / smin) : 0.0;
     /* The launch (kernel, slot) is one categorical: the kernel changes how the comm time depends
-     * on the CTAs and the clock, which the category's own correlation absorbs. */
+     * on the CTAs and the clock, which the category's own correlation absorbs. The baseline
+     * entry's CTAs may lie off the list (an A100's 24 NCCL channels above sms_gather's 20): its
+     * x[1] is then slightly outside [0, 1], an extrapolation the kernel's distance handles. */
     int ci, mi;
     kr__space_coords(sp, idx, &ci, cat, &mi);
 }
