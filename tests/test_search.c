@@ -564,6 +564,16 @@ static void log_kernel_round_trip(void **state)
     assert_int_equal(kr_search_log_count(log), 1080);
     assert_string_equal(kr_search_log_warning(log), "");
     kr_search_log_close(log);
+    /* Merging the log with itself: every line a duplicate of its own, none a conflict between
+     * kernels (the kernel is part of the merge's key too). */
+    char merged[1300];
+    snprintf(merged, sizeof merged, "%s/merged.jsonl", dir);
+    const char *shards[] = {path, path};
+    kr_search_merge_stats ms;
+    assert_int_equal(kr_search_log_merge(merged, shards, 2, &job, &ms, &e), KR_OK);
+    assert_int_equal(ms.records, 1080);
+    assert_int_equal(ms.duplicates, 1080);
+    assert_int_equal(ms.conflicts, 0);
     /* A rerun answers everything from the log: the kernel is part of the cache's key. */
     assert_int_equal(search_with_log(&job, p, b, path, &o, &g, &st, &e), KR_OK);
     assert_int_equal(st.from_log, 1080);
