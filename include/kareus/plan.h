@@ -11,7 +11,8 @@
  *    "stages": [{"stage": 0, "instructions": [
  *        {"kind": "forward", "microbatch": 0, "chunk": 0, "freq_mhz": 1410,
  *         "time_s": …, "energy_j": …,
- *         "comm": [{"key": "fwd_attn", "slot": "rope_0", "sms": 12}, …],
+ *         "comm": [{"key": "fwd_attn", "slot": "rope_0", "sms": 12}, …],   (+ "kernel": "nccl"
+ *                                                      on a setting that runs NCCL; absent: tuned)
  *         "recompute": [{"key": "fwd_attn", …}, …]}   (backward with recomputation only)
  *    ]}]}
  * Energies are whole-cluster joules for the iteration; per-instruction figures are per GPU.

@@ -5,7 +5,8 @@
  *
  * Pieces (docs/search.md has the algorithms, formats and figures):
  *   space     kr_search_space: the configurations of one partition for a job (design §5,
- *             kareus-method.md §2). Clocks outermost (highest first), then slots, then SMs.
+ *             kareus-method.md §2). Clocks outermost (highest first), then comm kernels, slots
+ *             and SMs, then the baseline's own execution when it is off that grid.
  *   strategy  exhaustive (every configuration), bo (Gaussian-process surrogate, expected
  *             hypervolume improvement on (time, effective energy) and (time, total energy),
  *             a stopping rule), artifact (the published selection rule, as a baseline).
@@ -76,9 +77,12 @@ typedef struct kr_search_space {
 
 /*
  * The search space of partition p for job: the job's planning clocks (clock_min/max/step_mhz;
- * set clock_step_mhz to the GPU's native step for the finest grid), the comm-SM list of the
- * partition's collective kind and its launch slots; baseline variants and non-partition work
- * search the clock only. Default job: fwd_attn 18 × 4 × 10 = 720 (kareus-method.md §2).
+ * set clock_step_mhz to the GPU's native step for the finest grid), the comm kernels of
+ * planning.comm_kernels, the comm-SM list of the partition's collective kind and its launch
+ * slots, and the baseline's own execution (NCCL at the GPU's nccl_ctas, launched at partition
+ * start) as a candidate — an extra configuration per clock when it is off that grid; baseline
+ * variants and non-partition work search the clock only. Default job: fwd_attn 18 × 2 × 4 × 10
+ * = 1440 (the published space, the tuned kernel alone: 720, kareus-method.md §2).
  * Returns KR_OK; KR_EINVAL for an empty clock list (clock_min > clock_max or step < 1), an
  * empty SM list or a partition without slots, each naming the job field; KR_ERANGE if the clock
  * list exceeds KR_SEARCH_MAX_CLOCKS.
