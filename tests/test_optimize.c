@@ -382,6 +382,55 @@ static void union_takes_np_steps_where_better(void **state)
     kr__union_free(&u);
 }
 
+/* A step Kareus takes from N+P is N+P's plan run as the kareus variant on NCCL: it validates as a
+ * Kareus plan and the pipeline simulation gives N+P's time and energy exactly. And a restricted
+ * run (the ablation) searches the restricted space and takes no N+P step. */
+static void np_steps_run_as_kareus_plans(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_optimize_config o;
+    kr_optimize_config_default(&o);
+    o.methods = 1u << KR_METHOD_NANOBATCH_PERSEUS;
+    o.pictures = 0;
+    o.out_dir = kr_test_tmpdir("optimize_np_plan");
+    kr_optimize_result r;
+    kr_error e = {0};
+    assert_int_equal(kr_optimize(&job, &o, &r, &e), KR_OK);
+    kr_optimize_result_free(&r);
+    char path[1300];
+    snprintf(path, sizeof path, "%s/plans/nanobatch+perseus/frugal.json", o.out_dir);
+    kr_plan p;
+    assert_int_equal(kr_plan_read(path, &p, &e), KR_OK);
+    kr_backend *b = NULL;
+    assert_int_equal(kr_sim_backend_create(&job, NULL, &b, &e), KR_OK);
+    kr_pipe_result a, k;
+    assert_int_equal(kr_pipesim_plan(&job, &p, b, NULL, &a, &e), KR_OK);
+    assert_int_equal(kr__union_np_plan(&p, &job, &e), KR_OK);
+    assert_string_equal(p.variant, "kareus");
+    assert_int_equal(p.stages[0].instr[0].comm[0].kernel, KR_KERNEL_NCCL);
+    assert_int_equal(kr_plan_validate(&p, &job, &e), KR_OK);
+    assert_int_equal(kr_pipesim_plan(&job, &p, b, NULL, &k, &e), KR_OK);
+    assert_true(fabs(k.time_s - a.time_s) <= TOL * a.time_s);
+    assert_true(fabs(k.energy_j - a.energy_j) <= TOL * a.energy_j);
+    kr_pipe_result_free(&a);
+    kr_pipe_result_free(&k);
+    kr_plan_free(&p);
+    kr_backend_destroy(b);
+    /* The ablation: the tuned kernel alone, no baseline entry, Kareus's own frontier. */
+    kr_optimize_config_default(&o);
+    o.methods = 1u << KR_METHOD_KAREUS;
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
+    assert_int_equal(kr_optimize(&job, &o, &r, &e), KR_OK);
+    assert_null(r.m[KR_METHOD_KAREUS].from_np);
+    assert_false(r.m[KR_METHOD_NANOBATCH_PERSEUS].enabled);
+    for (int i = 0; i < r.nsearch; i++)
+        if (r.search[i].variant == KR_VARIANT_KAREUS && strcmp(r.search[i].key, "fwd_attn") == 0)
+            assert_int_equal(r.search[i].space, 720);
+    kr_optimize_result_free(&r);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(five_methods_are_produced),
     cmocka_unit_test(megatron_lies_on_or_above_perseus),
@@ -394,5 +443,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(partition_frontiers_dominate_nanobatching),
     cmocka_unit_test(kareus_frontier_is_never_behind_np),
     cmocka_unit_test(union_takes_np_steps_where_better),
+    cmocka_unit_test(np_steps_run_as_kareus_plans),
 };
 KR_TEST_MAIN(tests)
