@@ -52,7 +52,7 @@ static void make_plan(kr_plan *plan, int same_clock)
         in->microbatch = order[i].microbatch;
         /* Alternate between two clocks so that every instruction changes it. */
         in->freq_mhz = same_clock ? 1305 : (i % 2 ? 1200 : 1410);
-        in->comm[0] = (kr_comm_setting){"fwd_attn", 0, "rope_0", 12};
+        in->comm[0] = (kr_comm_setting){"fwd_attn", 0, "rope_0", 12, 0};
         in->ncomm = 1;
     }
 }

@@ -30,7 +30,7 @@ static long sweep(const kr_job *job, const kr_partition_set *set, double *checks
         for (int ci = 0; ci < nc; ci++)
             for (int s = 0; s < sl->n; s++)
                 for (int slot = 0; slot < p->nslots; slot++) {
-                    kr_config c = {clocks[ci], sl->v[s], slot};
+                    kr_config c = {clocks[ci], sl->v[s], slot, 0};
                     kr_measurement m;
                     kr_error e = {0};
                     if (kr_sim_measure(job, p, &c, &m, &e) != KR_OK) {

@@ -129,8 +129,11 @@ int cmd_job(int argc, char **argv)
            job.clock_step_mhz);
     for (int i = 0; i < job.sms_allreduce.n; i++)
         printf(" %d", job.sms_allreduce.v[i]);
-    printf("; gather SMs %d..%d (%d values)\n", job.sms_gather.v[0], job.sms_gather.v[job.sms_gather.n - 1],
-           job.sms_gather.n);
+    printf("; gather SMs %d..%d (%d values); comm kernels", job.sms_gather.v[0],
+           job.sms_gather.v[job.sms_gather.n - 1], job.sms_gather.n);
+    for (int i = 0; i < job.ncomm_kernels; i++)
+        printf("%s%s", i ? ", " : " ", kr_comm_kernel_name(job.comm_kernels[i]));
+    printf("\n");
     printf("  p2p        %.1f MB per microbatch per GPU between stages\n", kr_job_p2p_bytes(&job) / 1e6);
     return 0;
 }

@@ -13,7 +13,8 @@
 static const char usage_head[] =
     "usage: kareus optimize [--job FILE] [--out DIR] [--methods LIST] [--strategy NAME] [--seed N]\n"
     "                       [--cost-model exact|lowtime] [--unit-time SEC] [--backend sim|replay|gpu]\n"
-    "                       [--replay [KEY=]FILE]... [--log FILE] [--no-pictures] [--json] [--quiet]\n\n"
+    "                       [--replay [KEY=]FILE]... [--log FILE] [--restrict LIST] [--no-pictures] [--json]\n"
+    "                       [--quiet]\n\n"
     "Searches every partition, composes instruction options, solves the iteration time-energy\n"
     "frontier, simulates the chosen plans on the pipeline simulator and compares Megatron, Perseus,\n"
     "Nanobatching, Nanobatching+Perseus and Kareus on equal terms.\n\n";
@@ -21,7 +22,7 @@ static const char usage_head[] =
 /* What the options set. */
 typedef struct optimize_args {
     kr_optimize_config o;
-    const char *job, *out, *backend;
+    const char *job, *out, *backend, *restrict_s;
     const char *replay[64];
     int nreplay, json, quiet;
 } optimize_args;
@@ -96,6 +97,10 @@ static const cli_opt optimize_opts[] = {
     CLI_OPT("log", 1,
         "  --log FILE         measurement log (default DIR/measurements.jsonl; reruns resume from it)\n",
         cli_set_str, optimize_args, o.log_path),
+    CLI_OPT("restrict", 1,
+        "  --restrict LIST    fix knobs of Kareus's search (an ablation): only-tuned, only-nccl, fix-sms,\n"
+        "                     fix-slot, comma-separated; Kareus's frontier is then its own (no N+P steps)\n",
+        cli_set_str, optimize_args, restrict_s),
     CLI_OPT("no-pictures", 0,
         "  --no-pictures      no SVG pictures and no report.html\n",
         cli_set_clear, optimize_args, o.pictures),
@@ -150,6 +155,10 @@ static void print_table(const kr_optimize_result *r, const char *out)
            "frontiers as the paper computes them; \"--\" = no plan qualifies. Solver vs simulation: at most\n"
            "%.2f%% apart in time, %.2f%% in energy. %.2f s in all.\n",
            100 * r->max_time_err, 100 * r->max_energy_err, r->wall_s);
+    const kr_method_result *k = &r->m[KR_METHOD_KAREUS];
+    if (k->enabled && k->from_np)
+        printf("Kareus's frontier: %d steps, %d its own, %d Nanobatching+Perseus's (run as Kareus plans on NCCL).\n",
+               k->nsteps, k->steps_own, k->nsteps - k->steps_own);
     if (out)
         printf("Results in %s/ (report.html, summary.json, plans/, frontiers/).\n", out);
 }
@@ -176,10 +185,12 @@ int cmd_optimize(int argc, char **argv)
         return cli_usage_error("optimize", "--backend replay: expected at least one --replay FILE, found none");
     if (strcmp(backend, "replay") != 0 && nreplay > 0)
         return cli_usage_error("optimize", "--replay needs --backend replay, found --backend %s", backend);
+    kr_error err = {0};
+    if (a.restrict_s && kr_search_restrict_parse(a.restrict_s, &o.restrict_space, &err))
+        return cli_usage_error("optimize", "--restrict: %s", err.msg);
     kr_job job;
     if ((rc = cli_load_job(jobpath, &job)))
         return rc;
-    kr_error err = {0};
     kr_backend *b = NULL;
     rc = kr_backend_open(backend, &(kr_backend_open_config){.job = &job, .replay = replay, .nreplay = nreplay}, &b,
                          &err);

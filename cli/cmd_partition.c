@@ -20,7 +20,7 @@ static const char usage_head[] =
 
 /* What the options set. */
 typedef struct eval_args {
-    const char *key, *freq_s, *sms_s, *slot_s, *jobpath, *variant_s, *timeline;
+    const char *key, *freq_s, *sms_s, *slot_s, *jobpath, *variant_s, *timeline, *kernel_s;
     int json;
 } eval_args;
 
@@ -40,6 +40,10 @@ static const cli_opt eval_opts[] = {
         "  --slot NAME      launch slot (norm_0, linear_0, ...) or none (kareus: required;\n"
         "                   baselines: their fixed slot)\n",
         cli_set_str, eval_args, slot_s),
+    CLI_OPT("kernel", 1,
+        "  --kernel K       comm kernel of a kareus partition: tuned (default) or nccl (NCCL with\n"
+        "                   --sms CTAs); baselines always run NCCL\n",
+        cli_set_str, eval_args, kernel_s),
     CLI_OPT("job", 1,
         "  --job FILE       job spec (JSON file or built-in name; default: the default job)\n",
         cli_set_str, eval_args, jobpath),
@@ -110,6 +114,8 @@ static void print_result(const kr_job *job, const kr_partition *p, const kr_conf
         json_object_set_new(cfg, "freq_mhz", json_integer(c->freq_mhz));
         json_object_set_new(cfg, "sms", p->coll.kind != KR_COLL_NONE ? json_integer(c->sms) : json_null());
         json_object_set_new(cfg, "slot", json_string(slot));
+        if (p->coll.kind != KR_COLL_NONE)
+            json_object_set_new(cfg, "kernel", json_string(r->comm_kernel == KR_SIM_TUNED ? "tuned" : "nccl"));
         json_object_set_new(o, "config", cfg);
         json_t *res = kr_sim_result_json(r, job->static_power_w);
         json_object_update(o, res);
@@ -123,7 +129,8 @@ static void print_result(const kr_job *job, const kr_partition *p, const kr_conf
     kr_job_summary(job, sum, sizeof sum);
     printf("partition %s (%s) of %s\n", p->key, kr_variant_name(p->variant), sum);
     if (p->coll.kind != KR_COLL_NONE)
-        printf("config: %d MHz, %d comm SMs, slot %s; %s of %.2f MB over %s/%d\n", c->freq_mhz, c->sms, slot,
+        printf("config: %d MHz, %d comm SMs, slot %s%s; %s of %.2f MB over %s/%d\n", c->freq_mhz, c->sms, slot,
+               p->variant == KR_VARIANT_KAREUS && c->kernel == KR_KERNEL_NCCL ? ", NCCL" : "",
                kr_coll_kind_name(p->coll.kind), p->coll.bytes / 1e6, p->coll.group, p->coll.group_size);
     else
         printf("config: %d MHz (no collective)\n", c->freq_mhz);
@@ -171,7 +178,7 @@ static int eval(int argc, char **argv)
     kr_partition p;
     if ((rc = find_partition(&job, var, key, &p)))
         return rc;
-    kr_config cfg = {0, 0, KR_SLOT_NONE};
+    kr_config cfg = {0, 0, KR_SLOT_NONE, 0};
     int fixed = p.variant != KR_VARIANT_KAREUS || p.per_stage > 0;
     if (fixed) {
         cfg.sms = p.fixed_sms;
@@ -187,6 +194,11 @@ static int eval(int argc, char **argv)
                                sms_s == NULL ? "--sms" : "--slot");
     if (sms_s && (rc = cli_parse_int("partition eval", "--sms", sms_s, -1000000, 1000000, &cfg.sms)))
         return rc;
+    if (a.kernel_s && (fixed || p.coll.kind == KR_COLL_NONE))
+        return cli_usage_error("partition eval", "--kernel: only a kareus partition with a collective chooses its "
+                               "kernel (%s runs %s)", p.key, p.coll.kind == KR_COLL_NONE ? "no collective" : "NCCL");
+    if (a.kernel_s && kr_comm_kernel_parse(a.kernel_s, &cfg.kernel))
+        return cli_usage_error("partition eval", "--kernel: expected tuned or nccl, found '%s'", a.kernel_s);
     kr_error err = {0};
     if (slot_s && (rc = kr_partition_slot_index(&p, slot_s, &cfg.slot, &err)))
         return cli_report(rc, &err);

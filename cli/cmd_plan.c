@@ -90,8 +90,8 @@ static void show(const kr_plan *p)
             printf(" %c%d%s@%d", in->kind == KR_INSTR_FORWARD ? 'F' : 'B', in->microbatch,
                    p->virtual_stages > 1 ? (in->chunk ? "b" : "a") : "", in->freq_mhz);
             for (int c = 0; c < in->ncomm; c++)
-                printf("%s%s%s:%s/%d", c ? "," : "[", in->comm[c].recompute ? "rc." : "", in->comm[c].key,
-                       in->comm[c].slot, in->comm[c].sms);
+                printf("%s%s%s:%s/%d%s", c ? "," : "[", in->comm[c].recompute ? "rc." : "", in->comm[c].key,
+                       in->comm[c].slot, in->comm[c].sms, in->comm[c].kernel == KR_KERNEL_NCCL ? "/nccl" : "");
             if (in->ncomm)
                 printf("]");
         }

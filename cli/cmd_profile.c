@@ -319,7 +319,7 @@ static int mode_plan(const profile_args *a, const kr_job *job, const kr_partitio
     int status = 0;
     for (int i = 0; i < set->n && status == 0; i++) {
         const kr_partition *p = &set->p[i];
-        kr_config c = {(int)job->gpu.plan_max_mhz, p->fixed_sms, p->fixed_slot};
+        kr_config c = {(int)job->gpu.plan_max_mhz, p->fixed_sms, p->fixed_slot, 0};
         if (p->variant == KR_VARIANT_KAREUS && p->per_stage == 0 && p->coll.kind != KR_COLL_NONE) {
             c.sms = p->coll.kind == KR_COLL_ALLREDUCE ? job->sms_allreduce.v[0] : job->sms_gather.v[0];
             c.slot = 0;

@@ -18,12 +18,12 @@ static const char usage_head[] =
     "usage: kareus search [--job FILE] [--partition KEY|all] [--strategy exhaustive|bo|artifact]\n"
     "                     [--variant kareus|sequential|default-overlap] [--log FILE|none] [--seed N]\n"
     "                     [--out DIR] [--backend sim|replay|gpu] [--replay [KEY=]FILE]... [--max-evals N]\n"
-    "                     [--stop X] [--budget N] [--clock-step MHZ] [--prior none|sim|FILE]\n"
+    "                     [--stop X] [--budget N] [--restrict LIST] [--clock-step MHZ] [--prior none|sim|FILE]\n"
     "                     [--prior-features auto|on|off] [--json] [--quiet]\n\n";
 
 /* What the options set. */
 typedef struct search_args {
-    const char *job, *part, *strat, *var, *logpath, *out, *backend, *prior_spec;
+    const char *job, *part, *strat, *var, *logpath, *out, *backend, *prior_spec, *restrict_s;
     const char *replay[64];
     int nreplay, json, quiet, step, prior_sens, prior_calib;
     long seed, max_evals, budget;
@@ -87,8 +87,15 @@ static const cli_opt search_opts[] = {
     CLI_OPT_RANGE("budget", 1,
         "  --budget N          exactly N evaluations per partition, for equal-count comparisons: artifact\n"
         "                      runs its published schedule (initial draw + batches) scaled to N; bo runs\n"
-        "                      to N without its stopping rule (clock-only work still measures every clock)\n",
+        "                      to N without its stopping rule (clock-only work still measures every clock;\n"
+        "                      the baseline's own execution is added at every clock it left out, unless\n"
+        "                      --restrict)\n",
         cli_set_long, search_args, budget, 1, 100000000L),
+    CLI_OPT("restrict", 1,
+        "  --restrict LIST     fix knobs of the kareus variant (an ablation; docs/search.md): only-tuned,\n"
+        "                      only-nccl, fix-sms (NCCL's default CTAs), fix-slot (partition start),\n"
+        "                      comma-separated; the baseline's execution is then no extra candidate\n",
+        cli_set_str, search_args, restrict_s),
     CLI_OPT_RANGE("clock-step", 1,
         "  --clock-step MHZ    planning clock step (down to the GPU's native step)\n",
         cli_set_int, search_args, step, 1, 10000),
@@ -116,6 +123,32 @@ static const cli_opt search_opts[] = {
         cli_set_flag, search_args, quiet),
 };
 static const cli_optset search_set = {"search", usage_head, search_opts, CLI_OPT_COUNT(search_opts), NULL, "", 0};
+
+/* The evaluation count of opt from --max-evals, --stop, --budget and --restrict. Returns 0 or
+ * the CLI's usage error. */
+static int set_budget(const search_args *a, kr_search_config *opt)
+{
+    opt->max_evals = a->max_evals;
+    opt->bo_stop = a->stop;
+    kr_error err = {0};
+    if (a->restrict_s && kr_search_restrict_parse(a->restrict_s, &opt->restrict_space, &err))
+        return cli_usage_error("search", "--restrict: %s", err.msg);
+    if (a->budget == 0)
+        return 0;
+    /* An equal-count run: N evaluations whatever the strategy's own rule would do. */
+    if (opt->strategy == KR_STRATEGY_EXHAUSTIVE)
+        return cli_usage_error("search", "--budget: expected --strategy bo or artifact (exhaustive evaluates "
+                               "every configuration; --max-evals caps it)");
+    if (a->max_evals || a->stop != 0)
+        return cli_usage_error("search", "--budget N sets the evaluation count: expected no --max-evals or --stop "
+                               "with it");
+    opt->max_evals = a->budget;
+    if (opt->strategy == KR_STRATEGY_ARTIFACT)
+        opt->artifact_budget = a->budget;
+    else
+        opt->bo_stop = opt->bo_stop_abs = -1; /* neither the relative nor the absolute rule */
+    return 0;
+}
 
 typedef struct progress_ctx {
     int quiet;
@@ -210,8 +243,7 @@ int cmd_search(int argc, char **argv)
                *backend = a.backend, *prior_spec = a.prior_spec;
     const char **replay = a.replay;
     int nreplay = a.nreplay, json = a.json, quiet = a.quiet, step = a.step;
-    long seed = a.seed, max_evals = a.max_evals, budget = a.budget;
-    double stop = a.stop;
+    long seed = a.seed;
     kr_search_config opt;
     kr_search_config_default(&opt);
     kr_variant variant;
@@ -230,22 +262,8 @@ int cmd_search(int argc, char **argv)
     if (kr_strategy_parse(strat, &opt.strategy))
         return cli_usage_error("search", "--strategy: expected exhaustive, bo or artifact, found '%s'", strat);
     opt.seed = (unsigned long long)seed;
-    opt.max_evals = max_evals;
-    opt.bo_stop = stop;
-    if (budget) {
-        /* An equal-count run: N evaluations whatever the strategy's own rule would do. */
-        if (opt.strategy == KR_STRATEGY_EXHAUSTIVE)
-            return cli_usage_error("search", "--budget: expected --strategy bo or artifact (exhaustive evaluates "
-                                   "every configuration; --max-evals caps it)");
-        if (max_evals || stop != 0)
-            return cli_usage_error("search", "--budget N sets the evaluation count: expected no --max-evals or --stop "
-                                   "with it");
-        opt.max_evals = budget;
-        if (opt.strategy == KR_STRATEGY_ARTIFACT)
-            opt.artifact_budget = budget;
-        else
-            opt.bo_stop = opt.bo_stop_abs = -1; /* neither the relative nor the absolute rule */
-    }
+    if ((rc = set_budget(&a, &opt)))
+        return rc;
     kr_job job;
     if ((rc = cli_load_job(jobpath, &job)))
         return rc;

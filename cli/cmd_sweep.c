@@ -65,7 +65,7 @@ static int sweep_clock(const kr_job *job, const kr_partition *p, const kr_partit
     row->fast.t = row->min_eff.t = row->min_tot.t = INFINITY;
     for (int si = 0; si < sp->nslots; si++)
         for (int mi = 0; mi < sp->nsms; mi++) {
-            kr_config c = {mhz, sp->sms[mi], sp->slots[si]};
+            kr_config c = {mhz, sp->sms[mi], sp->slots[si], 0};
             kr_sim_result r;
             int rc = kr_sim_partition(job, p, &c, &r, err);
             if (rc)
@@ -78,7 +78,7 @@ static int sweep_clock(const kr_job *job, const kr_partition *p, const kr_partit
             if (!isfinite(row->min_tot.t) || q.e < row->min_tot.e)
                 row->min_tot = q;
         }
-    kr_config c = {mhz, base->fixed_sms, base->fixed_slot};
+    kr_config c = {mhz, base->fixed_sms, base->fixed_slot, 0};
     kr_sim_result r;
     int rc = kr_sim_partition(job, base, &c, &r, err);
     row->base = (point){c.sms, c.slot, r.time_s, r.energy_j};
@@ -186,7 +186,7 @@ static int sweep_partition(const kr_job *job, const kr_partition *p, const kr_pa
             if (eff[j] != row.mhz)
                 continue;
             kr_sim_overlap on, ot;
-            kr_config cb = {row.mhz, base->fixed_sms, base->fixed_slot}, ct = {row.mhz, row.fast.sms, row.fast.slot};
+            kr_config cb = {row.mhz, base->fixed_sms, base->fixed_slot, 0}, ct = {row.mhz, row.fast.sms, row.fast.slot, 0};
             if ((rc = kr_sim_overlap_effects(job, base, &cb, KR_SIM_NCCL, &on, err)) ||
                 (rc = kr_sim_overlap_effects(job, p, &ct, KR_SIM_TUNED, &ot, err)))
                 break;

@@ -109,16 +109,17 @@ def main():
 
     stage = info["stage"]
     if plan:
-        sms_counts = sorted({c["sms"] for s in range(plan.num_stages) for i in plan.instructions(s)
-                             for c in i.get("comm", [])})
+        # (kernel, CTA count) of every setting of the plan: one communicator each (TPComm).
+        sms_counts = sorted({(c.get("kernel", "tuned"), c["sms"]) for s in range(plan.num_stages)
+                             for i in plan.instructions(s) for c in i.get("comm", []) + i.get("recompute", [])})
     else:
-        sms_counts = [int(a.sms)] if a.sms else []
+        sms_counts = [("tuned", int(a.sms))] if a.sms else []
     catalog = kt.partition_catalog(a.job)
     check_sms = []
     if a.check:
         sms_list = job.get("planning", {}).get("sms_allreduce") or [3, 30]
         check_sms = [min(sms_list), max(sms_list)]
-    comm = kt.TPComm(tp_groups, my_group, sorted(set(sms_counts) | set(check_sms)),
+    comm = kt.TPComm(tp_groups, my_group, sorted(set(sms_counts) | {("tuned", s) for s in check_sms}),
                      backend="nccl" if a.device == "cuda" else "gloo", device=device)
 
     first_layer = sum(job["layers_per_stage"][:stage])

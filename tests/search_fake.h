@@ -1,13 +1,14 @@
 /*
  * search_fake.h — a synthetic backend for the search tests: a small, smooth, physically shaped
- * time/energy model of (clock, comm SMs, slot), independent of the real simulator so that the
+ * time/energy model of (clock, comm SMs, slot, kernel), independent of the real simulator so that the
  * search is tested on its own. It counts calls, remembers what it measured, and can fail on
  * call N (fault injection for the resume tests).
  *
  * Model (per GPU): compute ops run in order at the roofline of the SMs left to compute
  * (flops / (N_sm,avail · flops_per_sm_clk · f · 0.7), bytes / (0.8 · HBM bw)); the collective
  * launches when the ops before its slot finish and takes α + k·bytes / min(busbw, sms · cta_bw
- * · (0.5 + 0.5 f/f_max)); while it runs, compute has N − sms SMs and a 10 % memory slowdown.
+ * · (0.5 + 0.5 f/f_max)) (NCCL, a kareus config's other kernel: 1.5 · cta_bw · (0.8 + 0.2 f/f_max));
+ * while it runs, compute has N − sms SMs and a 10 % memory slowdown.
  * Power = static + dyn_coeff · f[GHz] · V(f)² · (active SM share) + comm activity; energy is its
  * integral. Not calibrated: it only has the right shape (time falls and energy rises with the
  * clock; the slot and SMs trade overlap against compute speed).
@@ -47,7 +48,10 @@ static int fake_eval(const kr_job *job, const kr_partition *p, const kr_config *
     int start_op = !coll ? p->nops : c->slot == KR_SLOT_NONE ? p->nops : p->slots[c->slot].op_index;
     double kf = p->coll.kind == KR_COLL_ALLREDUCE ? 2.0 * (p->coll.group_size - 1) / p->coll.group_size
                                                    : (double)(p->coll.group_size - 1) / p->coll.group_size;
-    double bw = fmin(g->busbw_ar_Bps, sms * g->busbw_per_cta_Bps * (0.5 + 0.5 * f / g->clock_max_mhz));
+    /* NCCL (a kareus config's kernel): more bytes per CTA, less dependent on the clock. */
+    int nccl = c->kernel == KR_KERNEL_NCCL && p->variant == KR_VARIANT_KAREUS;
+    double bw = fmin(g->busbw_ar_Bps, nccl ? sms * g->busbw_per_cta_Bps * 1.5 * (0.8 + 0.2 * f / g->clock_max_mhz)
+                                            : sms * g->busbw_per_cta_Bps * (0.5 + 0.5 * f / g->clock_max_mhz));
     double comm_left = coll ? g->coll_alpha_s + kf * p->coll.bytes / bw : 0.0;
     double v = fake_voltage(g, f), dyn = g->dyn_coeff_w * (f / 1000.0) * v * v;
     double t = 0, energy = 0;

@@ -25,7 +25,7 @@ static int make_fronts(const kr_job *job, kr_backend *b, kr_partition_frontier *
         for (int c = 0; c < 3; c++)
             for (int s = 0; s < (p->nslots < 2 ? p->nslots : 2); s++)
                 for (int k = 0; k < 3; k++) {
-                    kr_config cfg = {clocks[c], smsv[k], s};
+                    kr_config cfg = {clocks[c], smsv[k], s, 0};
                     kr_measurement m;
                     assert_int_equal(kr_backend_measure(b, p, &cfg, &m), KR_OK);
                     memset(&pts[n], 0, sizeof pts[n]);
@@ -47,7 +47,7 @@ static double nonpart(const kr_job *job, kr_backend *b, int stage, int bwd, int 
     double t = 0;
     *energy = 0;
     for (int i = 0; i < np.n; i++) {
-        kr_config c = {freq, np.p[i].fixed_sms, np.p[i].fixed_slot};
+        kr_config c = {freq, np.p[i].fixed_sms, np.p[i].fixed_slot, 0};
         kr_measurement m;
         assert_int_equal(kr_backend_measure(b, &np.p[i], &c, &m), KR_OK);
         t += m.time_s;

@@ -398,6 +398,12 @@ static void partition_frontier_files_round_trip(void **state)
     size_t n = make_points(m);
     m[3].time_sd_s = 1.0 / 3.0;
     m[3].energy_sd_j = 0.1;
+    /* The same clock, slot and CTAs on NCCL (issue 31): another configuration, "kernel": "nccl"
+     * in JSON and a kernel column in CSV, and faster, so it is on the frontier. */
+    m[n] = m[0];
+    m[n].config.kernel = KR_KERNEL_NCCL;
+    m[n].time_s *= 0.9;
+    n++;
     kr_error e = {0};
     assert_int_equal(kr_frontier_set_points(&f, m, n, &e), KR_OK);
     const char *dir = kr_test_tmpdir("frontier_files");
@@ -415,7 +421,25 @@ static void partition_frontier_files_round_trip(void **state)
     kr_frontier_free(&g);
     assert_int_equal(kr_frontier_read(pc, &g, &e), KR_OK);
     assert_same_frontier(&f, &g);
+    size_t nccl = 0;
+    for (size_t i = 0; i < g.n; i++)
+        nccl += g.pts[i].config.kernel == KR_KERNEL_NCCL;
+    assert_int_equal(nccl, 1);
     kr_frontier_free(&g);
+    /* A CSV from before kernels (no kernel column) reads every point as tuned. */
+    char *text;
+    assert_int_equal(kr__read_file(pc, &text, NULL, &e), KR_OK);
+    for (char *k = strstr(text, ",kernel"); k; k = strstr(k, ",kernel"))
+        memmove(k, k + 7, strlen(k + 7) + 1);
+    for (char *k = strstr(text, ",tuned\n"); k; k = strstr(k, ",tuned\n"))
+        memmove(k, k + 6, strlen(k + 6) + 1);
+    for (char *k = strstr(text, ",nccl\n"); k; k = strstr(k, ",nccl\n"))
+        memmove(k, k + 5, strlen(k + 5) + 1);
+    char old[1300];
+    snprintf(old, sizeof old, "%s/old.csv", dir);
+    kr_test_write(old, text);
+    free(text); /* the NCCL row is now a second tuned one */
+    KR_ASSERT_ERR(kr_frontier_read(old, &g, &e), KR_EINVAL, e, "appears twice");
     /* A copy is deep. */
     assert_int_equal(kr_frontier_copy(&g, &f, &e), KR_OK);
     assert_ptr_not_equal(g.pts, f.pts);

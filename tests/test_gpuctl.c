@@ -97,7 +97,7 @@ static void nvml_mock_clocks_energy_power(void **state)
     assert_int_equal(kr_backend_read_power(b, 0, &pw), KR_OK);
     KR_ASSERT_CLOSE(pw, 200.0, 1e-12);
     kr_measurement m;
-    kr_config c = {1410, 0, -1};
+    kr_config c = {1410, 0, -1, 0};
     assert_int_equal(kr_backend_measure(b, NULL, &c, &m), KR_EUNSUPPORTED);
     kr_backend_destroy(b);
 }
@@ -473,7 +473,7 @@ static void backend_class_matches_its_caps(void **state)
     assert_int_equal(kr_backend_caps(b), 0u);
     KR_ASSERT_ERR(kr_backend_set_clock(b, 0, 1410, 1410), KR_EUNSUPPORTED, *kr_backend_error(b),
                   "backend counter: set_clock is not supported");
-    kr_config c = {1410, 0, KR_SLOT_NONE};
+    kr_config c = {1410, 0, KR_SLOT_NONE, 0};
     kr_measurement m;
     KR_ASSERT_ERR(kr_backend_measure(b, NULL, &c, &m), KR_EUNSUPPORTED, *kr_backend_error(b),
                   "backend counter: measure is not supported");

@@ -80,6 +80,14 @@ static void config_strings(void **state)
     char buf[64];
     kr_comm_setting_format(&c, buf, sizeof buf);
     assert_string_equal(buf, "rope_0-none-12-1024");
+    assert_int_equal(c.kernel, KR_KERNEL_TUNED);
+    /* NCCL (issue 31): our suffix on the artifact's string. */
+    assert_int_equal(kr_comm_setting_parse("norm_0-none-24-1024-nccl", &c, &e), KR_OK);
+    assert_string_equal(c.slot, "norm_0");
+    assert_int_equal(c.sms, 24);
+    assert_int_equal(c.kernel, KR_KERNEL_NCCL);
+    kr_comm_setting_format(&c, buf, sizeof buf);
+    assert_string_equal(buf, "norm_0-none-24-1024-nccl");
     KR_ASSERT_ERR(kr_comm_setting_parse("rope_0-linear_1-12-1024", &c, &e), KR_EPARSE, e, "expected overlap_end 'none'");
     KR_ASSERT_ERR(kr_comm_setting_parse("rope_0-none-x-1024", &c, &e), KR_EPARSE, e, "expected an SM count, found 'x'");
     KR_ASSERT_ERR(kr_comm_setting_parse("rope_0", &c, &e), KR_EPARSE, e, "<start>-<end>-<sm>-<block>");

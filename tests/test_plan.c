@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <unistd.h>
 
 #include "kareus/plan.h"
 #include "util/util.h"
@@ -166,6 +167,12 @@ static void format_description_matches_written_plans(void **state)
     kr_plan a, b;
     make_plan(&job, &a);
     a.pred_bound_j = 12000.5;
+    a.stages[0].instr[0].comm[1].kernel = KR_KERNEL_NCCL; /* the "kernel" field is written for nccl */
+    for (int i = 0; i < a.stages[0].ninstr; i++)
+        if (a.stages[0].instr[i].kind == KR_INSTR_BACKWARD) {
+            a.stages[0].instr[i].comm[2].kernel = KR_KERNEL_NCCL; /* … in recompute[] too */
+            break;
+        }
     const char *dir = kr_test_tmpdir("plan_format");
     char path[1200];
     snprintf(path, sizeof path, "%s/plan.json", dir);
@@ -223,6 +230,68 @@ static void bad_files_get_json_paths(void **state)
     }
     free(text);
     KR_ASSERT_ERR(kr_plan_read("/nonexistent/plan.json", &p, &e), KR_EIO, e, "cannot open");
+}
+
+/* The comm kernel (issue 31): "kernel": "nccl" round-trips, a plan without the field (before
+ * kernels) reads as tuned, a bad name is refused with its JSON path, only a kareus plan's keys
+ * with a collective may run NCCL, and the artifact's files, which cannot say NCCL, are not
+ * written for such a plan. */
+static void comm_kernel_round_trips_and_is_checked(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_job_default(&job);
+    kr_plan p, q;
+    make_plan(&job, &p);
+    p.stages[1].instr[3].comm[0].kernel = KR_KERNEL_NCCL;
+    p.stages[1].instr[3].comm[0].sms = (int)job.gpu.nccl_ctas;
+    kr_error e = {0};
+    assert_int_equal(kr_plan_validate(&p, &job, &e), KR_OK);
+    const char *dir = kr_test_tmpdir("plan_kernel");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    assert_int_equal(kr_plan_write(path, &p, &e), KR_OK);
+    assert_int_equal(kr_plan_read(path, &q, &e), KR_OK);
+    assert_true(kr_plan_equal(&p, &q));
+    assert_int_equal(q.stages[1].instr[3].comm[0].kernel, KR_KERNEL_NCCL);
+    assert_int_equal(q.stages[0].instr[0].comm[0].kernel, KR_KERNEL_TUNED);
+    kr_plan_free(&q);
+    char *text;
+    assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
+    /* A plan from before kernels: no field anywhere, every setting tuned. */
+    const char *pat = "\"kernel\": \"nccl\"";
+    char *hit = strstr(text, pat);
+    assert_non_null(hit);
+    assert_null(strstr(hit + 1, pat));
+    char *old = strdup(text);
+    char *from = old + (hit - text), *to = from + strlen(pat);
+    while (from > old && from[-1] != ',')
+        from--;
+    memmove(from - 1, to, strlen(to) + 1); /* drops ',' through the field */
+    assert_int_equal(kr_plan_read_text(old, "old.json", &q, &e), KR_OK);
+    assert_int_equal(q.stages[1].instr[3].comm[0].kernel, KR_KERNEL_TUNED);
+    kr_plan_free(&q);
+    free(old);
+    char *bad = strdup(text);
+    memcpy(bad + (hit - text) + strlen(pat) - 5, "cuda", 4);
+    KR_ASSERT_ERR(kr_plan_read_text(bad, "bad.json", &q, &e), KR_EPARSE, e,
+                  "$.stages[1].instructions[3].comm[0].kernel: expected \"tuned\" or \"nccl\", found \"cuda\"");
+    free(bad);
+    free(text);
+    /* NCCL on a baseline's plan or a key without a collective. */
+    kr__strlcpy(p.variant, "default-overlap", sizeof p.variant);
+    KR_ASSERT_ERR(kr_plan_validate(&p, &job, &e), KR_EINVAL, e, "kernel: expected \"tuned\"");
+    kr__strlcpy(p.variant, "kareus", sizeof p.variant);
+    /* The artifact's files cannot say NCCL: nothing is written. */
+    job.recompute = 1;
+    const char *adir = kr_test_tmpdir("plan_kernel_artifact");
+    char fp[4200], sp[4200];
+    KR_ASSERT_ERR(kr_plan_export_artifact(&p, &job, adir, 7, fp, sizeof fp, sp, sizeof sp, &e), KR_EMISMATCH, e,
+                  "runs NCCL with 24 CTAs");
+    char f7[1300];
+    snprintf(f7, sizeof f7, "%s/freqs_pipeline_00007.py", adir);
+    assert_int_equal(access(f7, F_OK), -1);
+    kr_plan_free(&p);
 }
 
 static void zeus_export_layout(void **state)
@@ -359,6 +428,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(validation_names_the_wrong_instruction),
     cmocka_unit_test(format_description_matches_written_plans),
     cmocka_unit_test(bad_files_get_json_paths),
+    cmocka_unit_test(comm_kernel_round_trips_and_is_checked),
     cmocka_unit_test(zeus_export_layout),
     cmocka_unit_test(artifact_files_round_trip),
     cmocka_unit_test(artifact_reader_survives_mutations),

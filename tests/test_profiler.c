@@ -397,7 +397,7 @@ static void load_job(const char *name, kr_job *job)
 static kr_config first_config(const kr_job *job, const kr_partition *p)
 {
     kr_config c = {(int)job->gpu.plan_max_mhz, p->coll.kind == KR_COLL_ALLREDUCE ? 12 : 4,
-                   p->nslots > 0 ? 0 : KR_SLOT_NONE};
+                   p->nslots > 0 ? 0 : KR_SLOT_NONE, 0};
     if (p->coll.kind == KR_COLL_NONE)
         c.sms = 0;
     return c;
@@ -494,7 +494,7 @@ static void plan_launch_step_follows_the_slot(void **state)
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_attn", set);
     kr_error e = {0};
     for (int s = KR_SLOT_NONE; s < p->nslots; s++) {
-        kr_config c = {1410, 9, s};
+        kr_config c = {1410, 9, s, 0};
         assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
         if (s == KR_SLOT_NONE) {
             assert_int_equal(plan->launch_step, plan->nsteps);
@@ -508,7 +508,7 @@ static void plan_launch_step_follows_the_slot(void **state)
             assert_true(plan->steps[i].op >= op);
     }
     /* norm_0 is partition start; attn_0 is right before the attention kernel. */
-    kr_config c = {1410, 9, 0};
+    kr_config c = {1410, 9, 0, 0};
     assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
     assert_int_equal(plan->launch_step, 0);
     int attn;
@@ -528,7 +528,7 @@ static void plan_chains_buffers_along_the_layer(void **state)
     kr_profiler_program *plan = malloc(sizeof *plan);
     kr_error e = {0};
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_mlp", set);
-    kr_config c = {1410, 9, 0};
+    kr_config c = {1410, 9, 0, 0};
     assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
     /* bda → rmsnorm → fc1 → swiglu → fc2: each reads what the previous wrote. */
     assert_int_equal(plan->nsteps, 5);
@@ -569,7 +569,7 @@ static void plan_collective_modes(void **state)
     kr_profiler_program *plan = malloc(sizeof *plan);
     kr_error e = {0};
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_mlp", set);
-    kr_config c = {1410, 9, 1};
+    kr_config c = {1410, 9, 1, 0};
     kr_profiler_program_params pp;
     kr_profiler_program_params_default(&pp);
     /* One GPU: the link-capped proxy, moving k·S with k = 2(n−1)/n. */
@@ -603,7 +603,7 @@ static void plan_collective_modes(void **state)
     kr_job cpj;
     load_job("llama3.2-3b-cp2tp4-mbs8-s4096", &cpj);
     p = find_part(&cpj, KR_VARIANT_KAREUS, "fwd_qkv_ag", set);
-    kr_config cg = {1410, 4, 0};
+    kr_config cg = {1410, 4, 0, 0};
     pp.devices = 2;
     assert_int_equal(kr_profiler_program_build(&cpj, p, &cg, &pp, plan, &e), KR_OK);
     assert_int_equal(plan->ranks, 2);
@@ -614,13 +614,13 @@ static void plan_collective_modes(void **state)
     assert_int_equal(plan->proxy_reduce_steps, 1);
     assert_int_equal(plan->proxy_copy_steps, 0);
     /* Bad configs are refused with the catalog's messages. */
-    kr_config bad = {1411, 9, 0};
+    kr_config bad = {1411, 9, 0, 0};
     KR_ASSERT_ERR(kr_profiler_program_build(&job, find_part(&job, KR_VARIANT_KAREUS, "fwd_mlp", set), &bad, NULL, plan,
                                          &e),
                   KR_ERANGE, e, "clock");
     /* Non-partition work without a collective. */
     assert_int_equal(kr_partition_nonpartition(&job, 1, 0, set, &e), KR_OK);
-    kr_config cn = {1410, 0, KR_SLOT_NONE};
+    kr_config cn = {1410, 0, KR_SLOT_NONE, 0};
     assert_int_equal(kr_profiler_program_build(&job, kr_partition_find(set, "loss_fwd"), &cn, NULL, plan, &e), KR_OK);
     assert_int_equal(plan->comm, KR_PROFILER_COMM_NONE);
     assert_int_equal(plan->steps[0].kernel, KR_PK_XENT_MAX);
@@ -638,7 +638,7 @@ static void plan_refuses_unsupported_shapes(void **state)
     job.model.head_dim = 96;
     job.model.heads = 32;
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_attn", set);
-    kr_config c = {1410, 9, 0};
+    kr_config c = {1410, 9, 0, 0};
     KR_ASSERT_ERR(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_EUNSUPPORTED, e,
                   "head dimension: the attention kernel handles 64 or 128, found 96");
     /* The MLP needs no attention kernel: fine. */
@@ -660,7 +660,7 @@ static void plan_format_and_calibration_plans(void **state)
     kr_profiler_program *plan = malloc(sizeof *plan);
     kr_error e = {0};
     const kr_partition *p = find_part(&job, KR_VARIANT_KAREUS, "fwd_attn", set);
-    kr_config c = {1410, 9, 2};
+    kr_config c = {1410, 9, 2, 0};
     assert_int_equal(kr_profiler_program_build(&job, p, &c, NULL, plan, &e), KR_OK);
     char text[8192];
     kr_profiler_program_format(plan, text, sizeof text);
@@ -1133,7 +1133,7 @@ static void backend_measures_through_the_vtable(void **state)
     assert_int_equal(n, 1);
     kr_profiler_result last;
     assert_int_equal(kr_profiler_backend_last(b, &last), KR_ESTATE);
-    kr_config c = {1200, 9, 1};
+    kr_config c = {1200, 9, 1, 0};
     kr_measurement m;
     assert_int_equal(kr_backend_measure(b, p, &c, &m), KR_OK);
     KR_ASSERT_CLOSE(m.time_s, 0.00123, 1e-12);
@@ -1385,7 +1385,7 @@ static void details_log_appends_one_line_per_measurement(void **state)
     r.time_s[0] = 1, r.time_s[1] = 2, r.time_s[2] = 3;
     r.iters = 812;
     snprintf(r.comm, sizeof r.comm, "PROXY allreduce");
-    kr_config c = {1410, 9, 3};
+    kr_config c = {1410, 9, 3, 0};
     const char *dir = kr_test_tmpdir("details");
     char path[1200];
     snprintf(path, sizeof path, "%s/d.jsonl", dir);

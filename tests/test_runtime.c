@@ -61,11 +61,11 @@ static void make_plan(kr_plan *plan, int stages, int mb, freq_fn f)
             in->chunk = 0;
             in->freq_mhz = f(in->kind, in->microbatch);
             if (in->kind == KR_INSTR_FORWARD) {
-                in->comm[0] = (kr_comm_setting){"fwd_attn", 0, "rope_0", 8 + in->microbatch % 8};
+                in->comm[0] = (kr_comm_setting){"fwd_attn", 0, "rope_0", 8 + in->microbatch % 8, 0};
                 in->ncomm = 1;
             } else {
-                in->comm[0] = (kr_comm_setting){"bwd_mlp", 0, "none", 4};
-                in->comm[1] = (kr_comm_setting){"fwd_attn", 1, "norm_0", 6};
+                in->comm[0] = (kr_comm_setting){"bwd_mlp", 0, "none", 4, 0};
+                in->comm[1] = (kr_comm_setting){"fwd_attn", 1, "norm_0", 6, 0};
                 in->ncomm = 2;
             }
         }
@@ -221,6 +221,12 @@ static void comm_configs(void **state)
     fixture f;
     fixture_init(&f, "rt_comm", 2, 8, freq_varied, NULL);
     f.o.job = "default"; /* validates the f.plan against the job and gives slot indices */
+    /* bwd_mlp on NCCL (issue 31): the lookup says which kernel. */
+    for (int s = 0; s < f.plan.num_stages; s++)
+        for (int i = 0; i < f.plan.stages[s].ninstr; i++)
+            for (int k = 0; k < f.plan.stages[s].instr[i].ncomm; k++)
+                if (strcmp(f.plan.stages[s].instr[i].comm[k].key, "bwd_mlp") == 0)
+                    f.plan.stages[s].instr[i].comm[k].kernel = KR_KERNEL_NCCL;
     kr_runtime *rt;
     assert_int_equal(kr_runtime_open_plan(&f.plan, 1, 0, &f.o, &rt, &f.e), KR_OK);
     kr_runtime_comm c;
@@ -231,6 +237,7 @@ static void comm_configs(void **state)
     assert_string_equal(c.slot, "rope_0");
     assert_int_equal(c.slot_index, 2);
     assert_int_equal(c.sms, 8);
+    assert_int_equal(c.kernel, KR_KERNEL_TUNED);
     KR_ASSERT_ERR(kr_runtime_comm_config(rt, "fwd_mlp", 0, &c, &f.e), KR_ENOTFOUND, f.e,
                   "forward of microbatch 0 has no comm setting for 'fwd_mlp'");
     assert_int_equal(kr_runtime_instruction_end(rt, &f.e), KR_OK);
@@ -238,6 +245,7 @@ static void comm_configs(void **state)
     assert_int_equal(kr_runtime_comm_config(rt, "bwd_mlp", 0, &c, &f.e), KR_OK);
     assert_int_equal(c.slot_index, KR_SLOT_NONE);
     assert_int_equal(c.sms, 4);
+    assert_int_equal(c.kernel, KR_KERNEL_NCCL);
     assert_int_equal(kr_runtime_comm_config(rt, "fwd_attn", 1, &c, &f.e), KR_OK);
     assert_string_equal(c.slot, "norm_0");
     assert_int_equal(c.slot_index, 0);

@@ -27,6 +27,15 @@ static long space_size_of(const kr_job *job, const kr_partition *p)
     return kr_search_space_size(&sp);
 }
 
+/* The size of p's space with the tuned kernel alone and no baseline: the reference's space. */
+static long tuned_size_of(const kr_job *job, const kr_partition *p)
+{
+    kr_search_space sp;
+    kr_error e = {0};
+    assert_int_equal(kr_search_space_init_restricted(job, p, KR_SEARCH_ONLY_TUNED, &sp, &e), KR_OK);
+    return kr_search_space_size(&sp);
+}
+
 static void space_sizes_match_reference(void **state)
 {
     (void)state;
@@ -35,11 +44,16 @@ static void space_sizes_match_reference(void **state)
     kr_partition_set set;
     kr_job_default(&job);
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
-    /* kareus-method.md §2: 18 clocks × SM values × slots. */
-    assert_int_equal(space_size_of(&job, find(&set, "fwd_attn")), 720);
-    assert_int_equal(space_size_of(&job, find(&set, "fwd_mlp")), 540);
-    assert_int_equal(space_size_of(&job, find(&set, "bwd_attn")), 720);
-    assert_int_equal(space_size_of(&job, find(&set, "bwd_mlp")), 540);
+    /* kareus-method.md §2: 18 clocks × SM values × slots, with the tuned kernel; ours holds NCCL
+     * too (issue 31), and the A100's 24 NCCL channels are on sms_allreduce: no baseline block. */
+    assert_int_equal(tuned_size_of(&job, find(&set, "fwd_attn")), 720);
+    assert_int_equal(tuned_size_of(&job, find(&set, "fwd_mlp")), 540);
+    assert_int_equal(tuned_size_of(&job, find(&set, "bwd_attn")), 720);
+    assert_int_equal(tuned_size_of(&job, find(&set, "bwd_mlp")), 540);
+    assert_int_equal(space_size_of(&job, find(&set, "fwd_attn")), 1440);
+    assert_int_equal(space_size_of(&job, find(&set, "fwd_mlp")), 1080);
+    assert_int_equal(space_size_of(&job, find(&set, "bwd_attn")), 1440);
+    assert_int_equal(space_size_of(&job, find(&set, "bwd_mlp")), 1080);
     kr_search_space sp;
     assert_int_equal(kr_search_space_init(&job, find(&set, "fwd_attn"), &sp, &e), KR_OK);
     assert_int_equal(sp.nclocks, 18);
@@ -49,6 +63,9 @@ static void space_sizes_match_reference(void **state)
     assert_int_equal(sp.sms[0], 3);
     assert_int_equal(sp.sms[9], 30);
     assert_int_equal(sp.nslots, 4);
+    assert_int_equal(sp.nkernels, 2);
+    assert_int_equal(sp.has_base, 1);
+    assert_int_equal(sp.nbase, 0);
 
     kr_job cp;
     assert_int_equal(kr_job_builtin("llama3.2-3b-cp2tp4-mbs8-s4096", &cp, &e), KR_OK);
@@ -61,9 +78,15 @@ static void space_sizes_match_reference(void **state)
                  {"bwd_a_rs", 360},   {"bwd_a_ag", 360},    {"bwd_o_ag", 720},  {"bwd_o_ar", 180}};
     assert_int_equal(set.n, 12);
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        long got = space_size_of(&cp, find(&set, table[i].key));
+        const kr_partition *q = find(&set, table[i].key);
+        long got = tuned_size_of(&cp, q);
         if (got != table[i].size)
             fail_msg("%s: space %ld, reference %ld", table[i].key, got, table[i].size);
+        /* Both kernels; all-gathers and reduce-scatters search 1..20 CTAs, so NCCL's 24 are a
+         * baseline block: one configuration more per clock. */
+        long want = 2 * table[i].size + (q->coll.kind == KR_COLL_ALLREDUCE ? 0 : 18);
+        if ((got = space_size_of(&cp, q)) != want)
+            fail_msg("%s: space %ld, expected %ld", table[i].key, got, want);
     }
     /* Baselines and non-partition work: the clock only. */
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_SEQUENTIAL, &set, &e), KR_OK);
@@ -84,7 +107,7 @@ static void space_sizes_match_reference(void **state)
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
     long nclk = (job.clock_max_mhz - job.clock_min_mhz) / job.clock_step_mhz + 1;
     assert_true(nclk > 18);
-    assert_int_equal(space_size_of(&job, find(&set, "fwd_attn")), nclk * 40);
+    assert_int_equal(space_size_of(&job, find(&set, "fwd_attn")), nclk * 80);
 }
 
 static void space_index_round_trip_and_errors(void **state)
@@ -104,12 +127,12 @@ static void space_index_round_trip_and_errors(void **state)
         assert_int_equal(kr_search_space_index(&sp, &c, &j, &e), KR_OK);
         assert_int_equal(j, i);
     }
-    kr_config c = {1415, 3, 0};
+    kr_config c = {1415, 3, 0, 0};
     long j;
     KR_ASSERT_ERR(kr_search_space_index(&sp, &c, &j, &e), KR_ERANGE, e, "freq: expected a planning clock");
-    c = (kr_config){1410, 4, 0};
+    c = (kr_config){1410, 4, 0, 0};
     KR_ASSERT_ERR(kr_search_space_index(&sp, &c, &j, &e), KR_ERANGE, e, "sm: expected one of {3, 6, 9");
-    c = (kr_config){1410, 3, 3};
+    c = (kr_config){1410, 3, 3, 0};
     KR_ASSERT_ERR(kr_search_space_index(&sp, &c, &j, &e), KR_ERANGE, e, "slot");
     /* Empty clock list and empty SM list. */
     kr_job bad = job;
@@ -150,17 +173,17 @@ static void exhaustive_measures_every_config_once(void **state)
     kr_partition_frontier f;
     kr_search_stats st;
     assert_int_equal(kr_search_partition(&job, find(&set, "fwd_attn"), b, NULL, &o, &f, &st, &e), KR_OK);
-    assert_int_equal(f.n, 720);
-    assert_int_equal(fi->calls, 720);
-    assert_int_equal(st.evaluated, 720);
-    assert_int_equal(st.measured, 720);
+    assert_int_equal(f.n, 1440);
+    assert_int_equal(fi->calls, 1440);
+    assert_int_equal(st.evaluated, 1440);
+    assert_int_equal(st.measured, 1440);
     assert_int_equal(st.from_log, 0);
     assert_string_equal(st.stop, "space exhausted");
     assert_true(st.hv_eff > 0 && st.hv_total > 0);
     assert_true(st.front_eff >= 2);
     assert_string_equal(f.strategy, "exhaustive");
     assert_string_equal(f.backend, "synthetic");
-    assert_int_equal(f.space_size, 720);
+    assert_int_equal(f.space_size, 1440);
     /* Every clock has a per-clock Pareto set. */
     int clocks[32];
     assert_int_equal(kr_frontier_clocks(&f, clocks, 32), 18);
@@ -174,8 +197,17 @@ static void exhaustive_measures_every_config_once(void **state)
     /* A cap stops it early. */
     o.max_evals = 100;
     assert_int_equal(kr_search_partition(&job, find(&set, "fwd_attn"), b, NULL, &o, &f, &st, &e), KR_OK);
-    assert_int_equal(f.n, 100);
+    /* … and the baseline's execution is evaluated at every clock beyond the cap: the first 100
+     * hold it at 1410 MHz, the other 17 clocks add theirs. */
+    assert_int_equal(f.n, 117);
     assert_string_equal(st.stop, "budget");
+    for (int i = 0; i < 18; i++) {
+        kr_config c = {clocks[i], (int)job.gpu.nccl_ctas, 0, KR_KERNEL_NCCL};
+        int found = 0;
+        for (size_t k = 0; k < f.n; k++)
+            found |= memcmp(&f.pts[k].config, &c, sizeof c) == 0;
+        assert_true(found);
+    }
     kr_frontier_free(&f);
     kr_backend_destroy(b);
 }
@@ -220,6 +252,8 @@ static void resume_after_crash_loses_and_duplicates_nothing(void **state)
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
     kr_search_config o;
     kr_search_config_default(&o);
+    /* The reference's space (tuned kernel, no baseline): these counts are the log's mechanics. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     /* Reference: an uninterrupted run without a log. */
     kr_backend *b = fake_backend(&job, 0, NULL);
@@ -281,6 +315,8 @@ static void torn_last_line_is_dropped(void **state)
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
     kr_search_config o;
     kr_search_config_default(&o);
+    /* The reference's space (tuned kernel, no baseline): these counts are the log's mechanics. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     o.max_evals = 10;
     kr_backend *b = fake_backend(&job, 0, NULL);
@@ -354,6 +390,8 @@ static void headerless_old_log_is_read_and_appended(void **state)
     snprintf(path, sizeof path, "%s/log.jsonl", dir);
     kr_search_config o;
     kr_search_config_default(&o);
+    /* The reference's space (tuned kernel, no baseline): these counts are the log's mechanics. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     o.max_evals = 10;
     kr_backend *b = fake_backend(&job, 0, NULL);
@@ -472,6 +510,88 @@ static void log_errors_are_precise(void **state)
                      "{\"freq\":1410,\"overlap_start\":\"norm_0\",\"sm\":3,\"time_s\":0.01,\"energy_j\":3.0,"
                      "\"key\":\"fwd_mlp\",\"variant\":\"kareus\",\"job\":\"@FP@\",\"colour\":1}",
                      KR_EPARSE, "log.jsonl:2: $.colour: unknown field");
+    /* The comm kernel: a known name, and only on the kareus variant's collectives. */
+    expect_log_error(&job, path,
+                     "{\"freq\":1410,\"overlap_start\":\"norm_0\",\"sm\":3,\"kernel\":\"cuda\",\"time_s\":0.01,"
+                     "\"energy_j\":3.0,\"key\":\"fwd_mlp\",\"variant\":\"kareus\",\"job\":\"@FP@\"}",
+                     KR_EPARSE, "log.jsonl:2: $.kernel: expected \"tuned\" or \"nccl\", found \"cuda\"");
+    expect_log_error(&job, path,
+                     "{\"freq\":1410,\"overlap_start\":\"norm_0\",\"sm\":24,\"kernel\":\"nccl\",\"time_s\":0.01,"
+                     "\"energy_j\":3.0,\"key\":\"fwd_mlp\",\"variant\":\"default-overlap\",\"job\":\"@FP@\"}",
+                     KR_ERANGE, "log.jsonl:2: $.kernel: expected no kernel (tuned) for fwd_mlp (default-overlap)");
+}
+
+/* The kernel field of the log (issue 31): written as "kernel":"nccl" for NCCL and not at all for
+ * the tuned kernel (so lines from before kernels are tuned ones), read back into the cache, part
+ * of the deduplication key (the same clock, slot and CTAs on the two kernels are two
+ * measurements), and replayed. */
+static void log_kernel_round_trip(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_error e = {0};
+    kr_partition_set set;
+    kr_job_default(&job);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
+    const kr_partition *p = find(&set, "fwd_mlp");
+    const char *dir = kr_test_tmpdir("search_log_kernel");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/log.jsonl", dir);
+    kr_search_config o;
+    kr_search_config_default(&o);
+    o.strategy = KR_STRATEGY_EXHAUSTIVE;
+    kr_backend *b = fake_backend(&job, 0, NULL);
+    kr_partition_frontier f, g;
+    kr_search_stats st;
+    assert_int_equal(search_with_log(&job, p, b, path, &o, &f, &st, &e), KR_OK);
+    assert_int_equal(count_lines(path), 1080);
+    char *text;
+    assert_int_equal(kr__read_file(path, &text, NULL, &e), KR_OK);
+    long nccl = 0, tuned = 0;
+    for (const char *l = strchr(text, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+        const char *end = strchr(l + 1, '\n');
+        const char *k = strstr(l + 1, "\"kernel\":");
+        int has = k && k < end;
+        nccl += has && strncmp(k, "\"kernel\":\"nccl\"", 15) == 0;
+        tuned += !has;
+    }
+    free(text);
+    assert_int_equal(nccl, 540);
+    assert_int_equal(tuned, 540);
+    /* Same clock, slot and CTAs on both kernels: both kept, no duplicate warning. */
+    kr_search_log *log;
+    assert_int_equal(kr_search_log_open(path, &job, &log, &e), KR_OK);
+    assert_int_equal(kr_search_log_count(log), 1080);
+    assert_string_equal(kr_search_log_warning(log), "");
+    kr_search_log_close(log);
+    /* Merging the log with itself: every line a duplicate of its own, none a conflict between
+     * kernels (the kernel is part of the merge's key too). */
+    char merged[1300];
+    snprintf(merged, sizeof merged, "%s/merged.jsonl", dir);
+    const char *shards[] = {path, path};
+    kr_search_merge_stats ms;
+    assert_int_equal(kr_search_log_merge(merged, shards, 2, &job, &ms, &e), KR_OK);
+    assert_int_equal(ms.records, 1080);
+    assert_int_equal(ms.duplicates, 1080);
+    assert_int_equal(ms.conflicts, 0);
+    /* A rerun answers everything from the log: the kernel is part of the cache's key. */
+    assert_int_equal(search_with_log(&job, p, b, path, &o, &g, &st, &e), KR_OK);
+    assert_int_equal(st.from_log, 1080);
+    assert_int_equal(st.measured, 0);
+    assert_frontiers_equal(&f, &g);
+    kr_frontier_free(&g);
+    /* A replay of the log gives the kernel's own measurement. */
+    kr_backend *r;
+    const char *paths[] = {path};
+    assert_int_equal(kr_replay_backend_create(&job, paths, 1, &r, &e), KR_OK);
+    for (size_t i = 0; i < f.n; i++) {
+        kr_measurement m;
+        assert_int_equal(kr_backend_measure(r, p, &f.pts[i].config, &m), KR_OK);
+        assert_true(m.time_s == f.pts[i].time_s && m.energy_j == f.pts[i].energy_j);
+    }
+    kr_backend_destroy(r);
+    kr_frontier_free(&f);
+    kr_backend_destroy(b);
 }
 
 static void replay_reproduces_the_live_search(void **state)
@@ -487,6 +607,8 @@ static void replay_reproduces_the_live_search(void **state)
     snprintf(path, sizeof path, "%s/live.jsonl", dir);
     kr_search_config o;
     kr_search_config_default(&o);
+    /* The reference's space (tuned kernel, no baseline): these counts are the log's mechanics. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     o.strategy = KR_STRATEGY_EXHAUSTIVE;
     kr_backend *b = fake_backend(&job, 0, NULL);
     kr_search_log *log;
@@ -508,7 +630,7 @@ static void replay_reproduces_the_live_search(void **state)
         assert_frontiers_equal(&live[i].front, &rep[i].front);
     }
     /* A configuration that was never recorded is a clear error. */
-    kr_config c = {1395, 3, 0};
+    kr_config c = {1395, 3, 0, 0};
     kr_measurement m;
     assert_int_equal(kr_backend_measure(r, find(&set, "fwd_mlp"), &c, &m), KR_ENOTFOUND);
     assert_non_null(strstr(kr_backend_errmsg(r), "no recorded measurement of fwd_mlp (kareus) at 1395 MHz, slot norm_0, "
@@ -546,7 +668,7 @@ static void replay_reads_the_artifact_format(void **state)
     const kr_partition *p = find(&set, "fwd_attn");
     int slot;
     assert_int_equal(kr_partition_slot_index(p, "rope_0", &slot, &e), KR_OK);
-    kr_config c = {1410, 12, slot};
+    kr_config c = {1410, 12, slot, 0};
     kr_measurement m;
     assert_int_equal(kr_backend_measure(r, p, &c, &m), KR_OK);
     assert_true(m.time_s == 0.0042 && m.energy_j == 1.25);
@@ -563,7 +685,7 @@ static void replay_reads_the_artifact_format(void **state)
     snprintf(spec, sizeof spec, "fwd_attn=%s", other);
     const char *p2[] = {spec};
     assert_int_equal(kr_replay_backend_create(&job, p2, 1, &r, &e), KR_OK);
-    assert_int_equal(kr_backend_measure(r, p, &(kr_config){900, 3, 0}, &m), KR_OK);
+    assert_int_equal(kr_backend_measure(r, p, &(kr_config){900, 3, 0, 0}, &m), KR_OK);
     kr_backend_destroy(r);
     /* Our lines of another job are refused. */
     kr_job cp;
@@ -632,6 +754,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(torn_last_line_is_dropped),
     cmocka_unit_test(headerless_old_log_is_read_and_appended),
     cmocka_unit_test(log_errors_are_precise),
+    cmocka_unit_test(log_kernel_round_trip),
     cmocka_unit_test(replay_reproduces_the_live_search),
     cmocka_unit_test(replay_reads_the_artifact_format),
     cmocka_unit_test(job_search_writes_readable_frontiers),

@@ -173,6 +173,18 @@ static void assert_same(const kr_partition_frontier *a, const kr_partition_front
     }
 }
 
+/* The clocks at which f holds the baseline's execution (NCCL, its CTAs, launched at partition
+ * start: slot 0 of every key of the default job). */
+static int baseline_clocks(const kr_job *job, const kr_partition_frontier *f)
+{
+    int n = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const kr_config *c = &f->pts[i].config;
+        n += c->kernel == KR_KERNEL_NCCL && c->sms == (int)job->gpu.nccl_ctas && c->slot == 0;
+    }
+    return n;
+}
+
 static void bo_is_deterministic_and_converges(void **state)
 {
     (void)state;
@@ -214,8 +226,10 @@ static void bo_is_deterministic_and_converges(void **state)
     o.bo_stop = -1;
     o.max_evals = 200;
     assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &f3, &st, &e), KR_OK);
-    assert_int_equal(f3.n, 200);
+    /* The cap, and beyond it only the baseline's execution at the clocks bo left it out. */
+    assert_true(f3.n >= 200 && f3.n <= 200 + 18);
     assert_string_equal(st.stop, "budget");
+    assert_int_equal(baseline_clocks(&fx.job, &f3), 18);
     kr_frontier_free(&ref);
     kr_frontier_free(&f1);
     kr_frontier_free(&f2x);
@@ -254,6 +268,8 @@ static void artifact_follows_the_published_rule(void **state)
     kr_search_config o;
     kr_search_config_default(&o);
     o.strategy = KR_STRATEGY_ARTIFACT;
+    /* The published rule on the published space: the tuned kernel alone, no baseline entry. */
+    o.restrict_space = KR_SEARCH_ONLY_TUNED;
     kr_partition_frontier f, g;
     kr_search_stats st;
     assert_int_equal(kr_search_partition(&fx.job, p, b, log, &o, &f, &st, &e), KR_OK);
@@ -288,6 +304,13 @@ static void artifact_follows_the_published_rule(void **state)
     o.artifact_budget = 0;
     assert_int_equal(kr_search_partition(&cp, kr_partition_find(&cset, "bwd_o_ar"), bc, NULL, &o, &g, &st, &e), KR_OK);
     assert_int_equal(st.evaluated, 84);
+    kr_frontier_free(&g);
+    /* Our whole space (both kernels): the rule's 224, then the baseline's execution at every
+     * clock the rule left it out. */
+    o.restrict_space = 0;
+    assert_int_equal(kr_search_partition(&fx.job, p, b, NULL, &o, &g, &st, &e), KR_OK);
+    assert_true(st.evaluated >= 224 && st.evaluated <= 224 + 18);
+    assert_int_equal(baseline_clocks(&fx.job, &g), 18);
     kr_frontier_free(&g);
     kr_frontier_free(&f);
     kr_backend_destroy(b);

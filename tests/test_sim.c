@@ -42,7 +42,7 @@ static const kr_smlist *smlist_of(const kr_job *job, const kr_partition *p)
 
 static kr_measurement measure(const kr_job *job, const kr_partition *p, int f, int sms, int slot)
 {
-    kr_config c = {f, sms, slot};
+    kr_config c = {f, sms, slot, 0};
     kr_measurement m;
     kr_error e = {0};
     if (kr_sim_measure(job, p, &c, &m, &e) != KR_OK) {
@@ -118,7 +118,7 @@ static void measure_basic_and_deterministic(void **state)
     KR_ASSERT_CLOSE(a.eff_energy_j, a.energy_j - job.static_power_w * a.time_s, 1e-12);
     assert_int_equal(a.repeats, 1);
     kr_sim_result r;
-    kr_config c = {1410, 24, 0};
+    kr_config c = {1410, 24, 0, 0};
     assert_int_equal(kr_sim_partition(&job, p, &c, &r, &e), KR_OK);
     assert_true(r.time_s == a.time_s && r.energy_j == a.energy_j);
     /* Power never below the floor, never above TDP. */
@@ -136,13 +136,13 @@ static void bad_configs_are_rejected(void **state)
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
     const kr_partition *p = kr_partition_find(set, "fwd_mlp");
     kr_measurement m;
-    kr_config c = {1400, 12, 0};
+    kr_config c = {1400, 12, 0, 0};
     KR_ASSERT_ERR(kr_sim_measure(&job, p, &c, &m, &e), KR_ERANGE, e, "found 1400");
-    c = (kr_config){1410, 108, 0};
+    c = (kr_config){1410, 108, 0, 0};
     KR_ASSERT_ERR(kr_sim_measure(&job, p, &c, &m, &e), KR_ERANGE, e, "comm SMs: expected 1..107");
-    c = (kr_config){1410, 0, 0};
+    c = (kr_config){1410, 0, 0, 0};
     KR_ASSERT_ERR(kr_sim_measure(&job, p, &c, &m, &e), KR_ERANGE, e, "found 0");
-    c = (kr_config){1410, 12, 7};
+    c = (kr_config){1410, 12, 7, 0};
     KR_ASSERT_ERR(kr_sim_measure(&job, p, &c, &m, &e), KR_ENOTFOUND, e, "slot");
     KR_ASSERT_ERR(kr_sim_measure(&job, NULL, &c, &m, &e), KR_EINVAL, e, "required");
     kr_config fc;
@@ -454,7 +454,7 @@ static void big_gemms_throttle_at_max_clock(void **state)
     kr_partition_set *set = malloc(sizeof *set);
     kr_error e = {0};
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
-    kr_config c = {1410, 12, 0};
+    kr_config c = {1410, 12, 0, 0};
     kr_sim_result r;
     assert_int_equal(kr_sim_partition(&job, kr_partition_find(set, "fwd_mlp"), &c, &r, &e), KR_OK);
     assert_true(r.min_f_eff_mhz < 1400 && r.max_power_w <= job.gpu.tdp_w + 1e-9);
@@ -476,7 +476,7 @@ static void timeline_is_consistent(void **state)
         for (int pi = 0; pi < set->n; pi++) {
             const kr_partition *p = &set->p[pi];
             for (int slot = -1; slot < p->nslots; slot++) {
-                kr_config c = {1200, smlist_of(&job, p)->v[2], slot};
+                kr_config c = {1200, smlist_of(&job, p)->v[2], slot, 0};
                 assert_int_equal(kr_sim_partition_timeline(&job, p, &c, tl, &e), KR_OK);
                 kr_measurement m = measure(&job, p, c.freq_mhz, c.sms, c.slot);
                 assert_true(tl->result.time_s == m.time_s && tl->result.energy_j == m.energy_j);
@@ -517,7 +517,7 @@ static void timeline_is_consistent(void **state)
         }
         /* The JSON form carries the same numbers. */
         const kr_partition *p = &set->p[0];
-        kr_config c = {1200, smlist_of(&job, p)->v[0], 0};
+        kr_config c = {1200, smlist_of(&job, p)->v[0], 0, 0};
         assert_int_equal(kr_sim_partition_timeline(&job, p, &c, tl, &e), KR_OK);
         char path[1200];
         snprintf(path, sizeof path, "%s/t.json", kr_test_tmpdir("sim_timeline"));
@@ -604,7 +604,7 @@ static void backend_measure_matches(void **state)
     assert_true(kr_sim_backend_is(b));
     kr_partition_set *set = malloc(sizeof *set);
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
-    kr_config c = {1200, 12, 1};
+    kr_config c = {1200, 12, 1, 0};
     kr_measurement a, m = measure(&job, &set->p[1], 1200, 12, 1);
     assert_int_equal(kr_backend_measure(b, &set->p[1], &c, &a), KR_OK);
     assert_memory_equal(&a, &m, sizeof a);
@@ -813,7 +813,7 @@ static void comm_kernels_differ_as_modelled(void **state)
     assert_true(r.comm_kernel == KR_SIM_NCCL && r.comm_sms == (int)job.gpu.nccl_ctas);
     KR_ASSERT_CLOSE(r.comm_hbm_bytes, job.gpu.nccl_hbm_factor * set->p[0].coll.bytes, 1e-6);
     assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, set, &e), KR_OK);
-    kr_config k = {1410, 12, 0};
+    kr_config k = {1410, 12, 0, 0};
     assert_int_equal(kr_sim_partition(&job, &set->p[0], &k, &r, &e), KR_OK);
     assert_true(r.comm_kernel == KR_SIM_TUNED && r.comm_sms == 12);
     KR_ASSERT_CLOSE(r.comm_hbm_bytes, 2.0 * set->p[0].coll.bytes, 1e-6);
@@ -862,7 +862,7 @@ static void overlap_costs_both_streams(void **state)
         const kr_partition *p = &k->p[i], *q = kr_partition_find(b, p->key);
         assert_non_null(q);
         for (int f = 1410; f >= 1020; f -= 390) {
-            kr_config cn = {f, q->fixed_sms, q->fixed_slot};
+            kr_config cn = {f, q->fixed_sms, q->fixed_slot, 0};
             kr_sim_overlap on, ot, off;
             assert_int_equal(kr_sim_overlap_effects(&job, q, &cn, KR_SIM_NCCL, &on, &e), KR_OK);
             assert_int_equal(kr_sim_overlap_effects(&job, p, &cn, KR_SIM_TUNED, &ot, &e), KR_OK);
@@ -884,7 +884,7 @@ static void overlap_costs_both_streams(void **state)
             assert_true(off.compute_slowdown < on.compute_slowdown);
         }
     }
-    kr_config bad = {1410, 24, 0};
+    kr_config bad = {1410, 24, 0, 0};
     kr_sim_overlap o;
     KR_ASSERT_ERR(kr_sim_overlap_effects(&job, &k->p[0], &bad, (kr_sim_comm_kernel)7, &o, &e), KR_EINVAL, e,
                   "expected tuned or nccl");

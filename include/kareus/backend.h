@@ -30,11 +30,26 @@
 #include "kareus/export.h"
 KR_BEGIN_DECLS
 
+/* Which comm kernel runs a partition's collective (kr_config.kernel). Zero is the tuned kernel,
+ * so a zero-initialised config keeps the meaning it had before the field existed. Baseline
+ * variants (sequential, default-overlap) always run NCCL whatever the field says. */
+typedef enum kr_comm_kernel {
+    KR_KERNEL_TUNED = 0, /* Kareus's tuned all-reduce / gather kernel, one CTA per comm SM */
+    KR_KERNEL_NCCL = 1   /* NCCL's ring, its CTA count (channels) set to the config's sms */
+} kr_comm_kernel;
+#define KR_KERNEL_COUNT 2
+
+/* "tuned", "nccl"; "?" for a value outside the enum. */
+const char *kr_comm_kernel_name(int kernel);
+/* Parses "tuned" / "nccl" into *out. Returns KR_OK or KR_EINVAL (unknown name; *out untouched). */
+int kr_comm_kernel_parse(const char *name, int *out);
+
 /* One point of a partition's search space. */
 typedef struct kr_config {
     int freq_mhz; /* Locked SM clock. */
     int sms;      /* SMs (CTAs) given to the comm kernel; ignored without a collective. */
     int slot;     /* Launch slot index in the partition, or KR_SLOT_NONE (after compute). */
+    int kernel;   /* kr_comm_kernel of the kareus variant's collective (0: tuned). */
 } kr_config;
 
 /* What one measurement of a partition returns (per GPU, one execution). */
@@ -194,7 +209,8 @@ int kr_backend_open(const char *spec, const kr_backend_open_config *opt, kr_back
 
 /*
  * Checks a config against a partition and a job before measuring: the clock is supported
- * by the GPU, 1 <= sms < sm_count (when there is a collective), and the slot exists.
+ * by the GPU, 1 <= sms < sm_count (when there is a collective), the slot exists and the
+ * kernel is a kr_comm_kernel.
  * Messages say which value is wrong and what is allowed.
  */
 int kr_config_validate(const kr_job *job, const kr_partition *p, const kr_config *c, kr_error *err);

@@ -20,13 +20,14 @@
  *   JSON {"schema": "kareus.frontier", "version": 1,
  *         "job": {"name", "fingerprint"}, "key", "variant", "static_power_w",
  *         "slots": [slot names], "search": {"strategy", "backend", "seed", "space_size"},
- *         "points": [{"freq_mhz", "slot", "sms", "time_s", "energy_j", "eff_energy_j",
+ *         "points": [{"freq_mhz", "slot", "sms", ["kernel": "nccl"], "time_s", "energy_j", "eff_energy_j",
  *                     "time_sd_s", "energy_sd_j", "pareto_eff", "pareto_total",
  *                     "pareto_clock"}, …]}
  *   CSV  "# kareus.frontier 1" then "# name: value" header comments (job, fingerprint, key,
  *        variant, static_power_w, slots, strategy, backend, seed, space_size), then the
  *        columns freq_mhz,slot,sms,time_s,energy_j,eff_energy_j,time_sd_s,energy_sd_j,
- *        pareto_eff,pareto_total,pareto_clock (flags 0/1).
+ *        pareto_eff,pareto_total,pareto_clock (flags 0/1),kernel (tuned/nccl; files without the
+ *        column read as tuned).
  */
 #ifndef KAREUS_FRONTIER_H
 #define KAREUS_FRONTIER_H

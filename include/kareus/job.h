@@ -19,6 +19,7 @@ KR_BEGIN_DECLS
 
 #define KR_MAX_STAGES 64   /* Pipeline stages a job may have. */
 #define KR_MAX_SMLIST 64   /* Entries in a comm-SM list. */
+#define KR_MAX_COMM_KERNELS 2 /* Entries in planning.comm_kernels (KR_KERNEL_COUNT, backend.h). */
 #define KR_JOB_VERSION 1
 
 typedef enum kr_schedule {
@@ -66,6 +67,8 @@ typedef struct kr_job {
     kr_smlist sms_allreduce;  /* Comm SMs searched for all-reduce partitions (default 3..30/3). */
     kr_smlist sms_gather;     /* … for all-gather / reduce-scatter partitions (default 1..20). */
     double static_power_w;    /* Static power used for effective energy (default gpu.static_w). */
+    int ncomm_kernels;        /* Comm kernels the kareus variant searches (planning.comm_kernels, */
+    int comm_kernels[KR_MAX_COMM_KERNELS]; /* kr_comm_kernel values; default tuned, nccl). */
 } kr_job;
 
 /* Fills *job with the built-in default job (Llama 3.2 3B, TP8 PP2 15+13, MBS 8, seq 4096,

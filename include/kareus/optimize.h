@@ -11,6 +11,10 @@
  *   Nanobatching+Perseus   as Nanobatching, one clock per instruction: a frontier;
  *   Kareus                 launch slot and comm SMs per partition chosen with the clock: a
  *                          frontier.
+ * Kareus's frontier is the Pareto front of its own solver steps and Nanobatching+Perseus's (a
+ * step of N+P is a plan Kareus runs: the kareus variant with every collective on NCCL at its
+ * default CTAs and slot), so at every iteration time Kareus uses no more energy than N+P; running
+ * Kareus runs N+P too. Under a search restriction (restrict_space) the frontier is Kareus's own.
  * Flow per variant: search every partition (kr_search_job), compose instruction options
  * (kr_compose), build the pipeline DAG with the p2p transfer times as edge lags, solve
  * (kr_solve); single-plan methods take the highest-clock option of every instruction. Chosen
@@ -68,6 +72,11 @@ typedef struct kr_optimize_config {
     int pictures;                /* With out_dir: SVG pictures and report.html. */
     kr_optimize_progress_fn progress; /* May be NULL. */
     void *progress_ud;
+    unsigned restrict_space;     /* kr_search_config.restrict_space of every search (KR_SEARCH_…
+                                    flags: Kareus's knobs fixed, an ablation). 0: the whole space;
+                                    then Kareus's frontier also takes Nanobatching+Perseus's steps
+                                    where they are better (kr_method_result.steps_own), which it
+                                    does not under a restriction. */
 } kr_optimize_config;
 
 /* Defaults as documented above. */
@@ -85,6 +94,9 @@ typedef struct kr_opt_plan {
     double sim_energy_j;
     char file[128];        /* Plan file relative to out_dir ("" when not written). */
     double pred_bound_j;   /* Solver's lower bound for pred_time_s (0: none; solver.h). */
+    char source[12];       /* Kareus: "kareus" for its own step, "n+p" for a step taken from
+                              Nanobatching+Perseus (executed as the kareus variant on NCCL);
+                              other methods: their slug. */
 } kr_opt_plan;
 
 typedef struct kr_method_result {
@@ -100,6 +112,11 @@ typedef struct kr_method_result {
     int ten[10];
     long evaluated, space;    /* Search totals over the variant's partitions. */
     double solve_s;           /* Solver wall time. */
+    int steps_own;            /* Steps from the method's own solve (Kareus: the others are
+                                 Nanobatching+Perseus's steps its frontier takes; = nsteps for
+                                 every other method). */
+    int *from_np;             /* Kareus: per step, 1 if taken from Nanobatching+Perseus (owned;
+                                 NULL for the other methods). */
 } kr_method_result;
 
 /* The paper's figures of one method (NaN where a figure does not exist). */

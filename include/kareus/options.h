@@ -102,9 +102,10 @@ int kr_options_parse_csv(const char *text, const char *name, int num_stages, int
  * written only when virtual_stages > 1; one column per distinct comm key. */
 int kr_options_write_csv(const char *path, const kr_options *opts, kr_error *err);
 
-/* Formats one comm setting as the artifact's config string "<slot>-none-<sms>-1024". */
+/* Formats one comm setting as the artifact's config string "<slot>-none-<sms>-1024", with
+ * "-nccl" appended when the setting runs NCCL (the artifact knows the tuned kernel only). */
 void kr_comm_setting_format(const kr_comm_setting *c, char *buf, size_t cap);
-/* Parses "<start>-<end>-<sm>-<block>" into slot and sms (end must be "none").
+/* Parses "<start>-<end>-<sm>-<block>[-nccl]" into slot, sms and kernel (end must be "none").
  * Returns KR_OK or KR_EPARSE with what was expected in err (no file context). */
 int kr_comm_setting_parse(const char *s, kr_comm_setting *out, kr_error *err);
 

@@ -11,7 +11,8 @@
  *    "stages": [{"stage": 0, "instructions": [
  *        {"kind": "forward", "microbatch": 0, "chunk": 0, "freq_mhz": 1410,
  *         "time_s": …, "energy_j": …,
- *         "comm": [{"key": "fwd_attn", "slot": "rope_0", "sms": 12}, …],
+ *         "comm": [{"key": "fwd_attn", "slot": "rope_0", "sms": 12}, …],   (+ "kernel": "nccl"
+ *                                                      on a setting that runs NCCL; absent: tuned)
  *         "recompute": [{"key": "fwd_attn", …}, …]}   (backward with recomputation only)
  *    ]}]}
  * Energies are whole-cluster joules for the iteration; per-instruction figures are per GPU.
@@ -22,6 +23,7 @@
 
 #include <stddef.h>
 
+#include "kareus/backend.h"
 #include "kareus/job.h"
 #include "kareus/partition.h"
 #include "kareus/sched.h"
@@ -39,6 +41,8 @@ typedef struct kr_comm_setting {
     int recompute;                /* 1: applies to the recomputed forward inside a backward. */
     char slot[KR_SLOT_NAME_MAX];  /* Launch slot name ("none" = after compute). */
     int sms;                      /* Comm SMs (CTAs). */
+    int kernel;                   /* kr_comm_kernel (backend.h): tuned (0) or NCCL with sms CTAs;
+                                     JSON "kernel", written only for "nccl", absent = tuned. */
 } kr_comm_setting;
 
 typedef struct kr_plan_instr {
@@ -153,7 +157,9 @@ int kr_plan_import_artifact(const kr_job *job, const char *freqs_path, const cha
  * files are written atomically; if the second cannot be written the first is removed. The paths
  * written go to freqs_path / scheds_path (may be NULL; scheds_path "" when there is none).
  * Returns KR_OK, kr_plan_validate's codes, KR_EMISMATCH (a key missing from an instruction, or
- * backward configs that differ across microbatches without recomputation), KR_EIO, KR_ENOMEM.
+ * backward configs that differ across microbatches without recomputation, or a partition on NCCL,
+ * which the artifact's config strings cannot express: nothing is written, the message names the
+ * first such setting), KR_EIO, KR_ENOMEM.
  */
 int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *dir, int index, char *freqs_path,
                             size_t freqs_cap, char *scheds_path, size_t scheds_cap, kr_error *err);

@@ -131,6 +131,9 @@ typedef struct kr_runtime_comm {
     int slot_index;              /* Its index in the partition (KR_SLOT_NONE for "none"), or
                                     KR_RUNTIME_SLOT_UNKNOWN without options.job. */
     int sms;                     /* SMs (CTAs) for the comm kernel. */
+    int kernel;                  /* Which comm kernel (kr_comm_kernel, backend.h): KR_KERNEL_TUNED
+                                    (0), or KR_KERNEL_NCCL: NCCL's collective with sms CTAs
+                                    (the plan's "kernel"; absent = tuned). */
 } kr_runtime_comm;
 
 #define KR_RUNTIME_SLOT_UNKNOWN (-2)

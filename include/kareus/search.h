@@ -5,7 +5,8 @@
  *
  * Pieces (docs/search.md has the algorithms, formats and figures):
  *   space     kr_search_space: the configurations of one partition for a job (design §5,
- *             kareus-method.md §2). Clocks outermost (highest first), then slots, then SMs.
+ *             kareus-method.md §2). Clocks outermost (highest first), then comm kernels, slots
+ *             and SMs, then the baseline's own execution when it is off that grid.
  *   strategy  exhaustive (every configuration), bo (Gaussian-process surrogate, expected
  *             hypervolume improvement on (time, effective energy) and (time, total energy),
  *             a stopping rule), artifact (the published selection rule, as a baseline).
@@ -39,7 +40,18 @@ KR_BEGIN_DECLS
 
 #define KR_SEARCH_MAX_CLOCKS 512
 
-/* The configurations of one partition: the cross product clocks × slots × sms. */
+/* What kr_search_config.restrict_space keeps of a kareus partition's space (an ablation: each
+ * flag switches one of Kareus's knobs off). 0: the whole space. */
+enum {
+    KR_SEARCH_ONLY_TUNED = 1u << 0, /* the tuned kernel only (overrides planning.comm_kernels) */
+    KR_SEARCH_ONLY_NCCL = 1u << 1,  /* NCCL only (overrides planning.comm_kernels) */
+    KR_SEARCH_FIX_SMS = 1u << 2,    /* comm CTAs fixed at the baseline's NCCL-default count */
+    KR_SEARCH_FIX_SLOT = 1u << 3    /* launch slot fixed at the baseline's (partition start) */
+};
+#define KR_SEARCH_RESTRICT_ALL 0xfu
+
+/* The configurations of one partition: per clock, the grid kernels × slots × sms, then (when it
+ * is not on the grid) the baseline's own execution. */
 typedef struct kr_search_space {
     char key[KR_KEY_MAX];          /* Partition key. */
     kr_variant variant;            /* Its variant. */
@@ -52,23 +64,56 @@ typedef struct kr_search_space {
                                       sms_allreduce or sms_gather list by collective; otherwise the
                                       fixed NCCL count; 0 for work without a collective). */
     int sms[KR_MAX_SMLIST];
+    int nkernels;                  /* Comm kernels searched (kareus variant with a collective: */
+    int kernels[KR_KERNEL_COUNT];  /* planning.comm_kernels or a restriction; otherwise {tuned}). */
+    int has_base;                  /* 1: the baseline's execution (base) is a candidate: kareus
+                                      partitions with a collective and no restriction. */
+    kr_config base;                /* Its kernel (nccl), CTAs (the GPU's nccl_ctas) and slot (the
+                                      default-overlap variant's); freq_mhz unused. */
+    int nbase;                     /* 1 when base is a candidate off the grid (its kernel or CTA
+                                      count not searched): one more configuration per clock, after
+                                      that clock's grid. */
 } kr_search_space;
 
 /*
  * The search space of partition p for job: the job's planning clocks (clock_min/max/step_mhz;
- * set clock_step_mhz to the GPU's native step for the finest grid), the comm-SM list of the
- * partition's collective kind and its launch slots; baseline variants and non-partition work
- * search the clock only. Default job: fwd_attn 18 × 4 × 10 = 720 (kareus-method.md §2).
+ * set clock_step_mhz to the GPU's native step for the finest grid), the comm kernels of
+ * planning.comm_kernels, the comm-SM list of the partition's collective kind and its launch
+ * slots, and the baseline's own execution (NCCL at the GPU's nccl_ctas, launched at partition
+ * start) as a candidate — an extra configuration per clock when it is off that grid; baseline
+ * variants and non-partition work search the clock only. Default job: fwd_attn 18 × 2 × 4 × 10
+ * = 1440 (the published space, the tuned kernel alone: 720, kareus-method.md §2).
  * Returns KR_OK; KR_EINVAL for an empty clock list (clock_min > clock_max or step < 1), an
  * empty SM list or a partition without slots, each naming the job field; KR_ERANGE if the clock
  * list exceeds KR_SEARCH_MAX_CLOCKS.
  */
 int kr_search_space_init(const kr_job *job, const kr_partition *p, kr_search_space *out, kr_error *err);
 
-/* Number of configurations (nclocks · nslots · nsms). */
+/*
+ * As kr_search_space_init, with the knobs restrict_space (KR_SEARCH_… flags) fixes: the kernel
+ * list, the comm CTAs at the GPU's nccl_ctas, the slot at the default-overlap variant's. With
+ * any flag the baseline's execution is no extra candidate (has_base = 0). Flags do nothing to
+ * partitions that search the clock only. Returns as kr_search_space_init, and KR_EINVAL for
+ * both ONLY_ flags or unknown bits.
+ */
+int kr_search_space_init_restricted(const kr_job *job, const kr_partition *p, unsigned restrict_space,
+                                    kr_search_space *out, kr_error *err);
+
+/*
+ * Parses a restriction list, names separated by commas — only-tuned, only-nccl, fix-sms,
+ * fix-slot (KR_SEARCH_ONLY_TUNED, …) — or "none" (0) into *out. Returns KR_OK or KR_EINVAL with
+ * a message naming the bad entry and the accepted names.
+ */
+int kr_search_restrict_parse(const char *list, unsigned *out, kr_error *err);
+
+/* Configurations of one clock (nkernels · nslots · nsms + nbase); a clock's are contiguous. */
+long kr_search_space_per_clock(const kr_search_space *s);
+
+/* Number of configurations (nclocks · per clock). */
 long kr_search_space_size(const kr_search_space *s);
 
-/* Configuration number idx (0 <= idx < size): clock idx / (nslots·nsms), then slot, then sms. */
+/* Configuration number idx (0 <= idx < size): clock idx / per_clock, then kernel, slot and sms
+ * (the grid), then the baseline's execution when nbase. */
 void kr_search_space_config(const kr_search_space *s, long idx, kr_config *c);
 
 /*
@@ -253,6 +298,9 @@ typedef struct kr_search_config {
        factor[j] for j < n (the others as prior_fn's). NULL: no calibration with a prior_fn. */
     int (*prior_at_fn)(void *ud, const kr_partition *p, const kr_config *c, int n, const int *param,
                        const double *factor, double *time_s, double *energy_j);
+    unsigned restrict_space;     /* KR_SEARCH_… flags: knobs fixed for an ablation (0: the whole
+                                    space, and the baseline's execution is always evaluated at
+                                    every clock; docs/search.md, "Kernels and the baseline"). */
 } kr_search_config;
 
 void kr_search_config_default(kr_search_config *o);

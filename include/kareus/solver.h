@@ -181,6 +181,11 @@ int kr_solve_result_config(const kr_solve_result *f, int step, int *out);
  * model_energy_j,knob_time_s,energy_j,eff_energy_j,bound_j,gap,dominated (bound_j and gap
  * empty when unknown; dominated 0/1). */
 int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err);
+/* The same with two columns appended, source (source[i], e.g. "kareus" or "n+p") and
+ * source_step (source_step[i]): where step i of a frontier merged from several came from
+ * (kareus optimize's Kareus frontier). source NULL: as kr_solve_result_write_csv. */
+int kr_solve_result_write_csv_sourced(const kr_solve_result *f, const char *const *source, const int *source_step,
+                                      const char *path, kr_error *err);
 
 /* ---- plans and selection ------------------------------------------------------------- */
 

@@ -155,6 +155,22 @@ int kr_backend_device_info(kr_backend *b, int dev, kr_gpu_device_info *out, kr_e
     return KR_OK;
 }
 
+/* The comm kernels' names, X(value, name). */
+#define COMM_KERNEL_NAMES(X)   \
+    X(KR_KERNEL_TUNED, "tuned") \
+    X(KR_KERNEL_NCCL, "nccl")
+static const kr__ename comm_kernel_names[] = {COMM_KERNEL_NAMES(KR__ENAME_ROW)};
+
+const char *kr_comm_kernel_name(int kernel)
+{
+    return kr__ename_of(comm_kernel_names, KR_ARRAY_LEN(comm_kernel_names), kernel);
+}
+
+int kr_comm_kernel_parse(const char *name, int *out)
+{
+    return kr__ename_parse(comm_kernel_names, KR_ARRAY_LEN(comm_kernel_names), name, out);
+}
+
 int kr_config_validate(const kr_job *job, const kr_partition *p, const kr_config *c, kr_error *err)
 {
     const kr_gpu *g = &job->gpu;
@@ -163,6 +179,9 @@ int kr_config_validate(const kr_job *job, const kr_partition *p, const kr_config
                             "partition %s: clock: expected a clock the %s supports (%d..%d MHz in steps of %d), found %d",
                             p->key, g->name, (int)g->clock_min_mhz, (int)g->clock_max_mhz, (int)g->clock_step_mhz,
                             c->freq_mhz);
+    if (c->kernel != KR_KERNEL_TUNED && c->kernel != KR_KERNEL_NCCL)
+        return kr_error_set(err, KR_EINVAL, "partition %s: kernel: expected 0 (tuned) or 1 (nccl), found %d", p->key,
+                            c->kernel);
     if (p->coll.kind == KR_COLL_NONE)
         return KR_OK;
     if (c->sms < 1 || c->sms >= (int)g->sm_count)

@@ -86,7 +86,7 @@ static int nonpartition(const kr_job *job, int stage, int backward, int chunk, i
         int want = is_first_chunk_work(p->key) ? 0 : job->virtual_stages - 1;
         if (chunk != want)
             continue;
-        kr_config c = {freq, p->fixed_sms, p->fixed_slot};
+        kr_config c = {freq, p->fixed_sms, p->fixed_slot, 0};
         kr_measurement m;
         if (kr_backend_measure(b, p, &c, &m))
             return kr_error_set(err, KR_EBACKEND, "compose: measuring %s at %d MHz on stage %d: %s", p->key, freq, stage,
@@ -281,6 +281,7 @@ static int add_options(const kr_job *job, int s, int bwd, int ch, const keyuse *
             cs->recompute = ku->recompute;
             kr__strlcpy(cs->slot, kr_frontier_slot_name(ku->f, kp[pv->pt].config.slot), sizeof cs->slot);
             cs->sms = kp[pv->pt].config.sms;
+            cs->kernel = kp[pv->pt].config.kernel;
         }
         kr_option o = {cp->time_s, cp->energy_j, cp->freq_mhz, -1, 0};
         rc = kr_options_add(out, s, bwd ? KR_INSTR_BACKWARD : KR_INSTR_FORWARD, ch, &o, comm, nk, err);

@@ -55,7 +55,9 @@ static int cmp_config(const void *a, const void *b)
         return x->config.freq_mhz > y->config.freq_mhz ? -1 : 1;
     if (x->config.slot != y->config.slot)
         return x->config.slot < y->config.slot ? -1 : 1;
-    return (x->config.sms > y->config.sms) - (x->config.sms < y->config.sms);
+    if (x->config.sms != y->config.sms)
+        return x->config.sms < y->config.sms ? -1 : 1;
+    return (x->config.kernel > y->config.kernel) - (x->config.kernel < y->config.kernel);
 }
 
 /* The documented final order (see the file comment). */
@@ -280,6 +282,25 @@ static int slot_write(const kr__jwctx *w, const kr__jfield *fd, const void *base
     return KR_OK;
 }
 
+/* The comm kernel: "tuned" (also when absent: frontiers from before kernels) or "nccl"; written
+ * only for nccl, so tuned points read and write as they did. */
+static int kernel_read(kr__jctx *c, const json_t *obj, const kr__jfield *fd, void *base)
+{
+    point_io *io = base;
+    char name[32];
+    int rc = kr__jstr(c, obj, fd->key, 0, "tuned", name, sizeof name);
+    if (rc == KR_OK && kr_comm_kernel_parse(name, &io->m.config.kernel) != KR_OK)
+        rc = kr__jfailf(c, KR_EPARSE, fd->key, "expected \"tuned\" or \"nccl\", found \"%s\"", name);
+    return rc;
+}
+
+static int kernel_write(const kr__jwctx *w, const kr__jfield *fd, const void *base, json_t **out)
+{
+    const point_io *io = base;
+    *out = io->m.config.kernel == KR_KERNEL_NCCL ? json_string("nccl") : NULL;
+    return KR_OK;
+}
+
 /* A Pareto flag (the bit is the field's off): checked to be a boolean when read, the bit written. */
 static int flag_read(kr__jctx *c, const json_t *obj, const kr__jfield *fd, void *base)
 {
@@ -295,6 +316,8 @@ static int flag_write(const kr__jwctx *w, const kr__jfield *fd, const void *base
 }
 
 static const kr__jhook slot_hook = {slot_read, slot_write, NULL, "string", "a name of slots, or \"none\"", "required"};
+static const kr__jhook kernel_hook = {kernel_read, kernel_write, NULL, "string", "\"tuned\" or \"nccl\"",
+                                      "\"tuned\" (written only for nccl)"};
 static const kr__jhook flag_hook = {flag_read, flag_write, NULL, "boolean", NULL, "recomputed"};
 
 #define FLAG(key, bit, doc) {(key), KR__JT_HOOK, 0, (bit), 0, 0, 0, 0, NULL, NULL, NULL, NULL, &flag_hook, (doc)}
@@ -302,6 +325,7 @@ static const kr__jfield point_fields[] = {
     KR__JF_INT(point_io, m.config.freq_mhz, "freq_mhz", KR__JREQ, 1, 100000, 0, "SM clock, MHz"),
     KR__JF_HOOK("slot", KR__JREQ, 0, NULL, &slot_hook, "launch slot of the comm kernel (\"none\": after compute)"),
     KR__JF_INT(point_io, m.config.sms, "sms", KR__JREQ, 0, 100000, 0, "comm SMs (0: work without a collective)"),
+    KR__JF_HOOK("kernel", 0, 0, NULL, &kernel_hook, "comm kernel of a kareus partition: tuned or nccl (NCCL's CTAs = sms)"),
     KR__JF_NUM(point_io, m.time_s, "time_s", KR__JREQ, 0, INFINITY, 0, "time of one execution, s"),
     KR__JF_NUM(point_io, m.energy_j, "energy_j", KR__JREQ, 0, INFINITY, 0, "energy of one GPU for it, static included, J"),
     KR__JF_NUM(point_io, m.eff_energy_j, "eff_energy_j", 0, -INFINITY, INFINITY, 0,
@@ -480,7 +504,8 @@ static int read_json(const char *path, const char *text, kr_partition_frontier *
 /* ---- CSV ------------------------------------------------------------------------------- */
 
 static const char *const csv_cols[] = {"freq_mhz", "slot", "sms", "time_s", "energy_j", "eff_energy_j",
-                                       "time_sd_s", "energy_sd_j", "pareto_eff", "pareto_total", "pareto_clock"};
+                                       "time_sd_s", "energy_sd_j", "pareto_eff", "pareto_total", "pareto_clock", "kernel"};
+#define CSV_REQUIRED 11 /* columns a file must have; "kernel" (after them) came later: absent = tuned */
 
 int kr_frontier_write_csv(const char *path, const kr_partition_frontier *f, kr_error *err)
 {
@@ -509,9 +534,10 @@ int kr_frontier_write_csv(const char *path, const kr_partition_frontier *f, kr_e
         kr__fmt_double(v[2], sizeof v[2], p->eff_energy_j);
         kr__fmt_double(v[3], sizeof v[3], p->time_sd_s);
         kr__fmt_double(v[4], sizeof v[4], p->energy_sd_j);
-        fprintf(o, "%d,%s,%d,%s,%s,%s,%s,%s,%d,%d,%d\n", p->config.freq_mhz, kr_frontier_slot_name(f, p->config.slot),
-                p->config.sms, v[0], v[1], v[2], v[3], v[4], (p->flags & KR_FP_PARETO_EFF) != 0,
-                (p->flags & KR_FP_PARETO_TOTAL) != 0, (p->flags & KR_FP_PARETO_CLOCK) != 0);
+        fprintf(o, "%d,%s,%d,%s,%s,%s,%s,%s,%d,%d,%d,%s\n", p->config.freq_mhz,
+                kr_frontier_slot_name(f, p->config.slot), p->config.sms, v[0], v[1], v[2], v[3], v[4],
+                (p->flags & KR_FP_PARETO_EFF) != 0, (p->flags & KR_FP_PARETO_TOTAL) != 0,
+                (p->flags & KR_FP_PARETO_CLOCK) != 0, kr_comm_kernel_name(p->config.kernel));
     }
     return kr__afile_commit(&af, err);
 }
@@ -598,7 +624,8 @@ static int read_csv(const char *path, const char *text, kr_partition_frontier *f
     if ((rc = kr__csv_parse(text, path, &t, err)))
         return rc;
     int col[KR_ARRAY_LEN(csv_cols)];
-    for (size_t i = 0; i < KR_ARRAY_LEN(csv_cols); i++)
+    col[CSV_REQUIRED] = kr__csv_col(&t, csv_cols[CSV_REQUIRED]);
+    for (size_t i = 0; i < CSV_REQUIRED; i++)
         if ((rc = kr__csv_need_col(&t, csv_cols[i], &col[i], err))) {
             kr__csv_free(&t);
             return rc;
@@ -632,6 +659,12 @@ static int read_csv(const char *path, const char *text, kr_partition_frontier *f
         }
         p->config.freq_mhz = (int)freq;
         p->config.sms = (int)sms;
+        const char *kernel = col[CSV_REQUIRED] >= 0 ? kr__csv_cell(&t, r, col[CSV_REQUIRED]) : "tuned";
+        if (kr_comm_kernel_parse(kernel, &p->config.kernel) != KR_OK) {
+            rc = kr_error_set(err, KR_EPARSE, "%s:%d: column 'kernel': expected tuned or nccl, found '%s'", path,
+                              t.line[r], kernel);
+            break;
+        }
         p->config.slot = slot_lookup(f, kr__csv_cell(&t, r, col[1]));
         if (p->config.slot == -2) {
             char list[256];

@@ -20,6 +20,7 @@
 #include "kareus/pipesim.h"
 #include "kareus/report.h"
 #include "kareus/sim.h"
+#include "optimize_internal.h"
 #include "util/util.h"
 
 /* The methods' names, X(value, name, slug): the name in tables and the slug in file names. */
@@ -91,6 +92,7 @@ void kr_optimize_result_free(kr_optimize_result *r)
     for (int m = 0; m < KR_NUM_METHODS; m++) {
         free(r->m[m].time_s);
         free(r->m[m].energy_j);
+        free(r->m[m].from_np);
     }
     free(r->search);
     memset(r, 0, sizeof *r);
@@ -116,6 +118,11 @@ typedef struct run {
     kr_search_log *log;
     kr_optimize_result *out;
     variant_state v[3];
+    kr_solve_result np;       /* Nanobatching+Perseus's frontier, kept for Kareus's union */
+    int have_np;
+    kr_solve_result kf;       /* Kareus's own frontier, while its union is in use */
+    kr__union un;             /* Kareus's frontier: its steps ∪ N+P's (union.c) */
+    int have_un;
     kr_error *err;
 } run;
 
@@ -224,6 +231,7 @@ static int prepare_variant(run *r, kr_variant var)
     so.seed = r->o->seed;
     so.progress = search_progress;
     so.progress_ud = r;
+    so.restrict_space = r->o->restrict_space;
     int rc = kr_search_job(job, var, 1, r->b, r->log, &so, &vs->res, &vs->nres, r->err);
     if (rc)
         return kr_error_prefix(r->err, "search (%s)", kr_variant_name(var));
@@ -348,6 +356,17 @@ static int max_clock_plan(run *r, kr_method m, variant_state *vs, kr_plan *plan,
     return KR_OK;
 }
 
+/* 1 if a comm setting of plan runs NCCL (issue 31). */
+static int plan_uses_nccl(const kr_plan *plan)
+{
+    for (int s = 0; s < plan->num_stages; s++)
+        for (int i = 0; i < plan->stages[s].ninstr; i++)
+            for (int c = 0; c < plan->stages[s].instr[i].ncomm; c++)
+                if (plan->stages[s].instr[i].comm[c].kernel == KR_KERNEL_NCCL)
+                    return 1;
+    return 0;
+}
+
 /*
  * The write stage of one plan p of method m: plans/<method>/<label>.json, the same plan as the
  * published runtime reads it (Zeus PFO + Kareus scheduler: plans/<method>/freqs_pipeline_<step>.py,
@@ -364,11 +383,42 @@ static int write_plan(run *r, kr_method m, const char *label, const kr_plan *pla
     int rc;
     if ((rc = kr__mkdirs(dir, r->err)) || (rc = kr_plan_write(path, plan, r->err)))
         return rc;
+    /* A Kareus plan with partitions on NCCL has no artifact form (kr_plan_export_artifact refuses
+     * it): its JSON plan alone is written, as for point methods. */
     if (!kr_method_is_point(m) && (r->job->recompute || kr_method_variant(m) != KR_VARIANT_KAREUS) &&
-        (rc = kr_plan_export_artifact(plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err)))
+        !plan_uses_nccl(plan) && (rc = kr_plan_export_artifact(plan, r->job, dir, -1, NULL, 0, NULL, 0, r->err)))
         return rc;
     kr__strlcpy(p->file, rel, sizeof p->file);
     return r->o->pictures ? kr_report_timeline(r->o->out_dir, m, label, sim, r->job, r->err) : KR_OK;
+}
+
+/* The plan of step `step` of frontier f of method m; Kareus's union frontier: its own step's plan,
+ * or N+P's step's as the kareus variant on NCCL (*from_np = 1). */
+static int step_plan(run *r, kr_method m, const kr_solve_result *f, variant_state *vs, int step, kr_plan *plan,
+                     int *from_np)
+{
+    int rc;
+    *from_np = 0;
+    if (m == KR_METHOD_KAREUS && r->have_un && f == &r->un.u) {
+        int src = r->un.src[step], k = r->un.src_step[step];
+        *from_np = src == KR__SRC_NP;
+        if (*from_np) {
+            const variant_state *nv = &r->v[KR_VARIANT_DEFAULT_OVERLAP];
+            if ((rc = kr_solve_plan(&r->np, solve_dag(nv), &nv->opts, k, r->job, plan, r->err)) == KR_OK &&
+                (rc = kr__union_np_plan(plan, r->job, r->err)) != KR_OK)
+                kr_plan_free(plan);
+        } else {
+            rc = kr_solve_plan(&r->kf, solve_dag(vs), &vs->opts, k, r->job, plan, r->err);
+        }
+        if (rc)
+            return rc;
+        plan->step = step;
+    } else if ((rc = kr_solve_plan(f, solve_dag(vs), &vs->opts, step, r->job, plan, r->err))) {
+        return rc;
+    }
+    kr__strlcpy(plan->method, kr_method_slug(m), sizeof plan->method);
+    kr__strlcpy(plan->variant, kr_variant_name(kr_method_variant(m)), sizeof plan->variant);
+    return KR_OK;
 }
 
 /* Writes, simulates and records one plan of method m. */
@@ -391,16 +441,16 @@ static int add_plan(run *r, kr_method m, const kr_solve_result *f, variant_state
     }
     kr_plan plan;
     int rc;
+    int from_np = 0;
     if (given) {
         plan = *given; /* ownership moves here */
     } else {
-        if ((rc = kr_solve_plan(f, solve_dag(vs), &vs->opts, step, r->job, &plan, r->err)))
+        if ((rc = step_plan(r, m, f, vs, step, &plan, &from_np)))
             return rc;
-        kr__strlcpy(plan.method, kr_method_slug(m), sizeof plan.method);
-        kr__strlcpy(plan.variant, kr_variant_name(kr_method_variant(m)), sizeof plan.variant);
     }
     kr_opt_plan *p = &mr->plans[mr->nplans];
     memset(p, 0, sizeof *p);
+    kr__strlcpy(p->source, from_np ? "n+p" : kr_method_slug(m), sizeof p->source);
     kr__strlcpy(p->label, label, sizeof p->label);
     p->step = step;
     p->pred_time_s = plan.pred_time_s;
@@ -449,7 +499,7 @@ static int run_point_method(run *r, kr_method m, variant_state *vs)
     if (rc)
         return rc;
     mr->solve_s = kr__now_s() - t0;
-    mr->nsteps = 1;
+    mr->nsteps = mr->steps_own = 1;
     mr->time_s = malloc(sizeof(double));
     mr->energy_j = malloc(sizeof(double));
     if (mr->time_s == NULL || mr->energy_j == NULL) {
@@ -465,18 +515,29 @@ static int run_point_method(run *r, kr_method m, variant_state *vs)
     return KR_OK;
 }
 
-/* The frontier f of method m into the result, and (with an output directory) frontiers/<m>.csv. */
+/* The frontier f of method m into the result, and (with an output directory) frontiers/<m>.csv
+ * (Kareus's union: with the source of every step). */
 static int record_frontier(run *r, kr_method m, const kr_solve_result *f)
 {
     kr_method_result *mr = &r->out->m[m];
+    int un = m == KR_METHOD_KAREUS && r->have_un;
     mr->nsteps = f->nsteps;
+    mr->steps_own = un ? r->un.own : f->nsteps;
     mr->time_s = malloc(sizeof(double) * (size_t)f->nsteps);
     mr->energy_j = malloc(sizeof(double) * (size_t)f->nsteps);
-    if (mr->time_s == NULL || mr->energy_j == NULL)
+    mr->from_np = un ? malloc(sizeof(int) * (size_t)f->nsteps) : NULL;
+    const char **src = un ? malloc(sizeof(char *) * (size_t)f->nsteps) : NULL;
+    if (mr->time_s == NULL || mr->energy_j == NULL || (un && (mr->from_np == NULL || src == NULL))) {
+        free(src);
         return kr_error_set(r->err, KR_ENOMEM, "optimize: out of memory");
+    }
     for (int k = 0; k < f->nsteps; k++) {
         mr->time_s[k] = f->steps[k].knob_time_s;
         mr->energy_j[k] = f->steps[k].energy_j;
+        if (un) {
+            mr->from_np[k] = r->un.src[k] == KR__SRC_NP;
+            src[k] = mr->from_np[k] ? "n+p" : "kareus";
+        }
     }
     if (r->o->out_dir == NULL)
         return KR_OK;
@@ -485,7 +546,10 @@ static int record_frontier(run *r, kr_method m, const kr_solve_result *f)
     snprintf(rel, sizeof rel, "frontiers/%s.csv", kr_method_slug(m));
     path_join(path, sizeof path, r->o->out_dir, rel);
     int rc = kr__mkdirs(dir, r->err);
-    return rc ? rc : kr_solve_result_write_csv(f, path, r->err);
+    if (rc == KR_OK)
+        rc = kr_solve_result_write_csv_sourced(f, src, un ? r->un.src_step : NULL, path, r->err);
+    free(src);
+    return rc;
 }
 
 /* The plans of frontier f that are simulated and written: fastest, most frugal, 10-point. */
@@ -536,81 +600,26 @@ static int run_method(run *r, kr_method m)
         return kr_error_prefix(r->err, "solve (%s)", kr_method_name(m));
     mr->solve_s = kr__now_s() - t0;
     r->out->solve_s += mr->solve_s;
-    if ((rc = record_frontier(r, m, &f)) == KR_OK)
-        rc = choose_plans(r, m, &f, vs);
-    kr_solve_result_free(&f);
+    const kr_solve_result *front = &f;
+    if (m == KR_METHOD_KAREUS && r->o->restrict_space == 0) {
+        /* Kareus's frontier: its steps ∪ N+P's (union.c); r->kf keeps its own for the plans. */
+        if ((rc = kr__union_build(&f, r->have_np ? &r->np : NULL, &r->un, r->err))) {
+            kr_solve_result_free(&f);
+            return rc;
+        }
+        r->kf = f;
+        r->have_un = 1;
+        front = &r->un.u;
+    }
+    if ((rc = record_frontier(r, m, front)) == KR_OK)
+        rc = choose_plans(r, m, front, vs);
+    if (m == KR_METHOD_NANOBATCH_PERSEUS && rc == KR_OK && !r->have_np) {
+        r->np = f; /* kept for Kareus's union */
+        r->have_np = 1;
+    } else if (!r->have_un || front != &r->un.u) {
+        kr_solve_result_free(&f);
+    }
     return rc;
-}
-
-/* ---- metrics ---------------------------------------------------------------------------- */
-
-static void tradeoff_of_ten(const kr_method_result *mr, double *t, double *e, kr_tradeoff *out)
-{
-    for (int i = 0; i < mr->nten; i++) {
-        t[i] = mr->plans[mr->ten[i]].sim_time_s;
-        e[i] = mr->plans[mr->ten[i]].sim_energy_j;
-    }
-    out->n = mr->nten;
-    out->time_s = t;
-    out->energy_j = e;
-}
-
-/* A metric that may not exist ("no plan qualifies"): NaN then. */
-typedef int (*metric_fn)(const kr_tradeoff *, const kr_tradeoff *, double *, kr_error *);
-
-static double metric_or_nan(metric_fn fn, const kr_tradeoff *ref, const kr_tradeoff *x)
-{
-    double v;
-    kr_error e = {0};
-    return fn(ref, x, &v, &e) == KR_OK ? v : NAN;
-}
-
-static void compute_metrics(kr_optimize_result *o)
-{
-    const kr_method_result *meg = &o->m[KR_METHOD_MEGATRON], *per = &o->m[KR_METHOD_PERSEUS];
-    double rt[10], re[10];
-    kr_tradeoff ref10 = {0}, reffull = {0};
-    if (per->enabled) {
-        tradeoff_of_ten(per, rt, re, &ref10);
-        reffull = (kr_tradeoff){per->nsteps, per->time_s, per->energy_j};
-    }
-    double max_terr = 0, max_eerr = 0;
-    for (int m = 0; m < KR_NUM_METHODS; m++) {
-        const kr_method_result *mr = &o->m[m];
-        kr_metric_row *row = &o->rows[m];
-        row->mt_time_red = row->mt_energy_red = row->iso_time_10pt = row->iso_energy_10pt = NAN;
-        row->iso_time_full = row->iso_energy_full = row->robust_mean = row->robust_max = NAN;
-        if (!mr->enabled)
-            continue;
-        for (int i = 0; i < mr->nplans; i++) {
-            const kr_opt_plan *p = &mr->plans[i];
-            max_terr = KR_MAX(max_terr, fabs(p->sim_time_s - p->pred_time_s) / p->pred_time_s);
-            max_eerr = KR_MAX(max_eerr, fabs(p->sim_energy_j - p->pred_energy_j) / p->pred_energy_j);
-        }
-        double xt[10], xe[10];
-        kr_tradeoff x10, xfull = {mr->nsteps, mr->time_s, mr->energy_j};
-        tradeoff_of_ten(mr, xt, xe, &x10);
-        /* Max throughput: the method's fastest simulated plan against Megatron's. */
-        if (meg->enabled) {
-            const kr_opt_plan *mp = &meg->plans[meg->fastest], *fp = &mr->plans[mr->fastest];
-            row->mt_time_red = (mp->sim_time_s - fp->sim_time_s) / mp->sim_time_s;
-            row->mt_energy_red = (mp->sim_energy_j - fp->sim_energy_j) / mp->sim_energy_j;
-        }
-        if (!per->enabled)
-            continue;
-        double mean, mx, lo, hi;
-        kr_error e = {0};
-        row->iso_time_10pt = metric_or_nan(kr_metric_iso_time, &ref10, &x10);
-        row->iso_energy_10pt = metric_or_nan(kr_metric_iso_energy, &ref10, &x10);
-        row->iso_time_full = metric_or_nan(kr_metric_iso_time, &reffull, &xfull);
-        row->iso_energy_full = metric_or_nan(kr_metric_iso_energy, &reffull, &xfull);
-        if (kr_metric_robust(&reffull, &xfull, 1000, &mean, &mx, &lo, &hi, &e) == KR_OK) {
-            row->robust_mean = mean;
-            row->robust_max = mx;
-        }
-    }
-    o->max_time_err = max_terr;
-    o->max_energy_err = max_eerr;
 }
 
 /* The search of every partition, variant by variant, into the result (for the summary). */
@@ -712,7 +721,7 @@ static int run_flow(run *r, unsigned methods)
         if ((rc = run_method(r, (kr_method)m)) < 0)
             return rc;
     }
-    compute_metrics(r->out);
+    kr__optimize_metrics(r->out);
     if ((rc = record_search(r)))
         return rc;
     return r->o->out_dir ? write_outputs(r) : KR_OK;
@@ -732,6 +741,8 @@ int kr_optimize(const kr_job *job, const kr_optimize_config *opts, kr_optimize_r
                             o.unit_time_s);
     unsigned methods = o.methods ? o.methods : (1u << KR_NUM_METHODS) - 1;
     methods |= 1u << KR_METHOD_MEGATRON | 1u << KR_METHOD_PERSEUS; /* the metrics' references */
+    if ((methods & (1u << KR_METHOD_KAREUS)) && o.restrict_space == 0)
+        methods |= 1u << KR_METHOD_NANOBATCH_PERSEUS; /* Kareus's frontier takes N+P's steps */
     int rc = kr_job_validate(job, err);
     if (rc)
         return rc;
@@ -754,6 +765,12 @@ int kr_optimize(const kr_job *job, const kr_optimize_config *opts, kr_optimize_r
         rc = run_flow(&r, methods);
     for (int v = 0; v < 3; v++)
         free_variant(&r.v[v]);
+    if (r.have_np)
+        kr_solve_result_free(&r.np);
+    if (r.have_un) {
+        kr_solve_result_free(&r.kf);
+        kr__union_free(&r.un);
+    }
     kr_search_log_close(r.log);
     kr_backend_destroy(own);
     out->wall_s = kr__now_s() - t_start;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kareus/backend.h"
 #include "util/util.h"
 
 /* Key columns of a CSV: every key any instruction uses (a CP job has 5 forward, 7 backward and
@@ -118,7 +119,8 @@ int kr_options_check(const kr_options *opts, kr_error *err)
 
 void kr_comm_setting_format(const kr_comm_setting *c, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s-none-%d-1024", c->slot, c->sms);
+    /* The artifact's string knows the tuned kernel only; NCCL is a suffix of ours. */
+    snprintf(buf, cap, "%s-none-%d-1024%s", c->slot, c->sms, c->kernel == KR_KERNEL_NCCL ? "-nccl" : "");
 }
 
 static int parse_posint(const char *s, int *out)
@@ -139,6 +141,12 @@ int kr_comm_setting_parse(const char *s, kr_comm_setting *out, kr_error *err)
     if (kr__strlcpy(buf, s, sizeof buf))
         return kr_error_set(err, KR_EPARSE, "expected a config string <start>-<end>-<sm>-<block>, found '%.40s…'", s);
     char *parts[3];
+    size_t len = strlen(buf);
+    out->kernel = KR_KERNEL_TUNED;
+    if (len > 5 && strcmp(buf + len - 5, "-nccl") == 0) {
+        buf[len - 5] = '\0';
+        out->kernel = KR_KERNEL_NCCL;
+    }
     for (int k = 2; k >= 0; k--) {
         char *dash = strrchr(buf, '-');
         if (dash == NULL)

@@ -294,7 +294,7 @@ static int instruction_cost(const kr_job *job, const kr_partition_set *parts, in
             const kr_partition *p = &parts->p[i];
             if (p->backward != want_bwd)
                 continue;
-            kr_config cfg = {freq, p->fixed_sms, p->fixed_slot};
+            kr_config cfg = {freq, p->fixed_sms, p->fixed_slot, 0};
             if (p->variant == KR_VARIANT_KAREUS) {
                 const kr_comm_setting *cs = find_comm(comm, ncomm, p->key, recompute);
                 if (cs == NULL)
@@ -302,6 +302,7 @@ static int instruction_cost(const kr_job *job, const kr_partition_set *parts, in
                                         "pipesim: stage %d %s: the plan gives no comm config for partition %s%s", stage,
                                         kr_instr_kind_name(kind), p->key, recompute ? " (recompute)" : "");
                 cfg.sms = cs->sms;
+                cfg.kernel = cs->kernel;
                 if ((rc = kr_partition_slot_index(p, cs->slot, &cfg.slot, err)))
                     return rc;
             }
@@ -323,7 +324,7 @@ static int instruction_cost(const kr_job *job, const kr_partition_set *parts, in
             int is_embed = strncmp(p->key, "embed", 5) == 0;
             if ((is_embed && !first) || (!is_embed && !last))
                 continue;
-            kr_config cfg = {freq, p->fixed_sms, KR_SLOT_NONE};
+            kr_config cfg = {freq, p->fixed_sms, KR_SLOT_NONE, 0};
             rc = add_measure(b, p, &cfg, p->per_stage, &t, &e, err);
         }
         free(np);

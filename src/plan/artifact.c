@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kareus/backend.h"
 #include "kareus/options.h"
 #include "kareus/partition.h"
 #include "kareus/plan.h"
@@ -608,6 +609,25 @@ static int check_pairs_exportable(const kr_plan *plan, const kr_job *job, kr_err
     return KR_OK;
 }
 
+/* The artifact's config strings name the tuned kernel only ("<slot>-none-<sm>-1024"): a plan
+ * with partitions on NCCL (issue 31) cannot be written for its scheduler, so nothing is — refused
+ * as a plan the artifact cannot run as planned is (check_pairs_exportable): KR_EMISMATCH. */
+static int check_kernels_exportable(const kr_plan *plan, kr_error *err)
+{
+    for (int s = 0; s < plan->num_stages; s++)
+        for (int i = 0; i < plan->stages[s].ninstr; i++) {
+            const kr_plan_instr *in = &plan->stages[s].instr[i];
+            for (int c = 0; c < in->ncomm; c++)
+                if (in->comm[c].kernel != KR_KERNEL_TUNED)
+                    return kr_error_set(err, KR_EMISMATCH,
+                                        "export: plan stages[%d].instructions[%d]: key '%s' runs NCCL with %d CTAs: "
+                                        "the artifact's schedule files express the tuned kernel only, so no artifact "
+                                        "files are written for this plan (its JSON plan runs on Kareus's runtime)",
+                                        s, i, in->comm[c].key, in->comm[c].sms);
+        }
+    return KR_OK;
+}
+
 /* Stage s of a scheds list in the per-microbatch layout of jobs without recomputation: one
  * (forward, backward) pair of tuples per microbatch. */
 static int stage_pairs_out(kr__sb *ss, const kr_plan *plan, const kr_job *job, const layout *lay, int s,
@@ -686,6 +706,8 @@ int kr_plan_export_artifact(const kr_plan *plan, const kr_job *job, const char *
     kr_variant_parse(plan->variant, &var);
     int kareus = var == KR_VARIANT_KAREUS;
     int pairs = kareus && !job->recompute;
+    if (kareus && (rc = check_kernels_exportable(plan, err)))
+        return rc;
     if (pairs && (rc = check_pairs_exportable(plan, job, err)))
         return rc;
     int gps = kr_job_gpus_per_stage(job);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kareus/backend.h"
 #include "util/util.h"
 #include "workload/workload_internal.h"
 
@@ -100,10 +101,33 @@ typedef struct stage_io {
 static int comm_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base);
 static int comm_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out);
 
+/* The comm kernel: absent = "tuned" (plans from before kernels); written only for "nccl". */
+static int kernel_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
+{
+    kr_comm_setting *cs = base;
+    char name[32];
+    int rc = kr__jstr(c, obj, f->key, 0, "tuned", name, sizeof name);
+    if (rc == KR_OK && kr_comm_kernel_parse(name, &cs->kernel) != KR_OK)
+        rc = kr__jfailf(c, KR_EPARSE, f->key, "expected \"tuned\" or \"nccl\", found \"%s\"", name);
+    return rc;
+}
+
+static int kernel_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
+{
+    const kr_comm_setting *cs = base;
+    *out = cs->kernel == KR_KERNEL_NCCL ? json_string("nccl") : NULL;
+    return KR_OK;
+}
+
+static const kr__jhook kernel_hook = {kernel_read, kernel_write, NULL, "string", "\"tuned\" or \"nccl\"",
+                                      "\"tuned\" (written only for nccl)"};
+
 static const kr__jfield comm_fields[] = {
     KR__JF_STR(kr_comm_setting, key, "key", KR__JREQ, NULL, NULL, "partition key (kareus catalog --partitions)"),
     KR__JF_STR(kr_comm_setting, slot, "slot", KR__JREQ, NULL, NULL, "launch slot of the comm kernel (\"none\": after compute)"),
     KR__JF_INT(kr_comm_setting, sms, "sms", KR__JREQ, 0, 100000, 0, "comm SMs (CTAs): in [1, SMs) for a collective"),
+    KR__JF_HOOK("kernel", 0, 0, NULL, &kernel_hook,
+                "comm kernel: tuned, or nccl (NCCL with sms CTAs; kareus plans, keys with a collective)"),
 };
 static const kr__jtable comm_table = KR__JTABLE(comm_fields);
 
@@ -402,6 +426,14 @@ static int check_comm(const kr_plan *plan, const kr_job *job, const kr_partition
             return kr_error_set(err, KR_ERANGE,
                                 "plan: stages[%d].instructions[%d].%s: key '%s': expected sms in [1, %d], found %d", s, i,
                                 where, cs->key, (int)job->gpu.sm_count - 1, cs->sms);
+        /* NCCL is a kernel Kareus may choose (issue 31); the baselines' plans name none (their
+         * variant implies NCCL), and work without a collective has no kernel to choose. */
+        if (cs->kernel != KR_KERNEL_TUNED &&
+            (p->coll.kind == KR_COLL_NONE || strcmp(plan->variant, kr_variant_name(KR_VARIANT_KAREUS)) != 0))
+            return kr_error_set(err, KR_EINVAL,
+                                "plan: stages[%d].instructions[%d].%s: key '%s': kernel: expected \"tuned\" (only a "
+                                "kareus plan's keys with a collective choose their kernel), found \"%s\"",
+                                s, i, where, cs->key, kr_comm_kernel_name(cs->kernel));
     }
     return KR_OK;
 }
@@ -508,7 +540,7 @@ int kr_plan_equal(const kr_plan *a, const kr_plan *b)
             for (int c = 0; c < x->ncomm; c++) {
                 const kr_comm_setting *u = &x->comm[c], *v = &y->comm[c];
                 if (strcmp(u->key, v->key) || u->recompute != v->recompute || strcmp(u->slot, v->slot) ||
-                    u->sms != v->sms)
+                    u->sms != v->sms || u->kernel != v->kernel)
                     return 0;
             }
         }

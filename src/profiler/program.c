@@ -714,7 +714,7 @@ int kr_profiler_program_collective(kr_coll_kind kind, double bytes, int group, i
     p.coll.group_size = group;
     p.coll.bytes = bytes;
     kr__strlcpy(p.coll.group, kind == KR_COLL_ALLREDUCE ? "tp" : "cp", sizeof p.coll.group);
-    kr_config c = {0, ctas, KR_SLOT_NONE};
+    kr_config c = {0, ctas, KR_SLOT_NONE, 0};
     kr_profiler_program_params pp;
     kr_profiler_program_params_default(&pp);
     pp.comm = comm;

@@ -90,13 +90,14 @@ static int partition_picture(const char *dir, const kr_job *job, const kr_plan_i
     if (rc == KR_OK && in->ncomm > 0) {
         const kr_partition *p = kr_partition_find(set, in->comm[0].key);
         const kr_partition *q = kr_partition_find(dflt, in->comm[0].key);
-        kr_config ck = {in->freq_mhz, in->comm[0].sms, 0}, cd = {in->freq_mhz, q ? q->fixed_sms : 0, q ? q->fixed_slot : 0};
+        kr_config ck = {in->freq_mhz, in->comm[0].sms, 0, in->comm[0].kernel}, cd = {in->freq_mhz, q ? q->fixed_sms : 0, q ? q->fixed_slot : 0, 0};
         if (p && q && kr_partition_slot_index(p, in->comm[0].slot, &ck.slot, err) == KR_OK &&
             (rc = kr_sim_partition_timeline(job, q, &cd, &tl[0], err)) == KR_OK &&
             (rc = kr_sim_partition_timeline(job, p, &ck, &tl[1], err)) == KR_OK) {
             char t0[160], t1[160], title[200], path[4400];
             snprintf(t0, sizeof t0, "default overlap: launch at %s, %d SMs", kr_partition_slot_name(q, cd.slot), cd.sms);
-            snprintf(t1, sizeof t1, "Kareus: launch at %s, %d SMs", in->comm[0].slot, ck.sms);
+            snprintf(t1, sizeof t1, "Kareus: launch at %s, %d SMs%s", in->comm[0].slot, ck.sms,
+                     ck.kernel == KR_KERNEL_NCCL ? " (NCCL)" : "");
             const char *titles[2] = {t0, t1};
             snprintf(title, sizeof title, "%s on stage 0 at %d MHz: compute and comm streams", p->key, in->freq_mhz);
             snprintf(path, sizeof path, "%s/partition.svg", dir);

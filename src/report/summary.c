@@ -157,7 +157,9 @@ static const kr__jhook list_hook = {list_read, list_write, NULL, "array", NULL, 
         NUM(kr__sum_method, p.energy_j, "energy_j", "simulated energy of the cluster per iteration, J"), \
         STR(kr__sum_method, p.file, "file", "the plan file, relative to the directory"),          \
         ONUM(kr__sum_method, p.bound_j, "bound_j", "the solver's lower bound on its predicted energy, J"), \
-        ONUM(kr__sum_method, p.gap, "gap", "predicted energy / bound_j - 1")
+        ONUM(kr__sum_method, p.gap, "gap", "predicted energy / bound_j - 1"),                     \
+        STR(kr__sum_method, p.source, "source", "whose solver step it is: the method's slug, or \"n+p\" for a step " \
+            "Kareus takes from Nanobatching+Perseus")
 
 static const kr__jfield fastest_fields[] = {CHOSEN_FIELDS(fastest)};
 static const kr__jfield frugal_fields[] = {CHOSEN_FIELDS(frugal)};
@@ -169,6 +171,7 @@ static const kr__jfield point_fields[] = {
     NUM(kr__sum_point, time_s, "time_s", "simulated iteration time, s"),
     NUM(kr__sum_point, energy_j, "energy_j", "simulated energy of the cluster per iteration, J"),
     STR(kr__sum_point, file, "file", "the plan file, relative to the directory"),
+    STR(kr__sum_point, source, "source", "whose solver step it is (as fastest.source)"),
 };
 static const list_desc point_list = LIST_DESC(kr__sum_method, ten, nten, point_fields);
 
@@ -179,6 +182,9 @@ static const kr__jfield method_fields[] = {
     STR(kr__sum_method, execution, "execution", "how it executes a partition, in words"),
     STR(kr__sum_method, clocks, "clocks", "how it chooses clocks, in words"),
     KR__JF_INT(kr__sum_method, steps, "steps", 0, 0, 1 << 30, 0, "points of its frontier (1: a single plan)"),
+    KR__JF_INT(kr__sum_method, steps_own, "steps_own", 0, 0, 1 << 30, 0,
+               "of which from its own solve (Kareus: the others are Nanobatching+Perseus's steps, which its "
+               "frontier takes where they are better)"),
     STR(kr__sum_method, frontier_csv, "frontier_csv", "its frontier file, relative to the directory"),
     KR__JF_OBJ("fastest", 0, &fastest_table, NULL, "its fastest plan"),
     KR__JF_OBJ("frugal", 0, &frugal_table, NULL, "its most frugal plan"),
@@ -339,6 +345,7 @@ static void chosen_of(const kr_opt_plan *p, kr__sum_plan *out)
     out->time_s = p->sim_time_s;
     out->energy_j = p->sim_energy_j;
     kr__strlcpy(out->file, p->file, sizeof out->file);
+    kr__strlcpy(out->source, p->source, sizeof out->source);
     out->bound_j = out->gap = NAN;
     if (p->pred_bound_j > 0) {
         out->bound_j = p->pred_bound_j;
@@ -354,14 +361,16 @@ static void method_of(const kr_method_result *mr, kr_method m, kr__sum_method *x
     kr__strlcpy(x->execution, method_execution[m], sizeof x->execution);
     kr__strlcpy(x->clocks, method_clocks[m], sizeof x->clocks);
     x->steps = mr->nsteps;
+    x->steps_own = mr->steps_own;
     snprintf(x->frontier_csv, sizeof x->frontier_csv, "frontiers/%s.csv", kr_method_slug(m));
     chosen_of(&mr->plans[mr->fastest], &x->fastest);
     chosen_of(&mr->plans[mr->frugal], &x->frugal);
     x->nten = mr->nten;
     for (int i = 0; i < mr->nten; i++) {
         const kr_opt_plan *p = &mr->plans[mr->ten[i]];
-        x->ten[i] = (kr__sum_point){p->step, p->sim_time_s, p->sim_energy_j, ""};
+        x->ten[i] = (kr__sum_point){p->step, p->sim_time_s, p->sim_energy_j, "", ""};
         kr__strlcpy(x->ten[i].file, p->file, sizeof x->ten[i].file);
+        kr__strlcpy(x->ten[i].source, p->source, sizeof x->ten[i].source);
     }
     x->search_evaluated = mr->evaluated;
     x->search_space = mr->space;

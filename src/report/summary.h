@@ -25,6 +25,7 @@ typedef struct kr__sum_plan {
     double time_s, energy_j;
     char file[128];
     double bound_j, gap;
+    char source[12];
 } kr__sum_plan;
 
 /* One plan of the 10-point frontier. */
@@ -32,11 +33,12 @@ typedef struct kr__sum_point {
     int step;
     double time_s, energy_j;
     char file[128];
+    char source[12];
 } kr__sum_point;
 
 typedef struct kr__sum_method {
     char name[64], slug[64], variant[64], execution[96], clocks[96];
-    int steps;
+    int steps, steps_own;
     char frontier_csv[96];
     kr__sum_plan fastest, frugal;
     int nten;

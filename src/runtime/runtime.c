@@ -205,6 +205,7 @@ static int copy_stage(kr_runtime *rt, const kr_plan *plan, const kr_job *job, kr
             rc->recompute = in->comm[c].recompute;
             kr__strlcpy(rc->cfg.slot, in->comm[c].slot, sizeof rc->cfg.slot);
             rc->cfg.sms = in->comm[c].sms;
+            rc->cfg.kernel = in->comm[c].kernel;
             rc->cfg.slot_index = KR_RUNTIME_SLOT_UNKNOWN;
             const kr_partition *p = parts ? kr_partition_find(parts, rc->key) : NULL;
             int idx;

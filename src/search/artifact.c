@@ -44,16 +44,28 @@ static const budget_row budget_table[] = {
 #define ENSEMBLE 5
 
 
+/* Where sms falls on the SM list, as a fractional index (the baseline's count off the list). */
+static double sm_position(const kr_search_space *sp, int sms)
+{
+    if (sms <= sp->sms[0])
+        return 0;
+    for (int i = 1; i < sp->nsms; i++)
+        if (sms <= sp->sms[i])
+            return i - 1 + (double)(sms - sp->sms[i - 1]) / (sp->sms[i] - sp->sms[i - 1]);
+    return sp->nsms - 1;
+}
+
 static void features(const kr__search *s, long idx, double *x)
 {
     kr_config c;
     kr_search_space_config(&s->sp, idx, &c);
-    long per_clock = (long)s->sp.nslots * s->sp.nsms;
-    int slot = (int)((idx % per_clock) / s->sp.nsms);
+    int ci, cat, mi;
+    kr__space_coords(&s->sp, idx, &ci, &cat, &mi);
     x[0] = c.freq_mhz;
-    x[1] = (double)(idx % s->sp.nsms); /* the SM index, not the count, as published */
-    for (int i = 0; i < s->sp.nslots; i++)
-        x[2 + i] = i == slot;
+    x[1] = mi >= 0 ? mi : sm_position(&s->sp, c.sms); /* the SM index, not the count, as published */
+    /* One-hot of the launch; with kernels, of (kernel, slot) — the published tool had one kernel. */
+    for (int i = 0; i < kr__space_ncat(&s->sp); i++)
+        x[2 + i] = i == cat;
 }
 
 /* Plug-in HVI context: observed points normalised, reference 1.1 × max. */
@@ -196,7 +208,7 @@ static int init_design(kr__search *s, long n_init, kr_error *err)
 /* The rounds' memory, and every configuration's features in a->F. */
 static int art_alloc(art *a, const kr__search *s, kr_error *err)
 {
-    a->p = 2 + s->sp.nslots;
+    a->p = 2 + kr__space_ncat(&s->sp);
     size_t sz = (size_t)s->size, p = (size_t)a->p;
     a->F = malloc(sz * p * sizeof *a->F);
     a->X = malloc(sz * p * sizeof *a->X);

@@ -93,8 +93,12 @@ static void feature(const kr__search *s, long idx, double *x, int *cat)
     x[0] = fmax > fmin ? (c.freq_mhz - fmin) / (fmax - fmin) : 0.0;
     double smin = sp->sms[0], smax = sp->sms[sp->nsms - 1];
     x[1] = smax > smin && smin > 0 ? log(c.sms / smin) / log(smax / smin) : 0.0;
-    long per_clock = (long)sp->nslots * sp->nsms;
-    *cat = (int)((idx % per_clock) / sp->nsms);
+    /* The launch (kernel, slot) is one categorical: the kernel changes how the comm time depends
+     * on the CTAs and the clock, which the category's own correlation absorbs. The baseline
+     * entry's CTAs may lie off the list (an A100's 24 NCCL channels above sms_gather's 20): its
+     * x[1] is then slightly outside [0, 1], an extrapolation the kernel's distance handles. */
+    int ci, mi;
+    kr__space_coords(sp, idx, &ci, cat, &mi);
 }
 
 /* Value of model k's latent v in target units. */
@@ -335,7 +339,7 @@ static void fantasise(bo *b, int a, int i)
 static int cover_clocks(bo *b, kr_error *err)
 {
     kr__search *s = b->s;
-    long per_clock = (long)s->sp.nslots * s->sp.nsms;
+    long per_clock = kr_search_space_per_clock(&s->sp);
     for (int c = 0; c < s->sp.nclocks && kr__search_left(s) > 0; c++) {
         int covered = 0;
         for (long i = c * per_clock; i < (c + 1) * per_clock && !covered; i++)

@@ -25,7 +25,8 @@ static void shuffle(int *v, int n, kr__rng *r)
 /*
  * n0 configurations spread Latin-hypercube style over (clock, comm SMs) with the slots
  * balanced: point i takes clock stratum π₁(i) and SM stratum π₂(i) of n0 equal strata (a random
- * position inside each), slot π₃(i) mod nslots. With n0 >= nclocks every clock gets a point.
+ * position inside each), launch category (kernel, slot) π₃(i) mod nkernels·nslots. With n0 >=
+ * nclocks every clock gets a point.
  */
 int kr__search_lhs_design(kr__search *s, long n0, kr_error *err)
 {
@@ -50,8 +51,8 @@ int kr__search_lhs_design(kr__search *s, long n0, kr_error *err)
     for (long i = 0; i < n0 && rc == KR_OK && kr__search_left(s) > 0; i++) {
         long ci = (long)((p1[i] + kr__rng_uniform(&r)) * sp->nclocks / n0);
         long mi = (long)((p2[i] + kr__rng_uniform(&r)) * sp->nsms / n0);
-        long si = p3[i] % sp->nslots;
-        long idx = (KR_MIN(ci, sp->nclocks - 1) * sp->nslots + si) * sp->nsms + KR_MIN(mi, sp->nsms - 1);
+        int si = p3[i] % (sp->nkernels * sp->nslots); /* (kernel, slot) balanced */
+        long idx = kr__space_grid_index(sp, (int)KR_MIN(ci, sp->nclocks - 1), si, (int)KR_MIN(mi, sp->nsms - 1));
         while (s->done[idx]) /* a collision of strata: the next free configuration */
             idx = (idx + 1) % s->size;
         rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
@@ -196,7 +197,8 @@ int kr__search_prior_grid(kr__search *s, kr_error *err)
     int ci[3] = {0, (sp->nclocks - 1) / 2, sp->nclocks - 1};
     int nm = s->size >= 400 ? 3 : 2;
     int mi[3] = {0, nm == 3 ? (sp->nsms - 1) / 2 : sp->nsms - 1, sp->nsms - 1};
-    int rot = (int)(s->opt->seed % (unsigned long long)sp->nslots);
+    int ncat = sp->nkernels * sp->nslots;
+    int rot = (int)(s->opt->seed % (unsigned long long)ncat);
     int rc = KR_OK, k = 0;
     for (int a = 0; a < 3 && rc == KR_OK; a++) {
         if (a > 0 && ci[a] == ci[a - 1])
@@ -204,8 +206,8 @@ int kr__search_prior_grid(kr__search *s, kr_error *err)
         for (int c = 0; c < nm && rc == KR_OK && kr__search_left(s) > 0; c++, k++) {
             if (c > 0 && mi[c] == mi[c - 1])
                 continue;
-            long si = (k + rot) % sp->nslots;
-            long idx = ((long)ci[a] * sp->nslots + si) * sp->nsms + mi[c];
+            int si = (k + rot) % ncat;
+            long idx = kr__space_grid_index(sp, ci[a], si, mi[c]);
             rc = kr__search_eval(s, idx, "init", NAN, NAN, err);
         }
     }

@@ -6,7 +6,8 @@
  * our logs: freq (MHz), overlap_start (slot name), overlap_end ("none": the launch window always
  * ends with the partition, kareus-method.md §1.3), sm (comm CTAs = SMs; 0 without a collective),
  * block (1024 with a collective, else 0; never searched), time_s, energy_j (per GPU, static
- * included). Ours: eff_energy_j, time_sd_s, energy_sd_j, repeats, key, variant, job (the job
+ * included). Ours: kernel ("nccl" when the kareus variant ran NCCL; absent means the tuned kernel,
+ * so logs from before kernels existed read as they were), eff_energy_j, time_sd_s, energy_sd_j, repeats, key, variant, job (the job
  * fingerprint), backend, strategy, seed, batch, selected (why it was chosen), pred_time_s and
  * pred_energy_eff_j (the surrogate's prediction, when there is one). The artifact also writes
  * selected_dynamic/real/time/uncertainty and pred_energy_real_j; they are accepted and ignored.
@@ -108,7 +109,9 @@ static int cmp_lookup(const kr__mrec *a, const kr__mrec *b)
         return a->freq_mhz < b->freq_mhz ? -1 : 1;
     if ((c = strcmp(a->slot, b->slot)))
         return c;
-    return (a->sms > b->sms) - (a->sms < b->sms);
+    if (a->sms != b->sms)
+        return a->sms < b->sms ? -1 : 1;
+    return (a->kernel > b->kernel) - (a->kernel < b->kernel);
 }
 
 static int cmp_full(const void *x, const void *y)
@@ -166,6 +169,7 @@ void kr__mrec_from_config(kr__mrec *r, const kr_partition *p, const kr_config *c
     int coll = p->coll.kind != KR_COLL_NONE;
     kr__strlcpy(r->slot, coll ? kr_partition_slot_name(p, c->slot) : "none", sizeof r->slot);
     r->sms = coll ? c->sms : 0;
+    r->kernel = coll ? c->kernel : KR_KERNEL_TUNED;
 }
 
 /* ---- parsing ---------------------------------------------------------------------------- */
@@ -176,8 +180,8 @@ static const char *const line_fields[] = {
     "selected_real", "selected_time", "selected_uncertainty", "pred_time_s", "pred_energy_eff_j",
     "pred_energy_real_j",
     /* ours */
-    "eff_energy_j", "time_sd_s", "energy_sd_j", "repeats", "key", "variant", "job", "backend", "strategy", "seed",
-    "batch", "selected", NULL};
+    "kernel", "eff_energy_j", "time_sd_s", "energy_sd_j", "repeats", "key", "variant", "job", "backend", "strategy",
+    "seed", "batch", "selected", NULL};
 
 /* Checks that an optional field has the given JSON kind (or null for predictions). */
 static int optional_kind(kr__jctx *c, const json_t *o, const char *key, int want_bool)
@@ -197,13 +201,14 @@ static int read_fields(kr__jctx *c, const json_t *obj, kr__mrec *r)
 {
     int rc, block, batch;
     long long seed;
-    char end[32], buf[64];
+    char end[32], buf[64], kernel[16];
     double eff;
     if ((rc = kr__jobject(c, obj, line_fields)) || (rc = kr__jint32(c, obj, "freq", 1, 1, 100000, 0, &r->freq_mhz)) ||
         (rc = kr__jstr(c, obj, "overlap_start", 1, NULL, r->slot, sizeof r->slot)) ||
         (rc = kr__jstr(c, obj, "overlap_end", 0, "none", end, sizeof end)) ||
         (rc = kr__jint32(c, obj, "sm", 1, 0, 100000, 0, &r->sms)) ||
         (rc = kr__jint32(c, obj, "block", 0, 0, 1 << 20, 0, &block)) ||
+        (rc = kr__jstr(c, obj, "kernel", 0, "tuned", kernel, sizeof kernel)) ||
         (rc = kr__jnum(c, obj, "time_s", 1, 0, INFINITY, 0, &r->time_s)) ||
         (rc = kr__jnum(c, obj, "energy_j", 1, 0, INFINITY, 0, &r->energy_j)) ||
         (rc = kr__jnum(c, obj, "eff_energy_j", 0, -INFINITY, INFINITY, 0, &eff)) ||
@@ -224,6 +229,8 @@ static int read_fields(kr__jctx *c, const json_t *obj, kr__mrec *r)
     for (size_t i = 0; i < 3; i++)
         if ((rc = optional_kind(c, obj, nums[i], 0)))
             return rc;
+    if (kr_comm_kernel_parse(kernel, &r->kernel) != KR_OK)
+        return kr__jfailf(c, KR_EPARSE, "kernel", "expected \"tuned\" or \"nccl\", found \"%s\"", kernel);
     if (strcmp(end, "none") != 0)
         return kr__jfailf(c, KR_EPARSE, "overlap_end",
                           "expected \"none\" (the comm window always ends with the partition), found \"%s\"", end);
@@ -284,7 +291,11 @@ static int parse_record(const kr__mparse *o, const char *where, const json_t *ob
         return kr__jfailf(&c, KR_ENOTFOUND, "key", "expected a partition of job '%s' for variant %s (%s), found \"%s\"",
                           o->job->name, kr_variant_name(r->variant), list, r->key);
     }
-    kr_config cfg = {r->freq_mhz, r->sms, KR_SLOT_NONE};
+    kr_config cfg = {r->freq_mhz, r->sms, KR_SLOT_NONE, r->kernel};
+    if (r->kernel != KR_KERNEL_TUNED && (p->variant != KR_VARIANT_KAREUS || p->coll.kind == KR_COLL_NONE))
+        return kr__jfailf(&c, KR_ERANGE, "kernel",
+                          "expected no kernel (tuned) for %s (%s): only the kareus variant's collectives choose "
+                          "their kernel, found \"%s\"", r->key, kr_variant_name(r->variant), kr_comm_kernel_name(r->kernel));
     if (p->coll.kind != KR_COLL_NONE && (rc = kr_partition_slot_index(p, r->slot, &cfg.slot, err))) {
         char msg[KR_ERROR_MSG_MAX];
         kr__strlcpy(msg, err ? err->msg : "", sizeof msg);
@@ -297,6 +308,12 @@ static int parse_record(const kr__mparse *o, const char *where, const json_t *ob
     if (o->check_space) {
         kr_search_space sp;
         long idx;
+        /* The whole space, or the ablation's fixed CTA count (KR_SEARCH_FIX_SMS), which need
+         * not be on the searched list. */
+        kr_search_space fix;
+        if (kr_search_space_init_restricted(o->job, p, KR_SEARCH_FIX_SMS, &fix, NULL) == KR_OK &&
+            kr_search_space_index(&fix, &cfg, &idx, NULL) == KR_OK)
+            return KR_OK;
         if ((rc = kr_search_space_init(o->job, p, &sp, err)) || (rc = kr_search_space_index(&sp, &cfg, &idx, err))) {
             char msg[KR_ERROR_MSG_MAX];
             kr__strlcpy(msg, err ? err->msg : "", sizeof msg);
@@ -683,6 +700,8 @@ int kr__search_log_append(kr_search_log *log, const kr__mrec *r, const kr__mextr
     bad |= set_str(o, "overlap_end", "none");
     bad |= json_object_set_new(o, "sm", json_integer(r->sms));
     bad |= json_object_set_new(o, "block", json_integer(x->has_coll ? 1024 : 0));
+    if (r->kernel != KR_KERNEL_TUNED)
+        bad |= set_str(o, "kernel", kr_comm_kernel_name(r->kernel));
     bad |= kr__jset_real(o, "time_s", r->time_s);
     bad |= kr__jset_real(o, "energy_j", r->energy_j);
     bad |= kr__jset_real(o, "eff_energy_j", r->energy_j - log->job.static_power_w * r->time_s);

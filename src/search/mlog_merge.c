@@ -96,6 +96,8 @@ static int cmp_config_then_place(const void *x, const void *y)
     if (c == 0)
         c = (a->sms > b->sms) - (a->sms < b->sms);
     if (c == 0)
+        c = (a->kernel > b->kernel) - (a->kernel < b->kernel);
+    if (c == 0)
         c = (a->file > b->file) - (a->file < b->file);
     if (c == 0)
         c = (a->line > b->line) - (a->line < b->line);
@@ -105,7 +107,7 @@ static int cmp_config_then_place(const void *x, const void *y)
 static int same_config(const kr__mrec *a, const kr__mrec *b)
 {
     return strcmp(a->key, b->key) == 0 && a->variant == b->variant && a->freq_mhz == b->freq_mhz &&
-           strcmp(a->slot, b->slot) == 0 && a->sms == b->sms;
+           strcmp(a->slot, b->slot) == 0 && a->sms == b->sms && a->kernel == b->kernel;
 }
 
 static int same_value(const kr__mrec *a, const kr__mrec *b)
@@ -131,8 +133,9 @@ static void choose(kr__mrecs *recs, unsigned char **keep, const char *const *pat
             }
             if (st->conflicts++ == 0)
                 snprintf(st->conflict, sizeof st->conflict,
-                         "%s %s %d MHz %d SMs %s: %s:%d kept over %s:%d (time_s %.17g vs %.17g, energy_j %.17g vs %.17g)",
-                         r->key, kr_variant_name(r->variant), r->freq_mhz, r->sms, r->slot, paths[first->file],
+                         "%s %s %d MHz %d SMs %s %s: %s:%d kept over %s:%d (time_s %.17g vs %.17g, energy_j %.17g vs %.17g)",
+                         r->key, kr_variant_name(r->variant), r->freq_mhz, r->sms, r->slot, kr_comm_kernel_name(r->kernel),
+                         paths[first->file],
                          first->line, paths[r->file], r->line, first->time_s, r->time_s, first->energy_j, r->energy_j);
         }
         i = j;

@@ -4,7 +4,7 @@
  * recordings exactly as they would on the device that made them (search.h).
  *
  * Records are deduplicated (first file, then first line, wins) and sorted once; a lookup is a
- * binary search on (key, variant, freq, slot name, sms). Records are not restricted to the
+ * binary search on (key, variant, freq, slot name, sms, kernel). Records are not restricted to the
  * job's current search space (a recording may cover more clocks than the plan uses), but their
  * key, variant and slot must exist in the job.
  */
@@ -34,9 +34,10 @@ static int replay_measure(kr_backend *b, const kr_partition *p, const kr_config 
         for (size_t i = 0; i < r->recs.n; i++)
             same += strcmp(r->recs.r[i].key, p->key) == 0 && r->recs.r[i].variant == p->variant;
         return kr_error_set(kr_backend_error(b), KR_ENOTFOUND,
-                            "replay: no recorded measurement of %s (%s) at %d MHz, slot %s, %d SMs in %s (it has %ld "
+                            "replay: no recorded measurement of %s (%s) at %d MHz, slot %s, %d SMs, %s kernel in %s (it has %ld "
                             "measurements of that partition; --strategy exhaustive searches only what was recorded)",
-                            p->key, kr_variant_name(p->variant), probe.freq_mhz, probe.slot, probe.sms, r->files, same);
+                            p->key, kr_variant_name(p->variant), probe.freq_mhz, probe.slot, probe.sms,
+                            kr_comm_kernel_name(probe.kernel), r->files, same);
     }
     memset(out, 0, sizeof *out);
     out->time_s = m->time_s;

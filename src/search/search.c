@@ -99,7 +99,7 @@ int kr__search_eval(kr__search *s, long idx, const char *why, double pred_time_s
 
 int kr__search_exhaustive(kr__search *s, kr_error *err)
 {
-    long per_clock = (long)s->sp.nslots * s->sp.nsms;
+    long per_clock = kr_search_space_per_clock(&s->sp);
     for (long i = 0; i < s->size; i++) {
         if (kr__search_left(s) <= 0) {
             snprintf(s->stop, sizeof s->stop, "budget");
@@ -199,7 +199,7 @@ static void search_free(kr__search *s)
 /* The context's per-configuration arrays for p's space (s->job, s->p and s->opt set). */
 static int search_alloc(kr__search *s, kr_error *err)
 {
-    int rc = kr_search_space_init(s->job, s->p, &s->sp, err);
+    int rc = kr_search_space_init_restricted(s->job, s->p, s->opt->restrict_space, &s->sp, err);
     if (rc)
         return rc;
     s->size = kr_search_space_size(&s->sp);
@@ -219,7 +219,8 @@ static int search_alloc(kr__search *s, kr_error *err)
 }
 
 /* Indexes this partition's recorded measurements by configuration. The log checked at open
- * that every one lies in its partition's space. */
+ * that every one lies in its partition's space; a restricted space (restrict_space) leaves out
+ * the records it does not hold. */
 static int index_log(kr__search *s, kr_error *err)
 {
     const kr_partition *p = s->p;
@@ -231,12 +232,14 @@ static int index_log(kr__search *s, kr_error *err)
             continue;
         /* Work without a collective is logged with slot "none" and 0 SMs; its space holds
          * the fixed values. */
-        kr_config c = {r->freq_mhz, s->sp.sms[0], s->sp.slots[0]};
+        kr_config c = {r->freq_mhz, s->sp.sms[0], s->sp.slots[0], r->kernel};
         long idx;
         if (p->coll.kind != KR_COLL_NONE) {
             c.sms = r->sms;
             rc = kr_partition_slot_index(p, r->slot, &c.slot, err);
         }
+        if (rc == KR_OK && s->opt->restrict_space && kr_search_space_index(&s->sp, &c, &idx, NULL) != KR_OK)
+            continue;
         if (rc || (rc = kr_search_space_index(&s->sp, &c, &idx, err)))
             return kr_error_prefix(err, "%s:%d", kr_search_log_path(s->log), r->line);
         s->cached[idx] = (long)i;
@@ -258,7 +261,7 @@ static int restrict_replay(kr__search *s, int clock_only, long *recorded, int *r
     *recorded = 0;
     *restricted = 0;
     if (!((s->opt->strategy == KR_STRATEGY_EXHAUSTIVE || clock_only) &&
-          kr__replay_recorded(s->b, p, &(kr_config){0, 0, 0}) >= 0))
+          kr__replay_recorded(s->b, p, &(kr_config){0, 0, 0, 0}) >= 0))
         return KR_OK;
     for (long i = 0; i < s->size; i++) {
         kr_config c;
@@ -321,6 +324,35 @@ static void fill_stats(const kr__search *s, long recorded, double t0, kr_search_
     stats->prior_calibrated = s->calib;
 }
 
+/*
+ * The baseline's own execution (NCCL at its default CTAs, launched at partition start) at every
+ * clock, whatever the strategy and its budget (issue 31): so the partition frontier dominates
+ * Nanobatching's point at every clock by construction. After the strategy, so that its
+ * decisions are the ones it takes without this rule; outside the evaluation cap. A replay
+ * evaluates the ones it recorded (it cannot answer the others).
+ */
+static int eval_baseline(kr__search *s, kr_error *err)
+{
+    if (!s->sp.has_base)
+        return KR_OK;
+    int replay = kr__replay_recorded(s->b, s->p, &(kr_config){0, 0, 0, 0}) >= 0;
+    for (int ci = 0; ci < s->sp.nclocks; ci++) {
+        kr_config c = s->sp.base;
+        c.freq_mhz = s->sp.clocks[ci];
+        long idx;
+        int rc = kr_search_space_index(&s->sp, &c, &idx, err);
+        if (rc)
+            return rc;
+        if (s->done[idx] || (replay && s->cached[idx] < 0 && kr__replay_recorded(s->b, s->p, &c) != 1))
+            continue;
+        if (s->n >= s->cap)
+            s->cap = s->n + 1;
+        if ((rc = kr__search_eval(s, idx, "baseline", NAN, NAN, err)))
+            return rc;
+    }
+    return KR_OK;
+}
+
 /* Runs the strategy on s (set up); the frontier into out. */
 static int run_strategy(kr__search *s, int clock_only, int restricted, kr_partition_frontier *out, kr_error *err)
 {
@@ -332,6 +364,8 @@ static int run_strategy(kr__search *s, int clock_only, int restricted, kr_partit
         rc = kr__search_bo(s, err);
     else
         rc = kr__search_artifact(s, err);
+    if (rc == KR_OK)
+        rc = eval_baseline(s, err);
     if (rc == KR_OK && restricted && strcmp(s->stop, "converged") != 0)
         snprintf(s->stop, sizeof s->stop, "recorded points only");
     if (rc == KR_OK) {

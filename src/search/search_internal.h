@@ -18,6 +18,7 @@ typedef struct kr__mrec {
     int freq_mhz;
     char slot[KR_SLOT_NAME_MAX]; /* "none" for after-compute / no collective. */
     int sms;                     /* 0 for work without a collective. */
+    int kernel;                  /* kr_comm_kernel ("kernel" field; absent: tuned). */
     double time_s, energy_j, time_sd_s, energy_sd_j;
     int repeats;
     int file;                    /* Index of the file it came from (replay; 0 for the log). */
@@ -64,11 +65,11 @@ typedef struct kr__mparse {
 int kr__mlog_parse(const kr__mparse *o, const char *text, size_t len, kr__mrecs *out, size_t *valid_len, int *torn,
                    int *complete_last, kr_error *err);
 
-/* Sorts by (key, variant, freq, slot, sms, file, line) and drops later duplicates; returns how
+/* Sorts by (key, variant, freq, slot, sms, kernel, file, line) and drops later duplicates; returns how
  * many were dropped and the line of the first dropped one in *first_dup_line (file 0). */
 size_t kr__mrecs_dedupe(kr__mrecs *m, int *first_dup_line);
 int kr__mrecs_push(kr__mrecs *m, const kr__mrec *r);
-/* Record for (key, variant, freq, slot, sms) in a deduped, sorted set, or NULL. */
+/* Record for (key, variant, freq, slot, sms, kernel) in a deduped, sorted set, or NULL. */
 const kr__mrec *kr__mrecs_find(const kr__mrecs *m, const kr__mrec *probe);
 /* Sets the lookup fields of a record from a partition and a config (slot by name; slot "none"
  * and sms 0 for work without a collective). */
@@ -99,6 +100,17 @@ int kr__search_log_flush(kr_search_log *log, kr_error *err);
  * b is not a replay backend. kr__replay_files: the recordings' paths ("" otherwise). */
 int kr__replay_recorded(const kr_backend *b, const kr_partition *p, const kr_config *c);
 const char *kr__replay_files(const kr_backend *b);
+
+/* ---- space coordinates (space.c) ----------------------------------------------------------- */
+
+/* Configuration idx as the surrogates see it: clock index, category (kernel · nslots + slot, the
+ * launch as one categorical; the baseline's own when it is off the grid) and SM index (-1 for
+ * the baseline off the grid: its count is not on the list). */
+void kr__space_coords(const kr_search_space *s, long idx, int *ci, int *cat, int *mi);
+/* Number of categories kr__space_coords gives. */
+int kr__space_ncat(const kr_search_space *s);
+/* The grid configuration at (clock ci, category cat < nkernels · nslots, SM index mi). */
+long kr__space_grid_index(const kr_search_space *s, int ci, int cat, int mi);
 
 /* ---- the search context ------------------------------------------------------------------- */
 

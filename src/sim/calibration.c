@@ -169,7 +169,7 @@ static int valley_row(check_list *l, kr_error *err)
     for (int ci = 0; ci < nc; ci++)
         for (int s = 0; s < job.sms_allreduce.n; s++)
             for (int slot = 0; slot < heavy->nslots; slot++) {
-                kr_config c = {clocks[ci], job.sms_allreduce.v[s], slot};
+                kr_config c = {clocks[ci], job.sms_allreduce.v[s], slot, 0};
                 kr_measurement m;
                 if ((rc = kr_sim_measure(&job, heavy, &c, &m, err)))
                     return rc;
@@ -203,7 +203,7 @@ static int overlap_rows(check_list *l, kr_error *err)
     const int clocks[] = {job.clock_max_mhz, 1020};
     for (int i = 0; i < set.n; i++)
         for (int k = 0; k < 2 && set.p[i].coll.kind != KR_COLL_NONE; k++) {
-            kr_config c = {clocks[k], set.p[i].fixed_sms, set.p[i].fixed_slot};
+            kr_config c = {clocks[k], set.p[i].fixed_sms, set.p[i].fixed_slot, 0};
             kr_sim_overlap o;
             if ((rc = kr_sim_overlap_effects(&job, &set.p[i], &c, KR_SIM_NCCL, &o, err)))
                 return rc;

@@ -272,7 +272,7 @@ int kr_sim_calib_predict(const kr_sim_calib *cs, const kr_gpu *gpu, int i, kr_si
     kr_job job = cs->job;
     if (gpu)
         job.gpu = *gpu;
-    kr_config c = {(int)row->clock_mhz, row->ctas, KR_SLOT_NONE};
+    kr_config c = {(int)row->clock_mhz, row->ctas, KR_SLOT_NONE, 0};
     kr__sim_run run = {row->block, row->end, cs->kernel, row->start};
     if (row->ctas >= (int)job.gpu.sm_count)
         return kr_error_set(err, KR_ERANGE, "row %d: %d CTAs on a %g-SM GPU", i, row->ctas, job.gpu.sm_count);

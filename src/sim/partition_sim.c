@@ -14,7 +14,9 @@
  *
  * Variants need no special code: sequential is slot KR_SLOT_NONE (the comm launches after the
  * last op) with NCCL's CTAs, default overlap is the slot at op 0 with NCCL's CTAs, kareus is
- * whatever the config says; non-partition work has no collective (or a sequential one).
+ * whatever the config says — its kernel too (kr_config.kernel: tuned, or NCCL with the config's
+ * CTA count), so the kareus variant at (NCCL, NCCL's CTAs, slot at op 0) is the default-overlap
+ * execution exactly; non-partition work has no collective (or a sequential one).
  */
 #include "sim_internal.h"
 
@@ -259,8 +261,11 @@ static int simulate(const kr_job *job, const kr_partition *p, const kr_config *c
         run = &dflt;
     kr__sim_gpu sg;
     kr__sim_gpu_init(&sg, &job->gpu);
+    /* The kareus variant runs the kernel its config names (tuned by default); the baselines run
+     * NCCL whatever the config says, so a config read from an old log or plan keeps its meaning. */
+    int kareus = p->variant == KR_VARIANT_KAREUS && p->per_stage == 0;
     int kernel = run->kernel >= 0 ? run->kernel
-                                  : (p->variant == KR_VARIANT_KAREUS && p->per_stage == 0 ? KR_SIM_TUNED : KR_SIM_NCCL);
+                                  : (kareus && c->kernel != KR_KERNEL_NCCL ? KR_SIM_TUNED : KR_SIM_NCCL);
     kr__sim_comm cm;
     int has_comm = kr__sim_comm_init(&cm, &sg, &job->cluster, &p->coll, kernel == KR_SIM_TUNED, c->sms, run->block, err);
     if (has_comm < 0)

@@ -453,9 +453,16 @@ int kr_solve_result_config(const kr_solve_result *f, int step, int *out)
 
 int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_error *err)
 {
+    return kr_solve_result_write_csv_sourced(f, NULL, NULL, path, err);
+}
+
+int kr_solve_result_write_csv_sourced(const kr_solve_result *f, const char *const *source, const int *source_step,
+                                      const char *path, kr_error *err)
+{
     kr__sb sb = {0};
     kr__sb_puts(&sb, "step,quant_time,time_s,cost_change_j,model_cost_j,model_energy_j,knob_time_s,energy_j,eff_energy_j,"
-                     "bound_j,gap,dominated\n");
+                     "bound_j,gap,dominated");
+    kr__sb_puts(&sb, source ? ",source,source_step\n" : "\n");
     for (int i = 0; i < f->nsteps; i++) {
         const kr_solver_step *s = &f->steps[i];
         double v[7] = {s->time_s, s->cost_change_j, s->model_cost_j, s->model_energy_j, s->knob_time_s, s->energy_j,
@@ -475,7 +482,10 @@ int kr_solve_result_write_csv(const kr_solve_result *f, const char *path, kr_err
         } else {
             kr__sb_puts(&sb, ",,");
         }
-        kr__sb_printf(&sb, ",%d\n", s->dominated);
+        kr__sb_printf(&sb, ",%d", s->dominated);
+        if (source)
+            kr__sb_printf(&sb, ",%s,%d", source[i], source_step[i]);
+        kr__sb_puts(&sb, "\n");
     }
     return kr__sb_write_atomic(&sb, path, err);
 }

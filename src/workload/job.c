@@ -4,6 +4,7 @@
  * planning clocks, p2p sizes, fingerprint). kr_job_validate is in job_validate.c.
  */
 #include "kareus/job.h"
+#include "kareus/backend.h"
 
 #include <libgen.h>
 #include <stdint.h>
@@ -53,6 +54,9 @@ static void planning_defaults(kr_job *job)
     smlist_range(&job->sms_allreduce, 3, 30, 3);
     smlist_range(&job->sms_gather, 1, 20, 1);
     job->static_power_w = job->gpu.static_w;
+    job->ncomm_kernels = 2;
+    job->comm_kernels[0] = KR_KERNEL_TUNED;
+    job->comm_kernels[1] = KR_KERNEL_NCCL;
 }
 
 /* Even split of layers over stages, the remainder going to the first stages. */
@@ -207,6 +211,53 @@ static int smlist_write(const kr__jwctx *w, const kr__jfield *f, const void *bas
     json_t *a = json_array();
     for (int i = 0; i < l->n; i++)
         json_array_append_new(a, json_integer(l->v[i]));
+    *out = a;
+    return KR_OK;
+}
+
+/* planning.comm_kernels: a non-empty array of distinct kernel names ("tuned", "nccl"). */
+static int kernels_read(kr__jctx *c, const json_t *obj, const kr__jfield *f, void *base)
+{
+    const json_t *v = json_object_get(obj, f->key);
+    kr_job *job = (kr_job *)base;
+    if (v == NULL)
+        return KR_OK;
+    size_t m = kr__jpush_key(c, f->key);
+    int rc = KR_OK;
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > KR_MAX_COMM_KERNELS) {
+        rc = kr__jfail(c, json_is_array(v) ? KR_ERANGE : KR_EPARSE, NULL,
+                       "a non-empty array of distinct comm kernels, \"tuned\" and/or \"nccl\"", v);
+        goto out;
+    }
+    job->ncomm_kernels = 0;
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *e = json_array_get(v, i);
+        int k = -1;
+        int bad = !json_is_string(e) || kr_comm_kernel_parse(json_string_value(e), &k) != KR_OK;
+        for (int j = 0; !bad && j < job->ncomm_kernels; j++)
+            bad = job->comm_kernels[j] == k;
+        if (bad) {
+            size_t m2 = kr__jpush_idx(c, i);
+            rc = kr__jfail(c, json_is_string(e) ? KR_EINVAL : KR_EPARSE, NULL,
+                           "\"tuned\" or \"nccl\", each at most once", e);
+            kr__jpop(c, m2);
+            goto out;
+        }
+        job->comm_kernels[job->ncomm_kernels++] = k;
+    }
+out:
+    kr__jpop(c, m);
+    return rc;
+}
+
+static int kernels_write(const kr__jwctx *w, const kr__jfield *f, const void *base, json_t **out)
+{
+    (void)w;
+    (void)f;
+    const kr_job *job = (const kr_job *)base;
+    json_t *a = json_array();
+    for (int i = 0; i < job->ncomm_kernels; i++)
+        json_array_append_new(a, json_string(kr_comm_kernel_name(job->comm_kernels[i])));
     *out = a;
     return KR_OK;
 }
@@ -444,6 +495,8 @@ static const kr__jhook sms_ar_hook = {smlist_read, smlist_write, NULL, "array or
                                       "SM counts in [1, 100000], or {\"min\", \"max\", \"step\"}", "3..30 step 3"};
 static const kr__jhook sms_ag_hook = {smlist_read, smlist_write, NULL, "array or object",
                                       "SM counts in [1, 100000], or {\"min\", \"max\", \"step\"}", "1..20"};
+static const kr__jhook kernels_hook = {kernels_read, kernels_write, NULL, "array",
+                                       "\"tuned\" and/or \"nccl\", each at most once", "[\"tuned\", \"nccl\"]"};
 static const kr__jhook clock_hook = {NULL, NULL, NULL, NULL, "a clock the GPU supports", NULL};
 static const kr__jhook step_hook = {NULL, NULL, NULL, NULL, "a multiple of the GPU's clock step", NULL};
 static const kr__jhook static_hook = {NULL, NULL, NULL, NULL, "[0, the GPU's tdp_w)", NULL};
@@ -481,6 +534,9 @@ static const kr__jfield planning_fields[] = {
                 "comm SMs searched for all-reduce partitions: ascending, below the GPU's SM count"),
     KR__JF_HOOK("sms_gather", 0, offsetof(kr_job, sms_gather), NULL, &sms_ag_hook,
                 "comm SMs searched for all-gather / reduce-scatter partitions: ascending, below the SM count"),
+    KR__JF_HOOK("comm_kernels", 0, 0, NULL, &kernels_hook,
+                "comm kernels Kareus searches for partitions with a collective (the NCCL-default execution is "
+                "always a candidate)"),
     KR__JF_NUMH("static_power_w", JK, offsetof(kr_job, static_power_w), -1e6, 1e6, &static_hook,
                 "static power for effective energy, W (default: the GPU's static_w)"),
 };

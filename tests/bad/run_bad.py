@@ -131,6 +131,11 @@ def build_job_cases():
     job_case("clock-min-negative", setp(["planning", "clock_min_mhz"], -30), "planning.clock_min_mhz")
     job_case("clock-step-zero", setp(["planning", "clock_step_mhz"], 0), "planning.clock_step_mhz")
     job_case("clock-unsupported", setp(["planning", "clock_max_mhz"], 1411), "planning.clock_max_mhz")
+    job_case("comm-kernels-unknown", setp(["planning", "comm_kernels"], ["tuned", "cuda"]),
+             "$.planning.comm_kernels[1]: expected \"tuned\" or \"nccl\", each at most once, found string \"cuda\"")
+    job_case("comm-kernels-twice", setp(["planning", "comm_kernels"], ["nccl", "nccl"]), "$.planning.comm_kernels[1]")
+    job_case("comm-kernels-empty", setp(["planning", "comm_kernels"], []), "$.planning.comm_kernels")
+    job_case("comm-kernels-string", setp(["planning", "comm_kernels"], "nccl"), "$.planning.comm_kernels")
     job_case("static-power-huge", setp(["planning", "static_power_w"], 1e9), "$.planning.static_power_w")
     job_case("unknown-field", setp(["colour"], "red"), "$.colour")
     job_case("wrong-schema", setp(["schema"], "kareus.plan"), "$.schema")

@@ -18,7 +18,7 @@ check() { # check WHAT COMMAND...: counts a failure when the command fails
 out=$("$KAREUS" profile --plan-work --shard 1/4)
 check "plan-work: shard 1 of 4 holds units 1, 5, 9" \
   test "$(awk '$1 ~ /^[0-9]+$/ {print $1 ":" $2 ":" $3}' <<<"$out" | tr '\n' ' ')" = "1:1:fwd_mlp 5:1:embed_bwd 9:1:loss_bwd "
-check "plan-work: the TP group of a partition with its collective" grep -qE '^0 +0 +fwd_attn +kareus +a100-sxm4-40gb +8 +720' <<<"$("$KAREUS" profile --plan-work)"
+check "plan-work: the TP group of a partition with its collective" grep -qE '^0 +0 +fwd_attn +kareus +a100-sxm4-40gb +8 +1440' <<<"$("$KAREUS" profile --plan-work)"
 
 # One machine.
 "$KAREUS" "${P[@]}" --log single.jsonl --out single >/dev/null || fails=$((fails + 1))

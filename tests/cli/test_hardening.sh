@@ -55,9 +55,9 @@ cmp -s "$TMP/notes.txt" "$TMP/notes.orig" || { echo "FAIL: notes.txt changed" >&
 [ ! -e "$TMP/s1" ] || { echo "FAIL: search created --out for a refused --log" >&2; fails=$((fails + 1)); }
 
 # A recognised log with a torn last line: only that line is dropped, and the warning says so.
-expect_exit 0 "" -- search --partition fwd_mlp --max-evals 3 --strategy exhaustive --out "$TMP/s2" --quiet
+expect_exit 0 "" -- search --partition fwd_mlp --max-evals 3 --restrict only-tuned --strategy exhaustive --out "$TMP/s2" --quiet
 printf '{"freq":1410,"overlap_start":"no' >> "$TMP/s2/measurements.jsonl"
 before=$(($(wc -c < "$TMP/s2/measurements.jsonl") - 32))
-expect_exit 0 "measurements.jsonl:5: dropped a torn last line (32 bytes" -- search --partition fwd_mlp --max-evals 3 --strategy exhaustive --out "$TMP/s2"
+expect_exit 0 "measurements.jsonl:5: dropped a torn last line (32 bytes" -- search --partition fwd_mlp --max-evals 3 --restrict only-tuned --strategy exhaustive --out "$TMP/s2"
 [ "$(head -c "$before" "$TMP/s2/measurements.jsonl" | wc -l)" = 4 ] || { echo "FAIL: torn-line recovery dropped more than the torn line" >&2; fails=$((fails + 1)); }
 finish

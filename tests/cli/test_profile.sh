@@ -92,19 +92,20 @@ if [ -f "$mock" ]; then
   fi
   # Search mode: the search's strategy with the GPU backend; every measurement lands in the
   # search's log as it is taken (backend "gpu", spreads, repeats), and a rerun resumes from it.
+  # One clock, one CTA count, 3 slots, 2 kernels, and the baseline's NCCL at 24 CTAs: 7.
   cat >"$TMP/tiny.json" <<'JSON'
 {"schema": "kareus.job", "version": 1, "name": "tiny", "gpu": "a100", "model": "llama3.2-3b",
  "parallelism": {"tp": 8, "cp": 1, "pp": 2, "dp": 1},
  "planning": {"clock_min_mhz": 1410, "clock_max_mhz": 1410, "clock_step_mhz": 30, "sms_allreduce": [3]}}
 JSON
-  KAREUS_CUDA_LIB="$mock" expect_exit 0 "3 of      3 configurations (100.0%), 3 measured now, 0 from the log" -- \
+  KAREUS_CUDA_LIB="$mock" expect_exit 0 "7 of      7 configurations (100.0%), 7 measured now, 0 from the log" -- \
     profile --job "$TMP/tiny.json" --control fake:period_s=0.1,power_w=300 --partition fwd_mlp \
     --log "$TMP/search.jsonl" --strategy exhaustive --out "$TMP/fronts" --cooldown-ratio 0 --quiet
-  if [ "$(grep -c '"backend":"gpu"' "$TMP/search.jsonl")" -ne 3 ] || ! grep -qF '"repeats":3' "$TMP/search.jsonl" || \
+  if [ "$(grep -c '"backend":"gpu"' "$TMP/search.jsonl")" -ne 7 ] || ! grep -qF '"repeats":3' "$TMP/search.jsonl" || \
      [ ! -f "$TMP/fronts/fwd_mlp.kareus.json" ]; then
     echo "FAIL: search log / frontier files of the GPU search" >&2; fails=$((fails + 1))
   fi
-  KAREUS_CUDA_LIB="$mock" expect_exit 0 "0 measured now, 3 from the log" -- \
+  KAREUS_CUDA_LIB="$mock" expect_exit 0 "0 measured now, 7 from the log" -- \
     profile --job "$TMP/tiny.json" --control fake:period_s=0.1,power_w=300 --partition fwd_mlp \
     --log "$TMP/search.jsonl" --strategy exhaustive --out "$TMP/fronts" --quiet
   # The library's verdict, a failing preparation, and a missing permission are all named.

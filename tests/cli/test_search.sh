@@ -6,8 +6,8 @@ source "$(dirname "$0")/lib.sh"
 
 CP=llama3.2-3b-cp2tp4-mbs8-s4096
 
-# Exhaustive search of one partition: 18 clocks x 4 slots x 10 SM counts.
-expect_exit 0 "\"measurements\": 720" -- search --partition fwd_attn --strategy exhaustive --out "$TMP/ex" --json --quiet
+# Exhaustive search of one partition: 18 clocks x 2 kernels x 4 slots x 10 SM counts.
+expect_exit 0 "\"measurements\": 1440" -- search --partition fwd_attn --strategy exhaustive --out "$TMP/ex" --json --quiet
 for f in fwd_attn.kareus.json fwd_attn.kareus.csv measurements.jsonl; do
   [ -s "$TMP/ex/$f" ] || { echo "FAIL: $TMP/ex/$f missing" >&2; fails=$((fails + 1)); }
 done
@@ -54,22 +54,27 @@ expect_exit 2 "--strategy exhaustive searches only what was recorded" -- search 
 mkdir -p "$TMP/art/fwd_mlp"
 "$KAREUS" search --partition fwd_mlp --strategy exhaustive --out "$TMP/ex2" --quiet >/dev/null
 sed -e 's/,"eff_energy_j".*$/}/' "$TMP/ex2/measurements.jsonl" > "$TMP/art/fwd_mlp/eval_results.jsonl"
-expect_exit 0 "\"measurements\": 540" -- search --backend replay --replay "$TMP/art/fwd_mlp/eval_results.jsonl" --partition fwd_mlp --strategy exhaustive --log none --out "$TMP/art/out" --json --quiet
+# (Our NCCL lines keep their "kernel" field through the sed: both kernels, 2 x 540.)
+expect_exit 0 "\"measurements\": 1080" -- search --backend replay --replay "$TMP/art/fwd_mlp/eval_results.jsonl" --partition fwd_mlp --strategy exhaustive --log none --out "$TMP/art/out" --json --quiet
 cp "$TMP/art/fwd_mlp/eval_results.jsonl" "$TMP/art/eval.jsonl"
 expect_exit 2 "pass KEY=" -- search --backend replay --replay "$TMP/art/eval.jsonl" --partition fwd_mlp --log none --out "$TMP/art/out3" --quiet
-expect_exit 0 "\"measurements\": 540" -- search --backend replay --replay "fwd_mlp=$TMP/art/eval.jsonl" --partition fwd_mlp --strategy exhaustive --log none --out "$TMP/art/out4" --json --quiet
+expect_exit 0 "\"measurements\": 1080" -- search --backend replay --replay "fwd_mlp=$TMP/art/eval.jsonl" --partition fwd_mlp --strategy exhaustive --log none --out "$TMP/art/out4" --json --quiet
 
-# The artifact strategy uses the published budget (96 + 4 x 32 for fwd_attn).
-expect_exit 0 "\"measurements\": 224" -- search --partition fwd_attn --strategy artifact --out "$TMP/art5" --json --quiet
+# The artifact strategy uses the published budget (96 + 4 x 32 for fwd_attn), on the published
+# space (the tuned kernel; --restrict also drops the baseline's execution, which is otherwise
+# added at every clock the rule leaves it out).
+expect_exit 0 "\"measurements\": 224" -- search --partition fwd_attn --strategy artifact --restrict only-tuned --out "$TMP/art5" --json --quiet
 # --budget N: artifact runs its schedule scaled to N, bo runs to N without its stopping rule (an
 # equal-count comparison from the CLI).
-expect_exit 0 "\"measurements\": 62" -- search --partition fwd_attn --strategy artifact --budget 62 --log none --out "$TMP/bud/a" --json --quiet
+expect_exit 0 "\"measurements\": 62" -- search --partition fwd_attn --strategy artifact --budget 62 --restrict only-tuned --log none --out "$TMP/bud/a" --json --quiet
 expect_exit 0 "\"stop\": \"fixed budget\"" -- search --partition fwd_attn --strategy artifact --budget 62 --log none --out "$TMP/bud/a" --json --quiet
-expect_exit 0 "\"measurements\": 100" -- search --partition fwd_attn --strategy bo --budget 100 --log none --out "$TMP/bud/b" --json --quiet
-expect_exit 0 "\"measurements\": 40" -- search --partition fwd_attn --strategy bo --prior sim --budget 40 --log none --out "$TMP/bud/c" --json --quiet
+expect_exit 0 "\"measurements\": 100" -- search --partition fwd_attn --strategy bo --budget 100 --restrict only-tuned --log none --out "$TMP/bud/b" --json --quiet
+expect_exit 0 "\"measurements\": 40" -- search --partition fwd_attn --strategy bo --prior sim --budget 40 --restrict only-tuned --log none --out "$TMP/bud/c" --json --quiet
 expect_exit 2 "--budget: expected --strategy bo or artifact" -- search --partition fwd_attn --strategy exhaustive --budget 10 --out "$TMP/e"
 expect_exit 2 "expected no --max-evals or --stop with it" -- search --partition fwd_attn --strategy artifact --budget 10 --max-evals 5 --out "$TMP/e"
 expect_exit 2 "--budget: expected an integer" -- search --partition fwd_attn --budget 0 --out "$TMP/e"
+expect_exit 2 "--restrict: restriction: expected only-tuned, only-nccl, fix-sms, fix-slot" -- search --partition fwd_attn --restrict fix-all --out "$TMP/e"
+expect_exit 2 "expected at most one of only-tuned and only-nccl" -- search --partition fwd_attn --restrict only-tuned,only-nccl --out "$TMP/e"
 # Summary hypervolumes share one reference per partition (whatever the strategy, seed or count),
 # so they compare: the exhaustive search's is the largest, and more of the same run's points
 # never lower it.
@@ -96,10 +101,11 @@ for plane in ("hypervolume_eff", "hypervolume_total"):
 PY
 # Baseline variants search the clock only.
 expect_exit 0 "\"measurements\": 18" -- search --partition bwd_mlp --variant sequential --out "$TMP/seq" --json --quiet
-# Down to the GPU's native clock step: 35 clocks x 40.
-expect_exit 0 "\"space_size\": 1400" -- search --partition fwd_attn --clock-step 15 --max-evals 60 --out "$TMP/fine" --json --quiet
-# CP job: twelve keys, the gather partitions search 1..20 SMs.
-expect_exit 0 "\"space_size\": 1080" -- search --job $CP --partition fwd_qkv_ag --strategy exhaustive --out "$TMP/cp" --json --quiet
+# Down to the GPU's native clock step: 35 clocks x 80.
+expect_exit 0 "\"space_size\": 2800" -- search --partition fwd_attn --clock-step 15 --max-evals 60 --out "$TMP/fine" --json --quiet
+# CP job: twelve keys, the gather partitions search 1..20 SMs (2 kernels x 1080, and NCCL's 24
+# CTAs, off that list, one more configuration per clock).
+expect_exit 0 "\"space_size\": 2178" -- search --job $CP --partition fwd_qkv_ag --strategy exhaustive --out "$TMP/cp" --json --quiet
 
 # Bad input: exit 2 and a precise message.
 expect_exit 2 "--partition: expected all or a partition of job 'default' (kareus variant): fwd_attn, fwd_mlp" -- search --partition fwd_xyz --out "$TMP/e"

@@ -55,6 +55,20 @@ check() { # check NAME CMD… : runs CMD, reports ok/FAIL
 # The plan (parts 2-4): `kareus optimize` for the same job.
 check "kareus optimize for the job" "$KAREUS" optimize --job "$JOB" --methods kareus --out "$TMP/opt" --no-pictures --quiet
 PLAN="$TMP/opt/plans/kareus/fastest.json"
+# The same plan with the MLP partitions on NCCL (issue 31: a plan names each partition's kernel),
+# so part 2 checks that the executor applies both kernels as planned.
+PLAN_NCCL="$TMP/plan-nccl.json"
+"$PY" - "$PLAN" "$PLAN_NCCL" <<'PYEOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for st in p["stages"]:
+    for ins in st["instructions"]:
+        for c in ins.get("comm", []) + ins.get("recompute", []):
+            if c["key"].endswith("_mlp"):
+                c["kernel"] = "nccl"
+json.dump(p, open(sys.argv[2], "w"), indent=1)
+PYEOF
+check "the plan with NCCL partitions validates" "$KAREUS" plan validate "$PLAN_NCCL" --job "$JOB"
 
 if [ "$SAN" = 1 ]; then
   echo "skipped under the sanitizers: parts 1-3 (torchrun, four torch processes)"
@@ -93,9 +107,9 @@ for r in range(4):
 PYEOF
 
 # 2. The plan applied on the fake GPU.
-check "torchrun training with the plan" torchrun4 "$EX" --plan "$PLAN" --steps 2 --verify \
+check "torchrun training with the plan" torchrun4 "$EX" --plan "$PLAN_NCCL" --steps 2 --verify \
   --backend "fake:devices=4,log=$TMP/fake-{rank}.log" --lock-dir "$TMP" --json "$TMP/train-{rank}.json"
-check "clocks, comm configs and restore per rank" "$PY" - "$TMP" "$PLAN" <<'PYEOF'
+check "clocks, comm configs and restore per rank" "$PY" - "$TMP" "$PLAN_NCCL" <<'PYEOF'
 import json, sys
 tmp, plan_path = sys.argv[1], sys.argv[2]
 plan = json.load(open(plan_path))
@@ -114,16 +128,19 @@ for r in range(4):
     order = [(i["kind"], i["microbatch"]) for i in st] * 2
     assert [(a["kind"], a["microbatch"]) for a in d["applied"]] == order, r
     n = 0
+    kernels = set()
     for step in range(2):
         for i, ins in enumerate(st):
-            plan_cfg = {c["key"]: (c["slot"], c["sms"]) for c in ins["comm"]}
+            plan_cfg = {c["key"]: (c["slot"], c["sms"], c.get("kernel", "tuned")) for c in ins["comm"]}
             parts = [p for p in d["partitions"] if p["tag"] == [ins["kind"], ins["microbatch"]]]
             parts = parts[len(parts) // 2:] if step else parts[:len(parts) // 2]
             keyed = [p for p in parts if p["key"] != "trail"]
             assert len(keyed) == 2 * 2 * len(d["layers"]), (r, len(keyed))  # 2 keys x 2 NBs per layer
             for p in keyed:
-                assert (p["slot"], p["sms"]) == plan_cfg[p["key"]], (r, ins["kind"], ins["microbatch"], p, plan_cfg)
+                assert (p["slot"], p["sms"], p["kernel"]) == plan_cfg[p["key"]], (r, ins["kind"], ins["microbatch"], p, plan_cfg)
                 n += 1
+                kernels.add(p["kernel"])
+    assert "nccl" in kernels, (r, kernels)  # the MLP partitions ran on NCCL as planned
     assert d["status"]["mismatched_steps"] == 0 and d["status"]["mode"] == "control", d["status"]
     print("rank %d (stage %d, GPU %s): %d clock changes then restore, %d partitions with the plan's comm config"
           % (r, d["stage"], d["uuid"], len(got) - 1, n))

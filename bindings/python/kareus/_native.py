@@ -118,7 +118,8 @@ class RuntimeOptions(ctypes.Structure):
 
 
 class RuntimeComm(ctypes.Structure):
-    _fields_ = [("slot", ctypes.c_char * KR_SLOT_NAME_MAX), ("slot_index", ctypes.c_int), ("sms", ctypes.c_int)]
+    _fields_ = [("slot", ctypes.c_char * KR_SLOT_NAME_MAX), ("slot_index", ctypes.c_int), ("sms", ctypes.c_int),
+                ("kernel", ctypes.c_int)]
 
 
 class RuntimeStatus(ctypes.Structure):

@@ -170,8 +170,9 @@ class Runtime:
 
     def comm_config(self, key, recompute=False):
         """Comm config of partition `key` in the current instruction, as a dict {slot,
-        slot_index, sms} (slot_index is None unless the runtime was given the job), or None when
-        the plan has none (use the framework's default)."""
+        slot_index, sms, kernel} (slot_index is None unless the runtime was given the job; kernel
+        "tuned" or "nccl": NCCL's collective with sms CTAs), or None when the plan has none (use
+        the framework's default)."""
         out = _native.RuntimeComm()
         rc = lib.kr_runtime_comm_config(self._rt, key.encode(), 1 if recompute else 0, ctypes.byref(out),
                                         ctypes.byref(self._err))
@@ -179,7 +180,7 @@ class Runtime:
             return None
         _native.check(rc, self._err)
         return {"slot": out.slot.decode(), "slot_index": None if out.slot_index == -2 else out.slot_index,
-                "sms": out.sms}
+                "sms": out.sms, "kernel": "nccl" if out.kernel == 1 else "tuned"}
 
     def step_end(self):
         """End of a training step: checks the plan was consumed. Returns 0 or a negative status

@@ -17,6 +17,13 @@ once. On gloo there are no CTAs: one group per count is still made (the same cod
 by the tests), and the count is recorded. Groups are created for the union of counts of the whole
 plan, in one order on every rank, because torch.distributed.new_group is collective over the
 world.
+
+Kernel (issue 31): a plan's setting names the tuned kernel (the default) or NCCL. The tuned path
+is the one above (this executor runs the tuned kernel's CTA count on an NCCL communicator of
+that count: a tuned kernel of our own is not part of it). NCCL with a planned CTA count gets a
+communicator of its own per count, made the same way — min/max CTAs where torch has them; where it
+lacks them, the default communicator with one warning (NCCL's default CTAs). Groups are keyed by
+(kernel, count); a bare count means the tuned kernel.
 """
 
 import sys
@@ -55,6 +62,16 @@ def nccl_cta_options(sms):
         return None
 
 
+def _kernel_count(s):
+    """("tuned"|"nccl", count) of an entry of sms_counts: a count or a (kernel, count) pair."""
+    if isinstance(s, (tuple, list)):
+        kernel, sms = s
+        if kernel not in ("tuned", "nccl"):
+            raise ValueError("TPComm: kernel %r: expected \"tuned\" or \"nccl\"" % (kernel,))
+        return kernel, int(sms)
+    return "tuned", int(s)
+
+
 class _Handle:
     __slots__ = ("work", "tensor", "event")
 
@@ -67,7 +84,8 @@ class TPComm:
 
     tp_groups  list of rank lists, one per TP group, identical on every rank (world order)
     my_group   index of this rank's TP group in tp_groups
-    sms_counts every CTA count the plan uses (any stage); one group per count and TP group
+    sms_counts every CTA count the plan uses (any stage): a count (the tuned kernel) or a
+               ("tuned"|"nccl", count) pair; one group per (kernel, count) and TP group
     backend    "gloo" or "nccl"; device: the CUDA device on NCCL
     """
 
@@ -77,30 +95,39 @@ class TPComm:
         self.ranks = tp_groups[my_group]
         self.size = len(self.ranks)
         self.default = None
-        self.by_sms = {}
-        self.sms_applied = {}  # count -> True if the communicator really has that CTA count
+        self.by_sms = {}       # (kernel, count) -> group; count -> group for the tuned kernel
+        self.sms_applied = {}  # the same keys -> True if the communicator really has that CTA count
         for i, ranks in enumerate(tp_groups):  # collective: every rank makes every group
             g = dist.new_group(ranks, backend=backend)
             if i == my_group:
                 self.default = g
-        for sms in sorted(set(int(s) for s in sms_counts)):
+        for kernel, sms in sorted(set(_kernel_count(s) for s in sms_counts)):
             opts = nccl_cta_options(sms) if self.cuda else None
+            if kernel == "nccl" and self.cuda and opts is None:
+                # NCCL without CTA control: NCCL's own default communicator (warned once above).
+                self.by_sms[(kernel, sms)] = self.default
+                self.sms_applied[(kernel, sms)] = False
+                continue
             for i, ranks in enumerate(tp_groups):
                 g = dist.new_group(ranks, backend=backend, pg_options=opts) if opts is not None else \
                     dist.new_group(ranks, backend=backend)
                 if i == my_group:
-                    self.by_sms[sms] = g
-                    self.sms_applied[sms] = opts is not None
+                    self.by_sms[(kernel, sms)] = g
+                    self.sms_applied[(kernel, sms)] = opts is not None
+                    if kernel == "tuned":
+                        self.by_sms[sms] = g
+                        self.sms_applied[sms] = opts is not None
         if self.cuda:
             self.comm_stream = torch.cuda.Stream(device=device)
 
-    def group(self, sms):
+    def group(self, sms, kernel="tuned"):
         if sms is None:
             return self.default
-        g = self.by_sms.get(int(sms))
+        g = self.by_sms.get((kernel or "tuned", int(sms)))
         if g is None:
-            raise ValueError("TPComm: no group for %d comm SMs (made for %s): build TPComm with the plan's counts"
-                             % (sms, sorted(self.by_sms)))
+            made = sorted(k for k in self.by_sms if isinstance(k, tuple))
+            raise ValueError("TPComm: no group for the %s kernel with %d comm SMs (made for %s): build TPComm "
+                             "with the plan's (kernel, count) pairs" % (kernel or "tuned", sms, made))
         return g
 
     def all_reduce(self, t):
@@ -109,9 +136,10 @@ class TPComm:
             dist.all_reduce(t, group=self.default)
         return t
 
-    def launch(self, t, sms=None):
-        """Starts the all-reduce of t (in place) and returns a handle."""
-        g = self.group(sms)
+    def launch(self, t, sms=None, kernel="tuned"):
+        """Starts the all-reduce of t (in place) on the kernel's communicator of sms CTAs (None:
+        the default one) and returns a handle."""
+        g = self.group(sms, kernel)
         if not self.cuda:
             return _Handle(dist.all_reduce(t, group=g, async_op=True), t)
         compute = torch.cuda.current_stream()

@@ -333,18 +333,19 @@ class PartitionedStage(torch.nn.Module):
         return [(key, l) for l in reversed(self.layers) for key in ("bwd_mlp", "bwd_attn")]
 
     def _slot(self, key, cfg):
-        """(slot name, op index, sms) of key under cfg ({key: {slot, sms} or None}); the catalog's
-        first slot and the default communicator when the plan has no entry."""
+        """(slot name, op index, sms, kernel) of key under cfg ({key: {slot, sms[, kernel]} or
+        None}); the catalog's first slot and the default communicator when the plan has no entry."""
         c = cfg.get(key) if cfg else None
         part = self.partitions[key]
         if c is None:
             name = next(iter(part["slots"]))
-            return name, part["slots"][name], None
+            return name, part["slots"][name], None, "tuned"
+        kernel = c.get("kernel") or "tuned"
         if c["slot"] == "none":
-            return "none", -1, c.get("sms")
+            return "none", -1, c.get("sms"), kernel
         if c["slot"] not in part["slots"]:
             raise ValueError("partition %s: slot %r is not one of %s" % (key, c["slot"], list(part["slots"])))
-        return c["slot"], part["slots"][c["slot"]], c.get("sms")
+        return c["slot"], part["slots"][c["slot"]], c.get("sms"), kernel
 
     def _run(self, states, backward, cfg, nanobatched, tag):
         ops = self._bwd if backward else self._fwd
@@ -363,25 +364,26 @@ class PartitionedStage(torch.nn.Module):
         pending = None  # (state, destination, tensor): the collective of the previous partition
         parts = [(key, l, nb) for key, l in self._segments(backward) for nb in (0, 1)]
         for key, l, nb in parts + [("trail", None, 0)]:
-            slot, at, sms = self._slot(key, cfg) if key != "trail" else ("norm_0", 0, None)
+            slot, at, sms, kernel = self._slot(key, cfg) if key != "trail" else ("norm_0", 0, None, "tuned")
             names = table[key] if key != "trail" else []
             carried, handle = pending, None
             pending = None
             for k, name in enumerate(names):
                 if carried is not None and k == at and reduce_:
-                    handle = comm.launch(carried[2], sms)
+                    handle = comm.launch(carried[2], sms, kernel)
                 r = ops[name](states[nb], l)
                 if r is not None:
                     pending = (states[nb], r[0], r[1])
             if carried is not None:
                 if reduce_:
                     if handle is None:  # slot "none" (or past the last op): after the compute
-                        handle = comm.launch(carried[2], sms)
+                        handle = comm.launch(carried[2], sms, kernel)
                     carried[0].v[carried[1]] = comm.wait(handle)
                 else:
                     carried[0].v[carried[1]] = carried[2]
             self.log.append({"tag": tag, "key": key, "layer": l, "nb": nb, "slot": slot, "op_index": at,
-                             "sms": sms, "carried": None if carried is None else "%s.%d" % carried[1]})
+                             "sms": sms, "kernel": kernel,
+                             "carried": None if carried is None else "%s.%d" % carried[1]})
 
     # ---- a microbatch through the stage ----------------------------------------------------------
 
