@@ -13,7 +13,8 @@
 
 static const char usage_head[] =
     "usage: kareus compare [--job FILE | --suite paper] [--out DIR] [--strategy NAME] [--seed N]\n"
-    "                      [--cost-model exact|lowtime] [--unit-time SEC] [--no-pictures] [--json] [--quiet]\n\n"
+    "                      [--cost-model exact|lowtime] [--unit-time SEC] [--ablation] [--no-pictures] [--json]\n"
+    "                      [--quiet]\n\n"
     "Runs Megatron, Perseus, Nanobatching, Nanobatching+Perseus and Kareus through the same simulator,\n"
     "search, composition and solver, and prints the paper's tables.\n";
 
@@ -21,7 +22,7 @@ static const char usage_head[] =
 typedef struct compare_args {
     kr_optimize_config o;
     const char *job, *suite, *out;
-    int json, quiet;
+    int json, quiet, ablation;
 } compare_args;
 
 static const cli_opt compare_opts[] = {
@@ -46,6 +47,11 @@ static const cli_opt compare_opts[] = {
     CLI_OPT("unit-time", 1,
         NULL,
         cli_set_optimize, compare_args, o),
+    CLI_OPT("ablation", 0,
+        "  --ablation      also Kareus with each mechanism off in turn (CTAs fixed at NCCL's default, slot\n"
+        "                  fixed at the partition start, clock coupling off, NCCL only, tuned kernel only;\n"
+        "                  kareus optimize --restrict) and the points each costs (docs/results.md)\n",
+        cli_set_flag, compare_args, ablation),
     CLI_OPT("no-pictures", 0,
         "  --no-pictures   no SVG pictures and reports (faster)\n",
         cli_set_clear, compare_args, o.pictures),
@@ -115,7 +121,91 @@ static void print_tables(const kr_optimize_result *res, int n)
                100 * best_t, 100 * best_e);
 }
 
-static void print_json(const kr_optimize_result *res, int n)
+/* The ablation (--ablation): Kareus with one mechanism off in turn (kr_search_config's
+ * restrict_space), Kareus's own frontier each time. */
+#define NABL 5
+static const struct {
+    unsigned flags;
+    const char *name, *head;
+} abl[NABL] = {
+    {KR_SEARCH_FIX_SMS, "fix-sms", "CTAs fix"},     {KR_SEARCH_FIX_SLOT, "fix-slot", "slot fix"},
+    {KR_SEARCH_UNCOUPLED, "uncoupled", "uncoupl."}, {KR_SEARCH_ONLY_NCCL, "only-nccl", "NCCL only"},
+    {KR_SEARCH_ONLY_TUNED, "only-tuned", "tuned only"},
+};
+
+/* Iso-time energy and iso-energy time reductions against Perseus of Kareus on one job with one
+ * mechanism off: row k of v (v[k][0], v[k][1]; NaN where no plan qualifies). */
+static int run_ablation(const kr_job *job, const kr_optimize_config *base, int quiet, double v[NABL][2])
+{
+    for (int k = 0; k < NABL; k++) {
+        kr_optimize_config o = *base;
+        o.methods = (1u << KR_METHOD_MEGATRON) | (1u << KR_METHOD_PERSEUS) | (1u << KR_METHOD_KAREUS);
+        o.restrict_space = abl[k].flags;
+        o.out_dir = NULL;
+        o.log_path = NULL;
+        o.pictures = 0;
+        o.progress = quiet ? NULL : on_progress;
+        char label[160];
+        snprintf(label, sizeof label, "%s %s", job->name, abl[k].name);
+        o.progress_ud = label;
+        kr_optimize_result r;
+        kr_error err = {0};
+        int rc = kr_optimize(job, &o, &r, &err);
+        if (rc) {
+            cli_progress_done(quiet);
+            return cli_report(rc, &err);
+        }
+        v[k][0] = r.rows[KR_METHOD_KAREUS].iso_time_full;
+        v[k][1] = r.rows[KR_METHOD_KAREUS].iso_energy_full;
+        kr_optimize_result_free(&r);
+    }
+    return 0;
+}
+
+/* One table of the ablation: column c (0: iso-time energy, 1: iso-energy time), the points each
+ * mechanism's removal costs Kareus, and their mean over the jobs. */
+static void print_ablation_table(const kr_optimize_result *res, double (*v)[NABL][2], int n, int c)
+{
+    printf("\nAblation, %s reduction against Perseus: N+P, Kareus, then Kareus with one mechanism off\n"
+           "(whole frontiers, not the 10 points: the sampling alone moves a 10-point figure by up to a point;\n"
+           "Kareus's own steps; in parentheses the points the mechanism is worth)\n\n",
+           c ? "iso-energy time" : "iso-time energy");
+    printf("%-32s | %6s %6s |", "configuration", "N+P", "Kareus");
+    for (int k = 0; k < NABL; k++)
+        printf(" %-14s|", abl[k].head);
+    printf("\n");
+    double sum[NABL] = {0};
+    int cnt[NABL] = {0};
+    for (int i = 0; i < n; i++) {
+        const kr_metric_row *np = &res[i].rows[KR_METHOD_NANOBATCH_PERSEUS], *kr = &res[i].rows[KR_METHOD_KAREUS];
+        double full = c ? kr->iso_energy_full : kr->iso_time_full;
+        char a[16], b[16];
+        cell(a, sizeof a, c ? np->iso_energy_full : np->iso_time_full);
+        cell(b, sizeof b, full);
+        printf("%-32s | %6s %6s |", res[i].job.name, a, b);
+        for (int k = 0; k < NABL; k++) {
+            double x = v[i][k][c];
+            cell(a, sizeof a, x);
+            if (isfinite(x) && isfinite(full)) {
+                printf(" %6s (%+5.1f)|", a, 100 * (full - x));
+                sum[k] += full - x;
+                cnt[k]++;
+            } else {
+                printf(" %6s        |", a);
+            }
+        }
+        printf("\n");
+    }
+    printf("%-32s | %13s |", "mean, points worth", "");
+    for (int k = 0; k < NABL; k++)
+        if (cnt[k])
+            printf("        %+5.1f |", 100 * sum[k] / cnt[k]);
+        else
+            printf("           -- |");
+    printf("\n");
+}
+
+static void print_json(const kr_optimize_result *res, double (*av)[NABL][2], int n)
 {
     printf("[\n");
     for (int i = 0; i < n; i++) {
@@ -141,7 +231,23 @@ static void print_json(const kr_optimize_result *res, int n)
             printf("}");
             first = 0;
         }
-        printf("\n  }, \"wall_s\": %.3f}%s\n", res[i].wall_s, i + 1 < n ? "," : "");
+        printf("\n  }");
+        if (av) {
+            printf(", \"ablation\": {");
+            for (int k = 0; k < NABL; k++) {
+                printf("%s\"%s\": {", k ? ", " : "", abl[k].name);
+                for (int c = 0; c < 2; c++) {
+                    const char *nm = c ? "iso_energy_time_reduction_full" : "iso_time_energy_reduction_full";
+                    if (isfinite(av[i][k][c]))
+                        printf("%s\"%s\": %.6f", c ? ", " : "", nm, av[i][k][c]);
+                    else
+                        printf("%s\"%s\": null", c ? ", " : "", nm);
+                }
+                printf("}");
+            }
+            printf("}");
+        }
+        printf(", \"wall_s\": %.3f}%s\n", res[i].wall_s, i + 1 < n ? "," : "");
     }
     printf("]\n");
 }
@@ -160,6 +266,7 @@ int cmd_compare(int argc, char **argv)
     kr_optimize_config o = a.o;
     const char *jobpath = a.job, *suite = a.suite, *out = a.out;
     int json = a.json, quiet = a.quiet;
+    double(*ablv)[NABL][2] = NULL;
     if (suite && strcmp(suite, "paper") != 0)
         return cli_usage_error("compare", "--suite: expected paper, found '%s'", suite);
     if (suite && jobpath)
@@ -167,8 +274,12 @@ int cmd_compare(int argc, char **argv)
     const char *const *names = NULL;
     int n = suite ? kr_job_suite_paper(&names) : 1;
     kr_optimize_result *res = calloc((size_t)n, sizeof *res);
-    if (res == NULL)
+    if (a.ablation)
+        ablv = calloc((size_t)n, sizeof *ablv);
+    if (res == NULL || (a.ablation && ablv == NULL)) {
+        free(res);
         return cli_report(KR_ENOMEM, NULL);
+    }
     int done = 0;
     rc = 0;
     for (int i = 0; i < n; i++) {
@@ -192,18 +303,24 @@ int cmd_compare(int argc, char **argv)
             break;
         }
         done++;
+        if (ablv && (rc = run_ablation(&job, &o, quiet, ablv[i])))
+            break;
     }
     cli_progress_done(quiet);
-    if (done == n) {
-        if (json)
-            print_json(res, done);
-        else
+    if (done == n && rc == 0) {
+        if (json) {
+            print_json(res, ablv, done);
+        } else {
             print_tables(res, done);
+            for (int c = 0; ablv && c < 2; c++)
+                print_ablation_table(res, ablv, done, c);
+        }
         if (!json)
             printf("\nPer-job results, plans and reports in %s/<job>/.\n", out);
     }
     for (int i = 0; i < done; i++)
         kr_optimize_result_free(&res[i]);
     free(res);
+    free(ablv);
     return rc;
 }

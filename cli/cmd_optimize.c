@@ -99,7 +99,7 @@ static const cli_opt optimize_opts[] = {
         cli_set_str, optimize_args, o.log_path),
     CLI_OPT("restrict", 1,
         "  --restrict LIST    fix knobs of Kareus's search (an ablation): only-tuned, only-nccl, fix-sms,\n"
-        "                     fix-slot, comma-separated; Kareus's frontier is then its own (no N+P steps)\n",
+        "                     fix-slot, uncoupled, comma-separated; Kareus's frontier is then its own (no N+P steps)\n",
         cli_set_str, optimize_args, restrict_s),
     CLI_OPT("no-pictures", 0,
         "  --no-pictures      no SVG pictures and no report.html\n",

@@ -94,7 +94,8 @@ static const cli_opt search_opts[] = {
     CLI_OPT("restrict", 1,
         "  --restrict LIST     fix knobs of the kareus variant (an ablation; docs/search.md): only-tuned,\n"
         "                      only-nccl, fix-sms (NCCL's default CTAs), fix-slot (partition start),\n"
-        "                      comma-separated; the baseline's execution is then no extra candidate\n",
+        "                      uncoupled (one comm configuration for all clocks, the fastest at the\n"
+        "                      highest), comma-separated; the baseline's execution is then no extra candidate\n",
         cli_set_str, search_args, restrict_s),
     CLI_OPT_RANGE("clock-step", 1,
         "  --clock-step MHZ    planning clock step (down to the GPU's native step)\n",

@@ -1,11 +1,11 @@
 /*
  * cmd_sweep.c — `kareus partition sweep`: the coupling between the clock and the overlap made
  * visible. For every layer partition of a job and every planning clock, the simulator runs the
- * whole (comm SMs × launch slot) grid of the tuned kernel and prints the best configuration on
+ * whole (comm kernel × comm SMs × launch slot) grid of Kareus's space and prints the best configuration on
  * each plane — the fastest, the one of least effective energy (energy − static power × time)
  * and the one of least total energy — next to the Nanobatching baseline (NCCL, its default
  * CTAs, launched at the partition start); and, at the chosen clocks, what overlap costs each
- * stream for the baseline and for the fastest tuned configuration (kr_sim_overlap_effects).
+ * stream for the baseline and for the fastest configuration (kr_sim_overlap_effects).
  * docs/results.md explains, mechanism by mechanism, why the best configuration moves (or not).
  */
 #include <jansson.h>
@@ -19,11 +19,12 @@
 static const char sweep_head[] =
     "usage: kareus partition sweep [--job FILE] [--partition KEY|all] [--effects-at MHZ[,MHZ...]]\n"
     "                              [--json]\n\n"
-    "For each layer partition and each planning clock: the fastest tuned configuration, the one\n"
-    "of least effective energy and the one of least total energy (CTAs and launch slot), and the\n"
+    "For each layer partition and each planning clock: the fastest configuration of Kareus's space,\n"
+    "the one of least effective energy and the one of least total energy (kernel, CTAs and launch\n"
+    "slot), and the\n"
     "Nanobatching baseline (NCCL at its default CTAs, launched at the partition start); at the\n"
     "--effects-at clocks, how much overlap slows each stream for the baseline and for the fastest\n"
-    "tuned configuration. All on the simulator, one GPU, one execution.\n";
+    "configuration. All on the simulator, one GPU, one execution.\n";
 
 typedef struct sweep_args {
     const char *jobpath, *key, *effects;
@@ -46,11 +47,11 @@ static const cli_optset sweep_set = {"partition sweep", sweep_head, sweep_opts, 
 
 /* One evaluated configuration. */
 typedef struct point {
-    int sms, slot;
+    int kernel, sms, slot;
     double t, e; /* time, total energy */
 } point;
 
-/* The best tuned configurations of one clock and the baseline's point there. */
+/* The best configurations of one clock and the baseline's point there. */
 typedef struct clock_row {
     int mhz;
     point fast, min_eff, min_tot, base;
@@ -63,14 +64,15 @@ static int sweep_clock(const kr_job *job, const kr_partition *p, const kr_partit
     double P = job->static_power_w;
     row->mhz = mhz;
     row->fast.t = row->min_eff.t = row->min_tot.t = INFINITY;
-    for (int si = 0; si < sp->nslots; si++)
-        for (int mi = 0; mi < sp->nsms; mi++) {
-            kr_config c = {mhz, sp->sms[mi], sp->slots[si], 0};
+    for (int ki = 0; ki < sp->nkernels; ki++)
+        for (int si = 0; si < sp->nslots; si++)
+            for (int mi = 0; mi < sp->nsms; mi++) {
+            kr_config c = {mhz, sp->sms[mi], sp->slots[si], sp->kernels[ki]};
             kr_sim_result r;
             int rc = kr_sim_partition(job, p, &c, &r, err);
             if (rc)
                 return rc;
-            point q = {c.sms, c.slot, r.time_s, r.energy_j};
+            point q = {c.kernel, c.sms, c.slot, r.time_s, r.energy_j};
             if (q.t < row->fast.t || (q.t == row->fast.t && q.e < row->fast.e))
                 row->fast = q;
             if (!isfinite(row->min_eff.t) || q.e - P * q.t < row->min_eff.e - P * row->min_eff.t)
@@ -78,16 +80,17 @@ static int sweep_clock(const kr_job *job, const kr_partition *p, const kr_partit
             if (!isfinite(row->min_tot.t) || q.e < row->min_tot.e)
                 row->min_tot = q;
         }
-    kr_config c = {mhz, base->fixed_sms, base->fixed_slot, 0};
+    kr_config c = {mhz, base->fixed_sms, base->fixed_slot, KR_KERNEL_NCCL};
     kr_sim_result r;
     int rc = kr_sim_partition(job, base, &c, &r, err);
-    row->base = (point){c.sms, c.slot, r.time_s, r.energy_j};
+    row->base = (point){KR_KERNEL_NCCL, c.sms, c.slot, r.time_s, r.energy_j};
     return rc;
 }
 
 static json_t *point_json(const kr_partition *p, const point *q, double P)
 {
     json_t *o = json_object();
+    json_object_set_new(o, "kernel", json_string(kr_comm_kernel_name(q->kernel)));
     json_object_set_new(o, "sms", json_integer(q->sms));
     json_object_set_new(o, "slot", json_string(kr_partition_slot_name(p, q->slot)));
     json_object_set_new(o, "time_s", json_real(q->t));
@@ -142,7 +145,8 @@ static int effect_clocks(const char *s, const int *clk, int nclk, int *out, int 
 
 static void print_point(const kr_partition *p, const point *q, double P)
 {
-    printf(" %3d %-12s %7.4f %7.4f |", q->sms, kr_partition_slot_name(p, q->slot), 1e3 * q->t, q->e - P * q->t);
+    printf(" %-5s %3d %-12s %7.4f %7.4f |", kr_comm_kernel_name(q->kernel), q->sms, kr_partition_slot_name(p, q->slot),
+           1e3 * q->t, q->e - P * q->t);
 }
 
 /* One partition: the clock table and the effects; appended to arr (JSON) or printed. */
@@ -156,11 +160,11 @@ static int sweep_partition(const kr_job *job, const kr_partition *p, const kr_pa
     double P = job->static_power_w;
     json_t *jp = arr ? json_object() : NULL, *jrows = arr ? json_array() : NULL;
     if (!arr) {
-        printf("%s: %s of %.2f MB over %s/%d; grid %d CTA counts x %d slots (tuned kernel)\n", p->key,
-               kr_coll_kind_name(p->coll.kind), p->coll.bytes / 1e6, p->coll.group, p->coll.group_size, sp.nsms,
-               sp.nslots);
-        printf("  clock | fastest: CTAs slot  t(ms) Eeff(J) | least Eeff: CTAs slot t Eeff     | least E: CTAs slot t "
-               "Eeff        | NCCL %d at %s: t(ms) Eeff(J)\n",
+        printf("%s: %s of %.2f MB over %s/%d; grid %d kernel(s) x %d CTA counts x %d slots\n", p->key,
+               kr_coll_kind_name(p->coll.kind), p->coll.bytes / 1e6, p->coll.group, p->coll.group_size, sp.nkernels,
+               sp.nsms, sp.nslots);
+        printf("  clock | fastest: kernel CTAs slot t(ms) Eeff(J)   | least Eeff: kernel CTAs slot t Eeff      | "
+               "least E: kernel CTAs slot t Eeff         | NCCL %d at %s: t(ms) Eeff(J)\n",
                base->fixed_sms, kr_partition_slot_name(base, base->fixed_slot));
     }
     for (int k = 0; k < sp.nclocks && rc == KR_OK; k++) {
@@ -186,19 +190,22 @@ static int sweep_partition(const kr_job *job, const kr_partition *p, const kr_pa
             if (eff[j] != row.mhz)
                 continue;
             kr_sim_overlap on, ot;
-            kr_config cb = {row.mhz, base->fixed_sms, base->fixed_slot, 0}, ct = {row.mhz, row.fast.sms, row.fast.slot, 0};
+            kr_config cb = {row.mhz, base->fixed_sms, base->fixed_slot, KR_KERNEL_NCCL},
+                      ct = {row.mhz, row.fast.sms, row.fast.slot, row.fast.kernel};
             if ((rc = kr_sim_overlap_effects(job, base, &cb, KR_SIM_NCCL, &on, err)) ||
-                (rc = kr_sim_overlap_effects(job, p, &ct, KR_SIM_TUNED, &ot, err)))
+                (rc = kr_sim_overlap_effects(job, p, &ct, ct.kernel == KR_KERNEL_NCCL ? KR_SIM_NCCL : KR_SIM_TUNED,
+                                             &ot, err)))
                 break;
             if (arr) {
                 json_t *r = json_array_get(jrows, json_array_size(jrows) - 1);
                 json_object_set_new(r, "effects_nccl_default", effects_json(&on));
-                json_object_set_new(r, "effects_fastest_tuned", effects_json(&ot));
+                json_object_set_new(r, "effects_fastest", effects_json(&ot));
             } else {
                 printf("        overlap at %d MHz: NCCL %d CTAs: compute +%.1f%% while resident, comm %+.1f%%, %.0f%% "
-                       "hidden | tuned %d CTAs %s: compute +%.1f%%, comm %+.1f%%, %.0f%% hidden\n",
+                       "hidden | fastest, %s %d CTAs %s: compute +%.1f%%, comm %+.1f%%, %.0f%% hidden\n",
                        row.mhz, base->fixed_sms, 100 * on.compute_slowdown, 100 * on.comm_slowdown, 100 * on.hidden,
-                       row.fast.sms, kr_partition_slot_name(p, row.fast.slot), 100 * ot.compute_slowdown,
+                       kr_comm_kernel_name(row.fast.kernel), row.fast.sms, kr_partition_slot_name(p, row.fast.slot),
+                       100 * ot.compute_slowdown,
                        100 * ot.comm_slowdown, 100 * ot.hidden);
             }
         }

@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include "kareus/search.h"
+#include "kareus/sim.h"
 
 int main(int argc, char **argv);
 
@@ -84,8 +85,75 @@ static void restricted_spaces_fix_their_knobs(void **state)
     }
 }
 
+/* KR_SEARCH_UNCOUPLED (the clock coupling off): the frontier holds one comm configuration at
+ * every clock, the fastest of those measured at the highest clock — with exhaustive search the
+ * fastest of the whole top-clock grid, with a capped bo one bo measured there (the same seed and
+ * cap unrestricted measure it too), then measured at every clock beyond the cap; the parser knows
+ * the name. */
+static void uncoupled_holds_the_top_clock_choice(void **state)
+{
+    (void)state;
+    kr_job job;
+    kr_error e = {0};
+    kr_partition_set set;
+    kr_job_default(&job);
+    assert_int_equal(kr_partition_catalog(&job, KR_VARIANT_KAREUS, &set, &e), KR_OK);
+    kr_backend *b = NULL;
+    assert_int_equal(kr_sim_backend_create(&job, NULL, &b, &e), KR_OK);
+    static const char *const keys[] = {"fwd_attn", "bwd_mlp"};
+    for (int strat = 0; strat < 2; strat++) {
+        for (int k = 0; k < 2; k++) {
+            const kr_partition *p = find(&set, keys[k]);
+            kr_search_config o;
+            kr_search_config_default(&o);
+            o.strategy = strat ? KR_STRATEGY_BO : KR_STRATEGY_EXHAUSTIVE;
+            o.max_evals = strat ? 60 : 0;
+            o.restrict_space = KR_SEARCH_UNCOUPLED;
+            kr_partition_frontier f;
+            kr_search_stats st;
+            assert_int_equal(kr_search_partition(&job, p, b, NULL, &o, &f, &st, &e), KR_OK);
+            assert_int_equal(f.n, 18);
+            for (size_t i = 1; i < f.n; i++) {
+                assert_int_equal(f.pts[i].config.kernel, f.pts[0].config.kernel);
+                assert_int_equal(f.pts[i].config.sms, f.pts[0].config.sms);
+                assert_int_equal(f.pts[i].config.slot, f.pts[0].config.slot);
+                assert_true(f.pts[i].config.freq_mhz < f.pts[i - 1].config.freq_mhz);
+            }
+            /* The held configuration is the fastest at the top clock of the same search unrestricted
+             * (exhaustive: every point; bo: the same seed and cap measure the same points). */
+            o.restrict_space = 0;
+            kr_partition_frontier g;
+            assert_int_equal(kr_search_partition(&job, p, b, NULL, &o, &g, NULL, &e), KR_OK);
+            const kr_measured *best = NULL, *same = NULL;
+            for (size_t i = 0; i < g.n; i++) {
+                const kr_measured *q = &g.pts[i];
+                if (q->config.freq_mhz != f.pts[0].config.freq_mhz)
+                    continue;
+                if (!best || q->time_s < best->time_s)
+                    best = q;
+                if (q->config.kernel == f.pts[0].config.kernel && q->config.sms == f.pts[0].config.sms &&
+                    q->config.slot == f.pts[0].config.slot)
+                    same = q;
+            }
+            assert_non_null(same);
+            assert_true(same->time_s == f.pts[0].time_s);
+            if (!strat) /* exhaustive: the fastest of the whole top-clock grid */
+                assert_true(f.pts[0].time_s == best->time_s);
+            else /* bo: 60 measured, then the held configuration at the clocks it left out */
+                assert_true(st.evaluated >= 60 && st.evaluated <= 60 + 17);
+            kr_frontier_free(&f);
+            kr_frontier_free(&g);
+        }
+    }
+    kr_backend_destroy(b);
+    unsigned flags = 0;
+    assert_int_equal(kr_search_restrict_parse("fix-slot,uncoupled", &flags, &e), KR_OK);
+    assert_int_equal(flags, KR_SEARCH_FIX_SLOT | KR_SEARCH_UNCOUPLED);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(restricted_spaces_fix_their_knobs),
+    cmocka_unit_test(uncoupled_holds_the_top_clock_choice),
 };
 
 KR_TEST_MAIN(tests)

@@ -46,9 +46,13 @@ enum {
     KR_SEARCH_ONLY_TUNED = 1u << 0, /* the tuned kernel only (overrides planning.comm_kernels) */
     KR_SEARCH_ONLY_NCCL = 1u << 1,  /* NCCL only (overrides planning.comm_kernels) */
     KR_SEARCH_FIX_SMS = 1u << 2,    /* comm CTAs fixed at the baseline's NCCL-default count */
-    KR_SEARCH_FIX_SLOT = 1u << 3    /* launch slot fixed at the baseline's (partition start) */
+    KR_SEARCH_FIX_SLOT = 1u << 3,   /* launch slot fixed at the baseline's (partition start) */
+    KR_SEARCH_UNCOUPLED = 1u << 4   /* the clock coupling off: one comm configuration (kernel,
+                                       CTAs, slot) for every clock, the fastest measured at the
+                                       highest clock, as a tuner at the top clock picks it; it is
+                                       measured at every clock and the frontier keeps only it */
 };
-#define KR_SEARCH_RESTRICT_ALL 0xfu
+#define KR_SEARCH_RESTRICT_ALL 0x1fu
 
 /* The configurations of one partition: per clock, the grid kernels × slots × sms, then (when it
  * is not on the grid) the baseline's own execution. */

@@ -353,6 +353,57 @@ static int eval_baseline(kr__search *s, kr_error *err)
     return KR_OK;
 }
 
+/* The comm configuration of a kareus partition (what KR_SEARCH_UNCOUPLED holds across clocks). */
+static int same_comm(const kr_config *a, const kr_config *b)
+{
+    return a->kernel == b->kernel && a->sms == b->sms && a->slot == b->slot;
+}
+
+/*
+ * KR_SEARCH_UNCOUPLED, the ablation of the clock coupling: the comm configuration is chosen
+ * once, at the highest clock (the fastest point measured there; the first of equal times), as a
+ * tuner that ignores DVFS would, and reused at every clock. It is measured at the clocks the
+ * strategy left out (outside the cap, as the baseline is; on a replay only where recorded), and
+ * *keep (allocated, s->n entries) gets the points the frontier is built from, *nkeep of them.
+ * Without the flag, or in a space with one comm configuration, *keep is NULL.
+ */
+static int uncouple(kr__search *s, kr_measured **keep, long *nkeep, kr_error *err)
+{
+    *keep = NULL;
+    *nkeep = 0;
+    const kr_search_space *sp = &s->sp;
+    if (!(s->opt->restrict_space & KR_SEARCH_UNCOUPLED) || (long)sp->nkernels * sp->nslots * sp->nsms <= 1)
+        return KR_OK;
+    long best = -1;
+    for (long i = 0; i < s->n; i++)
+        if (s->pts[i].config.freq_mhz == sp->clocks[0] && (best < 0 || s->pts[i].time_s < s->pts[best].time_s))
+            best = i;
+    if (best < 0)
+        return KR_OK; /* nothing measured at the top clock (a replay): nothing to hold */
+    kr_config pick = s->pts[best].config;
+    int replay = kr__replay_recorded(s->b, s->p, &(kr_config){0, 0, 0, 0}) >= 0;
+    for (int ci = 1; ci < sp->nclocks; ci++) {
+        kr_config c = pick;
+        c.freq_mhz = sp->clocks[ci];
+        long idx;
+        int rc = kr_search_space_index(sp, &c, &idx, err);
+        if (rc)
+            return rc;
+        if (s->done[idx] || (replay && s->cached[idx] < 0 && kr__replay_recorded(s->b, s->p, &c) != 1))
+            continue;
+        if (s->n >= s->cap)
+            s->cap = s->n + 1;
+        if ((rc = kr__search_eval(s, idx, "uncoupled", NAN, NAN, err)))
+            return rc;
+    }
+    if ((*keep = malloc((size_t)s->n * sizeof **keep)) == NULL)
+        return kr_error_set(err, KR_ENOMEM, "search %s: out of memory", s->p->key);
+    for (long i = 0; i < s->n; i++)
+        if (same_comm(&s->pts[i].config, &pick))
+            (*keep)[(*nkeep)++] = s->pts[i];
+    return KR_OK;
+}
+
 /* Runs the strategy on s (set up); the frontier into out. */
 static int run_strategy(kr__search *s, int clock_only, int restricted, kr_partition_frontier *out, kr_error *err)
 {
@@ -366,6 +417,10 @@ static int run_strategy(kr__search *s, int clock_only, int restricted, kr_partit
         rc = kr__search_artifact(s, err);
     if (rc == KR_OK)
         rc = eval_baseline(s, err);
+    kr_measured *keep = NULL;
+    long nkeep = 0;
+    if (rc == KR_OK)
+        rc = uncouple(s, &keep, &nkeep, err);
     if (rc == KR_OK && restricted && strcmp(s->stop, "converged") != 0)
         snprintf(s->stop, sizeof s->stop, "recorded points only");
     if (rc == KR_OK) {
@@ -373,8 +428,10 @@ static int run_strategy(kr__search *s, int clock_only, int restricted, kr_partit
         snprintf(out->backend, sizeof out->backend, "%s", kr_backend_name(s->b));
         out->seed = opt->seed;
         out->space_size = s->size;
-        rc = kr_frontier_set_points(out, s->pts, (size_t)s->n, err);
+        rc = keep ? kr_frontier_set_points(out, keep, (size_t)nkeep, err)
+                  : kr_frontier_set_points(out, s->pts, (size_t)s->n, err);
     }
+    free(keep);
     return rc == KR_OK ? kr__search_batch_end(s, 1, err) : rc;
 }
 

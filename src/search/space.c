@@ -136,7 +136,8 @@ int kr_search_space_init(const kr_job *job, const kr_partition *p, kr_search_spa
     X(KR_SEARCH_ONLY_TUNED, "only-tuned")    \
     X(KR_SEARCH_ONLY_NCCL, "only-nccl")      \
     X(KR_SEARCH_FIX_SMS, "fix-sms")          \
-    X(KR_SEARCH_FIX_SLOT, "fix-slot")
+    X(KR_SEARCH_FIX_SLOT, "fix-slot")        \
+    X(KR_SEARCH_UNCOUPLED, "uncoupled")
 static const kr__ename restrict_names[] = {RESTRICT_NAMES(KR__ENAME_ROW)};
 
 int kr_search_restrict_parse(const char *list, unsigned *out, kr_error *err)

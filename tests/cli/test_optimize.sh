@@ -17,6 +17,21 @@ expect_exit 0 "iteration time" -- simulate --plan out/plans/kareus/fastest.json 
 expect_exit 0 "\"iteration_time_s\"" -- simulate --plan out/plans/megatron/max-clock.json --svg none --json
 expect_exit 0 "out/report.html" -- report out
 expect_exit 0 "Max-throughput plans" -- compare --out cmp --no-pictures --quiet
+# The ablation: both tables, every mechanism's column, and the JSON's figures; each ablated
+# Kareus is no better than the whole one (its space is a subset of Kareus's).
+expect_exit 0 "Ablation, iso-energy time reduction" -- compare --out cmp --ablation --no-pictures --quiet
+"$KAREUS" compare --out cmp --ablation --no-pictures --quiet --json > abl.json
+python3 - abl.json <<'PY' || fails=$((fails + 1))
+import json, sys
+d = json.load(open(sys.argv[1]))[0]
+full = d["methods"]["Kareus"]["iso_time_energy_reduction_full"]
+names = ["fix-sms", "fix-slot", "uncoupled", "only-nccl", "only-tuned"]
+assert sorted(d["ablation"]) == sorted(names), d["ablation"]
+for n in names:
+    x = d["ablation"][n]["iso_time_energy_reduction_full"]
+    assert x is not None and x <= full + 1e-9, (n, x, full)
+print("ok: compare --ablation: five mechanisms, none better than the whole")
+PY
 
 # A plan made for another job.
 expect_exit 2 "plan: job.fingerprint: expected" -- simulate --plan out/plans/kareus/fastest.json --job qwen3-1.7b-tp8-mbs8-s4096
