@@ -11,6 +11,9 @@
 #   kappa=0, 2      the catalog entry with the tensor ops' L2 interference coefficient at 0
 #                   (none) and 2 (twice the L2-share estimate); it is not identifiable from
 #                   the measured partitions (docs/sim.md)
+#   nccl-cta=9.6    the catalog entry with NCCL's bus bandwidth per channel at 9.6 GB/s, the
+#                   least with which its 24 default channels reach the measured 230 GB/s (the
+#                   catalog's 12 GB/s adds 25 % headroom, an estimate)
 # Usage: scripts/sensitivity.sh [KAREUS] [JOB] [EXP_LO] [EXP_HI]
 #        (defaults: build/kareus, the default job, 0.5 and 1.25 — the range docs/calibration.md
 #        states). Needs python3. Writes only into a temporary directory it removes.
@@ -37,15 +40,16 @@ import json, sys
 lo, hi = sys.argv[1], sys.argv[2]
 base = json.load(open("base.json"))
 cat = json.load(open("catalog.json"))
-def entry(kappa):
+def entry(name, value):
     params = {n: {"value": v["value"], "source": v["source"]} for n, v in cat["params"].items()}
-    params["kappa_tensor"]["value"] = kappa
-    params["kappa_tensor"]["source"] += f"; sensitivity.sh: held at {kappa}"
+    params[name]["value"] = value
+    params[name]["source"] += f"; sensitivity.sh: held at {value}"
     return {"schema": "kareus.gpu", "version": 1, "name": cat["name"], "display": cat["display"], "params": params}
 for k in (0.0, 2.0):
-    json.dump(entry(k), open(f"kappa{k:g}.gpu.json", "w"), indent=1)
+    json.dump(entry("kappa_tensor", k), open(f"kappa{k:g}.gpu.json", "w"), indent=1)
+json.dump(entry("busbw_per_cta_Bps", 9.6e9), open("ncclcta.gpu.json", "w"), indent=1)
 variants = [("nominal", None), (f"exp={lo}", f"exp{lo}.gpu.json"), (f"exp={hi}", f"exp{hi}.gpu.json"),
-            ("kappa=0", "kappa0.gpu.json"), ("kappa=2", "kappa2.gpu.json")]
+            ("kappa=0", "kappa0.gpu.json"), ("kappa=2", "kappa2.gpu.json"), ("nccl-cta=9.6", "ncclcta.gpu.json")]
 with open("variants.txt", "w") as out:
     for name, f in variants:
         j = dict(base)
@@ -54,7 +58,7 @@ with open("variants.txt", "w") as out:
         json.dump(j, open(f"job-{name}.json", "w"), indent=1)
         out.write(name + "\n")
 PY
-printf '%-9s | %-25s | %-25s | %-21s | %s\n' "variant" "iso-time energy N+P/K/diff" "iso-energy time N+P/K/diff" "fastest N+P/K (s)" "frugal N+P/K (kJ)"
+printf '%-12s | %-25s | %-25s | %-21s | %s\n' "variant" "iso-time energy N+P/K/diff" "iso-energy time N+P/K/diff" "fastest N+P/K (s)" "frugal N+P/K (kJ)"
 while read -r v; do
   "$kareus" optimize --job "job-$v.json" --quiet --json --out "out-$v" > "o-$v.json"
   python3 - "$v" "o-$v.json" <<'PY'
@@ -71,7 +75,7 @@ n, k = rows["Nanobatching+Perseus"], rows["Kareus"]
 it = [n["iso_time_energy_reduction_10pt"], k["iso_time_energy_reduction_10pt"]]
 ie = [n["iso_energy_time_reduction_10pt"], k["iso_energy_time_reduction_10pt"]]
 mn, mk = meth["Nanobatching+Perseus"], meth["Kareus"]
-print(f"{name:9s} | {pct(it[0])} {pct(it[1])} {diff(*it)} pts | {pct(ie[0])} {pct(ie[1])} {diff(*ie)} pts | "
+print(f"{name:12s} | {pct(it[0])} {pct(it[1])} {diff(*it)} pts | {pct(ie[0])} {pct(ie[1])} {diff(*ie)} pts | "
       f"{mn['fastest']['time_s']:.4f} {mk['fastest']['time_s']:.4f} | "
       f"{mn['frugal']['energy_j'] / 1e3:.2f} {mk['frugal']['energy_j'] / 1e3:.2f}")
 PY
