@@ -343,6 +343,7 @@ int64_t kr__ex_cut(kr__solver *sv)
 void kr__ex_apply(kr__solver *sv)
 {
     const char *S = sv->mark;
+    int p0 = sv->cpm_p0;
     for (int v = 2; v < sv->n; v++) {
         const kr__group *g = &sv->groups[sv->gidx[v]];
         if (!sv->incut[v])
@@ -350,11 +351,14 @@ void kr__ex_apply(kr__solver *sv)
         if (S[KR__LNODE(v)] && !S[KR__RNODE(v)]) {
             sv->d[v]--;
             mark_dirty(sv, v);
+            p0 = KR_MIN(p0, sv->tpos[v]);
         } else if (!S[KR__LNODE(v)] && S[KR__RNODE(v)] && sv->d[v] < g->dmax) {
             sv->d[v]++;
             mark_dirty(sv, v);
+            p0 = KR_MIN(p0, sv->tpos[v]);
         }
     }
+    sv->cpm_p0 = p0;
 }
 
 /* Lengthens every op within its free float (no start time moves; needs a fresh forward CPM),

@@ -203,6 +203,12 @@ typedef struct kr__solver {
     int *osucc;
     long *olagq;
     double *olags;
+    /* The in-edges as rows in the DAG's in_off layout (tail, lag in units), and the first
+     * topological position whose duration changed since the last forward CPM (n: none): the
+     * exact step's CPM starts there (solver.c, cpm_from). */
+    int *ipred;
+    long *ilagq;
+    int cpm_p0;
     long *d;              /* Duration of each AON node (units). */
     long *es, *ef, *ls, *lf;
     double *rt, *res, *rlf; /* Real-time CPM scratch. */
