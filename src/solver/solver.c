@@ -81,6 +81,8 @@ void kr__sv_free(kr__solver *sv)
     free(sv->olags);
     free(sv->ipred);
     free(sv->ilagq);
+    free(sv->ilags);
+    free(sv->fw_rt);
     free(sv->d);
     free(sv->es);
     free(sv->ef);
@@ -198,15 +200,20 @@ static int edge_rows(kr__solver *sv)
     sv->olags = malloc(sizeof(double) * m);
     sv->ipred = malloc(sizeof(int) * m);
     sv->ilagq = malloc(sizeof(long) * m);
+    sv->ilags = malloc(sizeof(double) * m);
     sv->vopt = calloc((size_t)sv->n, sizeof *sv->vopt);
-    if (!sv->osucc || !sv->olagq || !sv->olags || !sv->ipred || !sv->ilagq || !sv->vopt)
+    sv->fw_rt = calloc(3 * (size_t)sv->n, sizeof(double));
+    if (!sv->osucc || !sv->olagq || !sv->olags || !sv->ipred || !sv->ilagq || !sv->ilags || !sv->vopt || !sv->fw_rt)
         return KR_ENOMEM;
+    sv->fw_es = sv->fw_rt + sv->n;
+    sv->fw_pmax = sv->fw_es + sv->n;
     for (int k = 0; k < dag->nedges; k++) {
         int e = dag->in_e[k];
         sv->ipred[k] = dag->eu[e];
         sv->ilagq[k] = sv->lagq[e];
+        sv->ilags[k] = dag->lag_s[e];
     }
-    sv->cpm_p0 = sv->n;
+    sv->cpm_p0 = sv->final_p0 = sv->n;
     for (int v = 2; v < sv->n; v++)
         sv->vopt[v] = sv->opts->sets[sv->gidx[v]].opt;
     for (int k = 0; k < dag->nedges; k++) {

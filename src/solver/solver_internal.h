@@ -208,7 +208,16 @@ typedef struct kr__solver {
      * exact step's CPM starts there (solver.c, cpm_from). */
     int *ipred;
     long *ilagq;
+    double *ilags;
     int cpm_p0;
+    /* record()'s forward half of the knobs of the durations, kept from the last step (steps.c):
+     * their real times, earliest starts and running maximum finish per topological position
+     * (n each); fw_ok once filled. res_pmax: that maximum while sv->res holds those starts
+     * (record() sets it around kr__round_improve; NULL otherwise). final_p0: the first
+     * topological position whose knob the last kr__round_final changed (n: none). */
+    double *fw_rt, *fw_es, *fw_pmax;
+    const double *res_pmax;
+    int fw_ok, final_p0;
     long *d;              /* Duration of each AON node (units). */
     long *es, *ef, *ls, *lf;
     double *rt, *res, *rlf; /* Real-time CPM scratch. */
@@ -291,6 +300,11 @@ double kr__round_cpm(kr__solver *sv);
 /* Its forward half alone: earliest starts of the durations already in sv->rt into sv->res;
  * returns the makespan. */
 double kr__round_forward(kr__solver *sv);
+/* The same from topological position p0 on, for durations of which none before p0 changed
+ * since es was filled (earlier starts stand): each start pulled from its predecessors (the
+ * same sums and maxima, so the same doubles), span0 the largest finish before p0; pmax[i]
+ * (if not NULL) gets the largest finish of positions 0 .. i. Returns the makespan. */
+double kr__round_forward_from(kr__solver *sv, double *es, double *pmax, int p0, double span0);
 /* The latest finishes of the durations in sv->rt against makespan span into lf (the backward
  * half of kr__round_cpm_lf). */
 void kr__round_lf(kr__solver *sv, double *lf, double span);
