@@ -374,7 +374,12 @@ long kr__ex_relax(kr__solver *sv)
     const long *lag = sv->olagq, *es = sv->es;
     long *ef = sv->ef, T = 0;
     char *tight = sv->incut + sv->n;
-    for (int v = 0; v < sv->n; v++) {
+    /* After a CPM that started at position p (solver.c, cpm_from) no start or finish before p
+     * moved: a node whose successors all lie before p has the room and tight arcs it had, so
+     * only positions from relax_lo[p] on are visited (in topological order; each node's work
+     * reads only starts, which the pass does not write, so the order does not matter). */
+    for (int i = sv->relax_lo[sv->relax_p0]; i < sv->n; i++) {
+        int v = dag->topo[i];
         if (v >= 2) {
             const kr__group *g = &sv->groups[sv->gidx[v]];
             if (sv->d[v] < g->dmax) {
@@ -394,7 +399,6 @@ long kr__ex_relax(kr__solver *sv)
             }
         }
         long fv = ef[v];
-        T = KR_MAX(T, fv);
         if (!sv->net_ready)
             continue;
         for (int k = off[v]; k < off[v + 1]; k++) {
@@ -406,5 +410,8 @@ long kr__ex_relax(kr__solver *sv)
             }
         }
     }
+    sv->relax_p0 = 0;
+    for (int v = 0; v < sv->n; v++)
+        T = KR_MAX(T, ef[v]);
     return T;
 }

@@ -82,7 +82,9 @@ void kr__sv_free(kr__solver *sv)
     free(sv->ipred);
     free(sv->ilagq);
     free(sv->ilags);
+    free(sv->relax_lo);
     free(sv->fw_rt);
+    free(sv->fw_knob);
     free(sv->d);
     free(sv->es);
     free(sv->ef);
@@ -186,6 +188,7 @@ static void cpm_from(kr__solver *sv)
         es[w] = st;
         ef[w] = st + d[w];
     }
+    sv->relax_p0 = sv->cpm_p0;
     sv->cpm_p0 = sv->n;
 }
 
@@ -203,8 +206,11 @@ static int edge_rows(kr__solver *sv)
     sv->ilags = malloc(sizeof(double) * m);
     sv->vopt = calloc((size_t)sv->n, sizeof *sv->vopt);
     sv->fw_rt = calloc(3 * (size_t)sv->n, sizeof(double));
-    if (!sv->osucc || !sv->olagq || !sv->olags || !sv->ipred || !sv->ilagq || !sv->ilags || !sv->vopt || !sv->fw_rt)
+    sv->fw_knob = calloc(2 * (size_t)sv->n, sizeof(int));
+    if (!sv->osucc || !sv->olagq || !sv->olags || !sv->ipred || !sv->ilagq || !sv->ilags || !sv->vopt || !sv->fw_rt ||
+        !sv->fw_knob)
         return KR_ENOMEM;
+    sv->rec_knob = sv->fw_knob + sv->n;
     sv->fw_es = sv->fw_rt + sv->n;
     sv->fw_pmax = sv->fw_es + sv->n;
     for (int k = 0; k < dag->nedges; k++) {
@@ -214,6 +220,17 @@ static int edge_rows(kr__solver *sv)
         sv->ilags[k] = dag->lag_s[e];
     }
     sv->cpm_p0 = sv->final_p0 = sv->n;
+    sv->relax_p0 = 0;
+    sv->relax_lo = malloc(sizeof(int) * ((size_t)sv->n + 1));
+    if (!sv->relax_lo)
+        return KR_ENOMEM;
+    sv->relax_lo[sv->n] = sv->n;
+    for (int i = sv->n - 1; i >= 0; i--) {
+        int w = dag->topo[i], lo = KR_MIN(i, sv->relax_lo[i + 1]);
+        for (int k = dag->in_off[w]; k < dag->in_off[w + 1]; k++)
+            lo = KR_MIN(lo, sv->tpos[sv->ipred[k]]);
+        sv->relax_lo[i] = lo;
+    }
     for (int v = 2; v < sv->n; v++)
         sv->vopt[v] = sv->opts->sets[sv->gidx[v]].opt;
     for (int k = 0; k < dag->nedges; k++) {

@@ -210,6 +210,10 @@ typedef struct kr__solver {
     long *ilagq;
     double *ilags;
     int cpm_p0;
+    /* The free-float relaxation after such a CPM needs only positions from relax_lo[p] on (p:
+     * the CPM's start, kept in relax_p0; 0 for a whole pass): relax_lo[p] is the least position
+     * of a node at or after p or of a predecessor of one (n + 1 entries). */
+    int *relax_lo, relax_p0;
     /* record()'s forward half of the knobs of the durations, kept from the last step (steps.c):
      * their real times, earliest starts and running maximum finish per topological position
      * (n each); fw_ok once filled. res_pmax: that maximum while sv->res holds those starts
@@ -218,6 +222,11 @@ typedef struct kr__solver {
     double *fw_rt, *fw_es, *fw_pmax;
     const double *res_pmax;
     int fw_ok, final_p0;
+    /* record()'s last result where only the final pass runs (steps.c): the knobs of the
+     * durations it started from (fw_knob), its budget, and the knobs and makespan the pass
+     * left (rec_knob, rec_span); rec_ok once filled. */
+    int *fw_knob, *rec_knob, rec_ok;
+    double rec_budget, rec_span;
     long *d;              /* Duration of each AON node (units). */
     long *es, *ef, *ls, *lf;
     double *rt, *res, *rlf; /* Real-time CPM scratch. */

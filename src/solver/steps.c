@@ -31,7 +31,7 @@ static void record(kr__solver *sv, kr_solver_step *st, long T, const long *d)
      * durations of a few ops, so the last record's starts (sv->fw_es) stand before the first
      * of them in topological order and only the rest is recomputed (the same doubles as a
      * whole pass: kr__round_forward_from); on (32,256) about half the graph per step. */
-    int p0 = sv->fw_ok ? sv->n : 0;
+    int p0 = sv->fw_ok ? sv->n : 0, same = sv->fw_ok;
     sv->rt[KR_DAG_SOURCE] = sv->rt[KR_DAG_SINK] = 0;
     for (int v = 2; v < sv->n; v++) {
         const kr__group *g = &sv->groups[sv->gidx[v]];
@@ -39,6 +39,10 @@ static void record(kr__solver *sv, kr_solver_step *st, long T, const long *d)
         long dv = KR_MIN(KR_MAX(d[v], g->dmin), g->dmax);
         int k = g->knob[dv - g->dmin];
         sv->knob[v] = k;
+        if (k != sv->fw_knob[v]) {
+            sv->fw_knob[v] = k;
+            same = 0;
+        }
         double r = sv->vopt[v][k].time_s;
         sv->rt[v] = r;
         if (r != sv->fw_rt[v]) {
@@ -51,10 +55,25 @@ static void record(kr__solver *sv, kr_solver_step *st, long T, const long *d)
     memcpy(sv->res, sv->fw_es, sizeof(double) * (size_t)sv->n);
     if (cfg->cost_model == KR_COST_EXACT && cfg->final_pass) {
         /* The quantized plan promises T units; when the real critical path is shorter, let the
-         * final pass use the difference. */
-        sv->res_pmax = sv->fw_pmax;
-        span = kr__round_improve(sv, span, KR_MAX(span, (double)T * cfg->unit_time_s));
-        sv->res_pmax = NULL;
+         * final pass use the difference. Where only the final pass runs, the same knobs and
+         * budget as the last record give its result again (a deterministic pass on the same
+         * knobs, starts and budget): 19 % of (16,128)'s steps, 39 % of (8,64)'s. */
+        double budget = KR_MAX(span, (double)T * cfg->unit_time_s);
+        int only_final = !kr__exchange_runs(cfg, sv->n - 2);
+        if (only_final && same && sv->rec_ok && budget == sv->rec_budget) {
+            memcpy(sv->knob, sv->rec_knob, sizeof(int) * (size_t)sv->n);
+            span = sv->rec_span;
+        } else {
+            sv->res_pmax = sv->fw_pmax;
+            span = kr__round_improve(sv, span, budget);
+            sv->res_pmax = NULL;
+            if (only_final) {
+                memcpy(sv->rec_knob, sv->knob, sizeof(int) * (size_t)sv->n);
+                sv->rec_budget = budget;
+                sv->rec_span = span;
+                sv->rec_ok = 1;
+            }
+        }
     }
     double e = 0, t = 0;
     for (int v = 2; v < sv->n; v++) {
