@@ -12,6 +12,30 @@
 #include "solver/solver_internal.h"
 #include "util/util.h"
 
+/* The rounding passes of a record for the budget, from the knobs of the durations in sv->knob
+ * with their starts in sv->res and running maximum finish in sv->fw_pmax; returns the knobs'
+ * makespan. Where only the final pass runs, knobs and a budget equal to the last record's
+ * (same: the knobs are) give its result again — a deterministic pass on the same knobs, starts
+ * and budget; about a fifth of (8,64)'s steps. */
+static double record_passes(kr__solver *sv, double span, double budget, int same)
+{
+    int only_final = !kr__exchange_runs(&sv->cfg, sv->n - 2);
+    if (only_final && same && sv->rec_ok && budget == sv->rec_budget) {
+        memcpy(sv->knob, sv->rec_knob, sizeof(int) * (size_t)sv->n);
+        return sv->rec_span;
+    }
+    sv->res_pmax = sv->fw_pmax;
+    span = kr__round_improve(sv, span, budget);
+    sv->res_pmax = NULL;
+    if (only_final) {
+        memcpy(sv->rec_knob, sv->knob, sizeof(int) * (size_t)sv->n);
+        sv->rec_budget = budget;
+        sv->rec_span = span;
+        sv->rec_ok = 1;
+    }
+    return span;
+}
+
 /* Fills the step's figures from the durations d (n entries: the current ones, or the
  * recording thread's snapshot); knobs per the cost model. Reads nothing else the cut writes. */
 static void record(kr__solver *sv, kr_solver_step *st, long T, const long *d)
@@ -55,25 +79,8 @@ static void record(kr__solver *sv, kr_solver_step *st, long T, const long *d)
     memcpy(sv->res, sv->fw_es, sizeof(double) * (size_t)sv->n);
     if (cfg->cost_model == KR_COST_EXACT && cfg->final_pass) {
         /* The quantized plan promises T units; when the real critical path is shorter, let the
-         * final pass use the difference. Where only the final pass runs, the same knobs and
-         * budget as the last record give its result again (a deterministic pass on the same
-         * knobs, starts and budget): 19 % of (16,128)'s steps, 39 % of (8,64)'s. */
-        double budget = KR_MAX(span, (double)T * cfg->unit_time_s);
-        int only_final = !kr__exchange_runs(cfg, sv->n - 2);
-        if (only_final && same && sv->rec_ok && budget == sv->rec_budget) {
-            memcpy(sv->knob, sv->rec_knob, sizeof(int) * (size_t)sv->n);
-            span = sv->rec_span;
-        } else {
-            sv->res_pmax = sv->fw_pmax;
-            span = kr__round_improve(sv, span, budget);
-            sv->res_pmax = NULL;
-            if (only_final) {
-                memcpy(sv->rec_knob, sv->knob, sizeof(int) * (size_t)sv->n);
-                sv->rec_budget = budget;
-                sv->rec_span = span;
-                sv->rec_ok = 1;
-            }
-        }
+         * final pass use the difference. */
+        span = record_passes(sv, span, KR_MAX(span, (double)T * cfg->unit_time_s), same);
     }
     double e = 0, t = 0;
     for (int v = 2; v < sv->n; v++) {
