@@ -343,6 +343,7 @@ int64_t kr__ex_cut(kr__solver *sv)
 void kr__ex_apply(kr__solver *sv)
 {
     const char *S = sv->mark;
+    int p0 = sv->cpm_p0;
     for (int v = 2; v < sv->n; v++) {
         const kr__group *g = &sv->groups[sv->gidx[v]];
         if (!sv->incut[v])
@@ -350,11 +351,14 @@ void kr__ex_apply(kr__solver *sv)
         if (S[KR__LNODE(v)] && !S[KR__RNODE(v)]) {
             sv->d[v]--;
             mark_dirty(sv, v);
+            p0 = KR_MIN(p0, sv->tpos[v]);
         } else if (!S[KR__LNODE(v)] && S[KR__RNODE(v)] && sv->d[v] < g->dmax) {
             sv->d[v]++;
             mark_dirty(sv, v);
+            p0 = KR_MIN(p0, sv->tpos[v]);
         }
     }
+    sv->cpm_p0 = p0;
 }
 
 /* Lengthens every op within its free float (no start time moves; needs a fresh forward CPM),
@@ -370,7 +374,15 @@ long kr__ex_relax(kr__solver *sv)
     const long *lag = sv->olagq, *es = sv->es;
     long *ef = sv->ef, T = 0;
     char *tight = sv->incut + sv->n;
+    /* After a CPM that started at position p (solver.c, cpm_from) no start or finish before p
+     * moved: a node whose successors all lie before p has the room and tight arcs it had, so
+     * only nodes at positions from relax_lo[p] on are visited (in node order, which keeps the
+     * arrays' reads sequential: visiting them in topological order was slower on (32,256);
+     * each node's work reads only starts, which the pass does not write). */
+    const int lo = sv->relax_lo[sv->relax_p0], *tpos = sv->tpos;
     for (int v = 0; v < sv->n; v++) {
+        if (tpos[v] < lo)
+            continue;
         if (v >= 2) {
             const kr__group *g = &sv->groups[sv->gidx[v]];
             if (sv->d[v] < g->dmax) {
@@ -390,7 +402,6 @@ long kr__ex_relax(kr__solver *sv)
             }
         }
         long fv = ef[v];
-        T = KR_MAX(T, fv);
         if (!sv->net_ready)
             continue;
         for (int k = off[v]; k < off[v + 1]; k++) {
@@ -402,5 +413,8 @@ long kr__ex_relax(kr__solver *sv)
             }
         }
     }
+    sv->relax_p0 = 0;
+    for (int v = 0; v < sv->n; v++)
+        T = KR_MAX(T, ef[v]);
     return T;
 }

@@ -216,7 +216,7 @@ static inline int bfs_dir(kr__flow *f, int from, int to, int rev)
             continue;
         }
         for (int a = f->first[u]; a >= 0; a = f->next[a])
-            if (res(f, a, rev) > 0 && f->level[f->head[a]] < 0) {
+            if (f->level[f->head[a]] < 0 && res(f, a, rev) > 0) {
                 int w = f->head[a];
                 f->level[w] = f->level[u] + 1;
                 f->iter[w] = f->first[w];
@@ -275,7 +275,7 @@ static inline int64_t dfs_dir(kr__flow *f, int from, int to, int64_t limit, int 
             continue;
         }
         int a = u == h->node ? dfs_hub_arc(f, h, u, rev) : f->iter[u];
-        while (a >= 0 && !(res(f, a, rev) > 0 && f->level[f->head[a]] == f->level[u] + 1))
+        while (a >= 0 && !(f->level[f->head[a]] == f->level[u] + 1 && res(f, a, rev) > 0))
             a = f->next[a];
         if (u != h->node)
             f->iter[u] = a;
@@ -386,7 +386,7 @@ void kr__flow_reach(kr__flow *f, int s, char *mark)
             continue;
         }
         for (int a = f->first[u]; a >= 0; a = f->next[a])
-            if (f->cap[a] > 0 && !mark[f->head[a]]) {
+            if (!mark[f->head[a]] && f->cap[a] > 0) {
                 mark[f->head[a]] = 1;
                 stack[top++] = f->head[a];
             }

@@ -44,6 +44,28 @@ double kr__round_forward(kr__solver *sv)
     return span;
 }
 
+double kr__round_forward_from(kr__solver *sv, double *es, double *pmax, int p0, double span0)
+{
+    const int *topo = sv->dag->topo, *ioff = sv->dag->in_off, *ipred = sv->ipred;
+    const double *rt = sv->rt, *ilag = sv->ilags;
+    double span = span0;
+    for (int i = p0; i < sv->n; i++) {
+        int w = topo[i];
+        double st = 0;
+        for (int k = ioff[w]; k < ioff[w + 1]; k++) {
+            int u = ipred[k];
+            double fin = es[u] + rt[u];
+            if (fin + ilag[k] > st)
+                st = fin + ilag[k];
+        }
+        es[w] = st;
+        span = KR_MAX(span, st + rt[w]);
+        if (pmax)
+            pmax[i] = span;
+    }
+    return span;
+}
+
 void kr__round_lf(kr__solver *sv, double *lf, double span)
 {
     /* kr_dag_cpm's backward half on the edge rows (lf[w] − dur[w] − lag, in that order). */
@@ -96,6 +118,7 @@ int kr__round_final(kr__solver *sv, double span)
     const kr__group *groups = sv->groups;
     double *rlf = sv->rlf, *rt = sv->rt;
     int *knob = sv->knob, changed = 0;
+    sv->final_p0 = sv->n;
     for (int i = sv->n - 1; i >= 0; i--) {
         int u = topo[i];
         double fin = span;
@@ -122,6 +145,7 @@ int kr__round_final(kr__solver *sv, double span)
             if (pick >= 0 && g->par_e[pick] < g->eff[best]) {
                 best = g->par[pick];
                 changed++;
+                sv->final_p0 = i;
             }
             knob[u] = best;
             rt[u] = sv->vopt[u][best].time_s;
@@ -381,7 +405,14 @@ double kr__round_improve(kr__solver *sv, double span0, double budget)
     const kr_solver_config *cfg = &sv->cfg;
     /* A final pass that changed no knob leaves the critical path as it was; one that did
      * left every op's real time in rt (it writes each op's). */
-    double span = kr__round_final(sv, budget) ? kr__round_forward(sv) : span0;
+    double span = span0;
+    if (kr__round_final(sv, budget)) {
+        /* Starts before the first changed knob stand; where the caller knows the running
+         * maximum finish of sv->res (record()), only the rest is recomputed. */
+        int p = sv->final_p0;
+        span = sv->res_pmax ? kr__round_forward_from(sv, sv->res, NULL, p, p > 0 ? sv->res_pmax[p - 1] : 0)
+                            : kr__round_forward(sv);
+    }
     if (kr__exchange_runs(cfg, sv->n - 2)) {
         kr__round_exchange(sv, KR_MAX(span, budget));
         /* The final pass reads the earliest starts in sv->res: the exchange pass's last

@@ -203,6 +203,30 @@ typedef struct kr__solver {
     int *osucc;
     long *olagq;
     double *olags;
+    /* The in-edges as rows in the DAG's in_off layout (tail, lag in units), and the first
+     * topological position whose duration changed since the last forward CPM (n: none): the
+     * exact step's CPM starts there (solver.c, cpm_from). */
+    int *ipred;
+    long *ilagq;
+    double *ilags;
+    int cpm_p0;
+    /* The free-float relaxation after such a CPM needs only positions from relax_lo[p] on (p:
+     * the CPM's start, kept in relax_p0; 0 for a whole pass): relax_lo[p] is the least position
+     * of a node at or after p or of a predecessor of one (n + 1 entries). */
+    int *relax_lo, relax_p0;
+    /* record()'s forward half of the knobs of the durations, kept from the last step (steps.c):
+     * their real times, earliest starts and running maximum finish per topological position
+     * (n each); fw_ok once filled. res_pmax: that maximum while sv->res holds those starts
+     * (record() sets it around kr__round_improve; NULL otherwise). final_p0: the first
+     * topological position whose knob the last kr__round_final changed (n: none). */
+    double *fw_rt, *fw_es, *fw_pmax;
+    const double *res_pmax;
+    int fw_ok, final_p0;
+    /* record()'s last result where only the final pass runs (steps.c): the knobs of the
+     * durations it started from (fw_knob), its budget, and the knobs and makespan the pass
+     * left (rec_knob, rec_span); rec_ok once filled. */
+    int *fw_knob, *rec_knob, rec_ok;
+    double rec_budget, rec_span;
     long *d;              /* Duration of each AON node (units). */
     long *es, *ef, *ls, *lf;
     double *rt, *res, *rlf; /* Real-time CPM scratch. */
@@ -285,6 +309,11 @@ double kr__round_cpm(kr__solver *sv);
 /* Its forward half alone: earliest starts of the durations already in sv->rt into sv->res;
  * returns the makespan. */
 double kr__round_forward(kr__solver *sv);
+/* The same from topological position p0 on, for durations of which none before p0 changed
+ * since es was filled (earlier starts stand): each start pulled from its predecessors (the
+ * same sums and maxima, so the same doubles), span0 the largest finish before p0; pmax[i]
+ * (if not NULL) gets the largest finish of positions 0 .. i. Returns the makespan. */
+double kr__round_forward_from(kr__solver *sv, double *es, double *pmax, int p0, double span0);
 /* The latest finishes of the durations in sv->rt against makespan span into lf (the backward
  * half of kr__round_cpm_lf). */
 void kr__round_lf(kr__solver *sv, double *lf, double span);
