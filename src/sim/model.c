@@ -193,6 +193,28 @@ double kr__sim_comm_bw(const kr__sim_gpu *sg, const kr__sim_comm *c, double f)
     return KR_MIN(c->busbw_cap, raw);
 }
 
+/* Weighted max–min share of the achievable HBM bandwidth cap between the op's demand d_op and
+ * the comm's d_comm (bytes/s), weights = the SMs issuing requests: what each gets. */
+static void hbm_share(const kr__sim_mix *m, double cap, double d_op, double d_comm, double *g_op, double *g_comm)
+{
+    *g_op = d_op;
+    *g_comm = d_comm;
+    if (d_op + d_comm <= cap)
+        return;
+    double w = m->comm ? (double)m->comm->sms / ((double)m->op_sms + m->comm->sms) : 0.0;
+    if (!m->op)
+        w = 1.0;
+    double share_comm = cap * w, share_op = cap - share_comm;
+    if (d_op <= share_op) {
+        *g_comm = cap - d_op;
+    } else if (d_comm <= share_comm) {
+        *g_op = cap - d_comm;
+    } else {
+        *g_op = share_op;
+        *g_comm = share_comm;
+    }
+}
+
 void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim_rates *out)
 {
     const kr_gpu *g = sg->g;
@@ -223,22 +245,8 @@ void kr__sim_eval(const kr__sim_gpu *sg, const kr__sim_mix *m, double f, kr__sim
             bus /= 1.0 + g->comm_lat_slow * KR_MIN(1.0, d_op / cap);
         d_comm = m->comm->hbm_per_bus * bus;
     }
-    /* Weighted max–min share of the achievable bandwidth, weights = SMs issuing requests. */
-    double g_op = d_op, g_comm = d_comm;
-    if (d_op + d_comm > cap) {
-        double w = m->comm ? (double)m->comm->sms / ((double)m->op_sms + m->comm->sms) : 0.0;
-        if (!m->op)
-            w = 1.0;
-        double share_comm = cap * w, share_op = cap - share_comm;
-        if (d_op <= share_op)
-            g_comm = cap - d_op;
-        else if (d_comm <= share_comm)
-            g_op = cap - d_comm;
-        else {
-            g_op = share_op;
-            g_comm = share_comm;
-        }
-    }
+    double g_op, g_comm;
+    hbm_share(m, cap, d_op, d_comm, &g_op, &g_comm);
     if (m->comm && m->comm_moving)
         bus = g_comm / m->comm->hbm_per_bus;
     out->bus_Bps = bus;
