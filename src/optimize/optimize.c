@@ -539,8 +539,10 @@ static int record_frontier(run *r, kr_method m, const kr_solve_result *f)
             src[k] = mr->from_np[k] ? "n+p" : "kareus";
         }
     }
-    if (r->o->out_dir == NULL)
+    if (r->o->out_dir == NULL) {
+        free(src);
         return KR_OK;
+    }
     char rel[96], path[4400], dir[4400];
     snprintf(dir, sizeof dir, "%s/frontiers", r->o->out_dir);
     snprintf(rel, sizeof rel, "frontiers/%s.csv", kr_method_slug(m));
