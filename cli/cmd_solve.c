@@ -151,9 +151,9 @@ static const cli_opt solve_opts[] = {
         "                       CPUs are online); the frontier is the same\n",
         cli_set_int, solve_args, threads, 1, 2),
     CLI_OPT("exchange", 1,
-        "  --exchange MODE      exact model: knob exchanges and window search after each step, and\n"
-        "                       the polish: auto (default: on up to 256 instructions), on, or off\n"
-        "                       (as optimize and compare run; faster, frontier steps ~0.2 % dearer)\n",
+        "  --exchange MODE      exact model: knob exchanges and window search after each step:\n"
+        "                       off (default, as in optimize and compare), on, or auto (on up to\n"
+        "                       256 instructions); on gives better plans, slower (and the polish)\n",
         cli_set_str, solve_args, exch),
     CLI_OPT("polish", 1,
         "  --polish MODE        exact model: after the steps, each step's plan against its neighbours'\n"
@@ -242,7 +242,7 @@ int cmd_solve(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv))
         return cli_opt_usage(stdout, &solve_set);
-    solve_args a = {.model = "exact", .var = "kareus", .exch = "auto", .polish = "auto", .unit = 0.001, .power = -1};
+    solve_args a = {.model = "exact", .var = "kareus", .exch = "off", .polish = "auto", .unit = 0.001, .power = -1};
     int next, rc;
     if ((rc = cli_opt_parse(&solve_set, argc, argv, 1, &a, &next)))
         return rc;

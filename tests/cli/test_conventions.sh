@@ -2,7 +2,7 @@
 # test_conventions.sh — the CLI's shared conventions: `kareus help CMD [SUB]` prints what
 # `kareus CMD [SUB] --help` prints; every command that prints results has --json, and what it
 # prints parses as one JSON object with the documented keys (compose, solve, plan, run, report;
-# the others have their own tests); bash completion; --exchange's default stated in every help text (off, auto for solve).
+# the others have their own tests); bash completion; --exchange has one default (off) in every help text.
 source "$(dirname "$0")/lib.sh"
 G="${KR_TESTDATA_DIR:?}/golden/lowtime"
 PY=$(command -v python3) || { echo "SKIPPED: python3 parses the JSON here"; exit 77; }
@@ -63,13 +63,10 @@ comp=$(bash -c 'source "$1/cli/kareus.bash-completion"; COMP_WORDS=("$2" so); CO
 if [ "$comp" = $'solve\n--exchange' ]; then echo "ok: bash completion"; else
   echo "FAIL: bash completion: $comp" >&2; fails=$((fails + 1)); fi
 
-# --exchange's default, as each help text states it: off for optimize and compare (their
-# solves stay fast on the context-parallel jobs), auto for solve (issue 33: its frontier steps
-# within 0.1 % of the MILP optimum on the small pipelines; the same as off above 256
-# instructions).
-for cmd in optimize:off compare:off solve:auto; do
-  h=$("$KAREUS" "${cmd%%:*}" --help | grep -A2 -- '--exchange' || true)
-  if [ -z "$h" ] || grep -q "${cmd##*:} (default" <<<"$h"; then echo "ok: ${cmd%%:*} --exchange default ${cmd##*:}"; else
-    echo "FAIL: ${cmd%%:*} --exchange: $h" >&2; fails=$((fails + 1)); fi
+# One default for --exchange: every help text that has the option says off is the default.
+for cmd in optimize compare solve; do
+  h=$("$KAREUS" "$cmd" --help | grep -A2 -- '--exchange' || true)
+  if [ -z "$h" ] || grep -q "off (default" <<<"$h"; then echo "ok: $cmd --exchange default off"; else
+    echo "FAIL: $cmd --exchange: $h" >&2; fails=$((fails + 1)); fi
 done
 finish
