@@ -324,20 +324,14 @@ static void fill_stats(const kr__search *s, long recorded, double t0, kr_search_
     stats->prior_calibrated = s->calib;
 }
 
-/*
- * The baseline's own execution (NCCL at its default CTAs, launched at partition start) at every
- * clock, whatever the strategy and its budget (issue 31): so the partition frontier dominates
- * Nanobatching's point at every clock by construction. After the strategy, so that its
- * decisions are the ones it takes without this rule; outside the evaluation cap. A replay
- * evaluates the ones it recorded (it cannot answer the others).
- */
-static int eval_baseline(kr__search *s, kr_error *err)
+/* Evaluates comm configuration c (its clock ignored) at every clock the strategy left out,
+ * outside the evaluation cap; a replay only where it recorded it (it cannot answer the others).
+ * why: the log's "selected" reason. */
+static int eval_every_clock(kr__search *s, const kr_config *c0, const char *why, kr_error *err)
 {
-    if (!s->sp.has_base)
-        return KR_OK;
     int replay = kr__replay_recorded(s->b, s->p, &(kr_config){0, 0, 0, 0}) >= 0;
     for (int ci = 0; ci < s->sp.nclocks; ci++) {
-        kr_config c = s->sp.base;
+        kr_config c = *c0;
         c.freq_mhz = s->sp.clocks[ci];
         long idx;
         int rc = kr_search_space_index(&s->sp, &c, &idx, err);
@@ -347,10 +341,22 @@ static int eval_baseline(kr__search *s, kr_error *err)
             continue;
         if (s->n >= s->cap)
             s->cap = s->n + 1;
-        if ((rc = kr__search_eval(s, idx, "baseline", NAN, NAN, err)))
+        if ((rc = kr__search_eval(s, idx, why, NAN, NAN, err)))
             return rc;
     }
     return KR_OK;
+}
+
+/*
+ * The baseline's own execution (NCCL at its default CTAs, launched at partition start) at every
+ * clock, whatever the strategy and its budget (issue 31): so the partition frontier dominates
+ * Nanobatching's point at every clock by construction. After the strategy, so that its
+ * decisions are the ones it takes without this rule; outside the evaluation cap. A replay
+ * evaluates the ones it recorded (it cannot answer the others).
+ */
+static int eval_baseline(kr__search *s, kr_error *err)
+{
+    return s->sp.has_base ? eval_every_clock(s, &s->sp.base, "baseline", err) : KR_OK;
 }
 
 /* The comm configuration of a kareus partition (what KR_SEARCH_UNCOUPLED holds across clocks). */
@@ -381,21 +387,9 @@ static int uncouple(kr__search *s, kr_measured **keep, long *nkeep, kr_error *er
     if (best < 0)
         return KR_OK; /* nothing measured at the top clock (a replay): nothing to hold */
     kr_config pick = s->pts[best].config;
-    int replay = kr__replay_recorded(s->b, s->p, &(kr_config){0, 0, 0, 0}) >= 0;
-    for (int ci = 1; ci < sp->nclocks; ci++) {
-        kr_config c = pick;
-        c.freq_mhz = sp->clocks[ci];
-        long idx;
-        int rc = kr_search_space_index(sp, &c, &idx, err);
-        if (rc)
-            return rc;
-        if (s->done[idx] || (replay && s->cached[idx] < 0 && kr__replay_recorded(s->b, s->p, &c) != 1))
-            continue;
-        if (s->n >= s->cap)
-            s->cap = s->n + 1;
-        if ((rc = kr__search_eval(s, idx, "uncoupled", NAN, NAN, err)))
-            return rc;
-    }
+    int rc = eval_every_clock(s, &pick, "uncoupled", err);
+    if (rc)
+        return rc;
     if ((*keep = malloc((size_t)s->n * sizeof **keep)) == NULL)
         return kr_error_set(err, KR_ENOMEM, "search %s: out of memory", s->p->key);
     for (long i = 0; i < s->n; i++)
