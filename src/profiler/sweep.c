@@ -371,18 +371,12 @@ struct kr_profiler_sweep_log {
     char warning[1024];
 };
 
+/* Appends o as one line and releases it. */
 static int write_line(kr_profiler_sweep_log *log, json_t *o, kr_error *err)
 {
-    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    int rc = kr__jsonl_append(log->f, o, log->sync, log->path, "append", err);
     json_decref(o);
-    if (text == NULL)
-        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", log->path);
-    size_t n = strlen(text);
-    text[n] = '\n'; /* json_dumps leaves room for the NUL; the newline replaces it */
-    int ok = fwrite(text, 1, n + 1, log->f) == n + 1 && fflush(log->f) == 0 && (!log->sync || fsync(fileno(log->f)) == 0);
-    int saved = errno;
-    free(text);
-    return ok ? KR_OK : kr_error_set(err, KR_EIO, "%s: cannot append: %s", log->path, strerror(saved));
+    return rc;
 }
 
 static int log_read_existing(kr_profiler_sweep_log *log, kr_error *err)
@@ -398,14 +392,8 @@ static int log_read_existing(kr_profiler_sweep_log *log, kr_error *err)
     sweep_head h;
     if (rc == KR_OK && len > 0)
         rc = parse_log(log->path, text, len, &log->head, &h, &log->p, &log->n, &valid, &torn, err);
-    if (rc == KR_OK && torn) {
-        if (truncate(log->path, (off_t)valid) != 0)
-            rc = kr_error_set(err, KR_EIO, "%s: cannot drop the torn last line: %s", log->path, strerror(errno));
-        else
-            snprintf(log->warning, sizeof log->warning,
-                     "%s:%d: dropped a torn last line (%zu bytes, a write interrupted by a crash): '%.60s'", log->path,
-                     torn, len - valid, text + valid);
-    }
+    if (rc == KR_OK && torn)
+        rc = kr__jsonl_drop_torn(log->path, text, len, valid, torn, log->warning, sizeof log->warning, err);
     log->need_nl = rc == KR_OK && !torn && len > 0 && text[len - 1] != '\n';
     int dups = rc == KR_OK ? dedupe(log->p, &log->n) : 0;
     if (dups) {
@@ -441,20 +429,11 @@ int kr_profiler_sweep_log_open(const char *path, const kr_job *job, const char *
         kr_profiler_sweep_log_close(log);
         return fresh;
     }
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0 || (log->f = fdopen(fd, "a")) == NULL) {
-        rc = kr_error_set(err, KR_EIO, "%s: cannot open for appending: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    if ((rc = kr__jsonl_open_append(path, log->need_nl, &log->f, err))) {
         kr_profiler_sweep_log_close(log);
         return rc;
     }
-    if (log->need_nl && (fputc('\n', log->f) == EOF || fflush(log->f) != 0)) {
-        rc = kr_error_set(err, KR_EIO, "%s: write failed: %s", path, strerror(errno));
-        kr_profiler_sweep_log_close(log);
-        return rc;
-    }
-    if (fresh == 1 || lseek(fd, 0, SEEK_END) == 0) {
+    if (fresh == 1 || lseek(fileno(log->f), 0, SEEK_END) == 0) {
         json_t *h = json_pack("{s:s, s:i, s:s, s:s, s:s, s:f, s:s}", "schema", SWEEP_SCHEMA, "version", SWEEP_VERSION,
                               "job", log->head.job, "job_name", log->head.job_name, "gpu", log->head.gpu,
                               "clock_max_mhz", log->head.clock_max_mhz, "backend", backend);

@@ -549,14 +549,8 @@ static int read_existing(kr_search_log *log, const char *path, const kr_job *job
                  "%s: a measurement log without the header line (written before Kareus logs had one): read, "
                  "and new measurements are appended to it without a header",
                  path);
-    if (*torn) {
-        if (truncate(path, (off_t)valid) != 0)
-            return kr_error_set(err, KR_EIO, "%s: cannot drop the torn last line: %s", path, strerror(errno));
-        size_t w = strlen(log->warning);
-        snprintf(log->warning + w, sizeof log->warning - w,
-                 "%s%s:%d: dropped a torn last line (%zu bytes, a write interrupted by a crash): '%.60s'",
-                 w ? "; " : "", path, *torn, *len - valid, *text + valid);
-    }
+    if (*torn && (rc = kr__jsonl_drop_torn(path, *text, *len, valid, *torn, log->warning, sizeof log->warning, err)))
+        return rc;
     int first_dup;
     size_t dups = kr__mrecs_dedupe(&log->recs, &first_dup);
     if (dups) {
@@ -567,29 +561,19 @@ static int read_existing(kr_search_log *log, const char *path, const kr_job *job
     return KR_OK;
 }
 
-/* Opens path for appending, never through a symlink; a new (or empty: fresh) log starts with
- * its header line. */
-static int open_append(kr_search_log *log, const char *path, const kr_job *job, int fresh, kr_error *err)
+/* Opens path for appending, never through a symlink (after a newline when the last line was
+ * complete but unterminated); a new (or empty: fresh) log starts with its header line. */
+static int open_append(kr_search_log *log, const char *path, const kr_job *job, int fresh, int newline_first,
+                       kr_error *err)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0 || (log->f = fdopen(fd, "a")) == NULL) {
-        int rc = kr_error_set(err, KR_EIO, "%s: cannot open for appending: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    int rc = kr__jsonl_open_append(path, newline_first, &log->f, err);
+    if (rc || !fresh)
         return rc;
-    }
-    if (!fresh)
-        return KR_OK;
     json_t *h = json_pack("{s:s, s:i, s:s, s:s}", "schema", MLOG_SCHEMA, "version", MLOG_VERSION, "job", log->fp,
                           "job_name", job->name);
-    char *ht = h ? json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    rc = kr__jsonl_append(log->f, h, 1, path, "write the log header", err);
     json_decref(h);
-    int ok = ht && fputs(ht, log->f) != EOF && fputc('\n', log->f) != EOF && fflush(log->f) == 0 &&
-             fsync(fileno(log->f)) == 0;
-    free(ht);
-    if (!ok)
-        return kr_error_set(err, KR_EIO, "%s: cannot write the log header: %s", path, strerror(errno));
-    return KR_OK;
+    return rc;
 }
 
 int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out, kr_error *err)
@@ -616,12 +600,8 @@ int kr_search_log_open(const char *path, const kr_job *job, kr_search_log **out,
     }
     int torn = 0, complete_last = 0;
     if ((rc = read_existing(log, path, job, &text, &len, &complete_last, &torn, err)) ||
-        (rc = open_append(log, path, job, len == 0, err)))
+        (rc = open_append(log, path, job, len == 0, complete_last && !torn, err)))
         goto fail;
-    if (complete_last && !torn && (fputc('\n', log->f) == EOF || fflush(log->f) != 0)) {
-        rc = kr_error_set(err, KR_EIO, "%s: write failed: %s", path, strerror(errno));
-        goto fail;
-    }
     free(text);
     *out = log;
     return KR_OK;
@@ -720,19 +700,12 @@ int kr__search_log_append(kr_search_log *log, const kr__mrec *r, const kr__mextr
         bad |= kr__jset_real(o, "pred_time_s", x->pred_time_s);
     if (isfinite(x->pred_eff_energy_j))
         bad |= kr__jset_real(o, "pred_energy_eff_j", x->pred_eff_energy_j);
-    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    int rc = bad ? kr_error_set(err, KR_ENOMEM, "%s: out of memory", log->path)
+                 : kr__jsonl_append(log->f, o, log->sync_each, log->path, "append a measurement", err);
     json_decref(o);
-    if (text == NULL)
-        return kr_error_set(err, KR_ENOMEM, "%s: out of memory", log->path);
-    size_t n = strlen(text);
-    text[n] = '\n'; /* json_dumps leaves room for the NUL; the newline replaces it */
-    int ok = fwrite(text, 1, n + 1, log->f) == n + 1 && fflush(log->f) == 0 &&
-             (!log->sync_each || fsync(fileno(log->f)) == 0);
     log->pending = !log->sync_each;
-    int saved = errno;
-    free(text);
-    if (!ok)
-        return kr_error_set(err, KR_EIO, "%s: cannot append a measurement: %s", log->path, strerror(saved));
+    if (rc)
+        return rc;
     kr__mrec c = *r;
     c.file = 0;
     c.line = 0;

@@ -208,6 +208,17 @@ int kr__write_file_atomic(const char *path, const char *data, size_t len, kr_err
  * Loads a JSON file (or text) with jansson. Parse errors name file:line:column and what
  * jansson found. name is used in messages for text input.
  */
+/* JSON-lines logs (jsonl.c). kr__jsonl_open_append: path opened for appending, created if
+ * missing, never through a symlink; newline_first: a newline written first (the last line was
+ * complete but unterminated). kr__jsonl_append: o as one compact line, flushed, fsync'd when
+ * sync; an I/O error says "PATH: cannot WHAT: ...". kr__jsonl_drop_torn: truncates path to valid
+ * bytes (text[0..len) is what was read) and adds "PATH:LINE: dropped a torn last line ..." to
+ * warning (after "; " when it already holds one). All return KR_OK or an error code. */
+int kr__jsonl_open_append(const char *path, int newline_first, FILE **out, kr_error *err);
+int kr__jsonl_append(FILE *f, const json_t *o, int sync, const char *path, const char *what, kr_error *err);
+int kr__jsonl_drop_torn(const char *path, const char *text, size_t len, size_t valid, int lineno, char *warning,
+                        size_t cap, kr_error *err);
+
 int kr__json_load_file(const char *path, json_t **out, kr_error *err);
 int kr__json_load_text(const char *text, const char *name, json_t **out, kr_error *err);
 
